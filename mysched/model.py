@@ -1,0 +1,148 @@
+"""Immutable picture of a batch farm at one instant.
+
+A `Snapshot` is what every batch-server adapter (TORQUE, the simulated farm) produces and
+what the pure planner consumes. It holds raw facts only; derived views (VO of a job,
+slots used per node) are computed by the planner from the configuration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+Placement = tuple[tuple[str, int], ...]
+"""Where a job runs or should run: ``((node, cores), ...)``; one entry per node."""
+
+
+class JobState(str, Enum):
+    """TORQUE job states (single-letter codes as `qstat` prints them)."""
+
+    QUEUED = "Q"
+    RUNNING = "R"
+    HELD = "H"
+    WAITING = "W"
+    EXITING = "E"
+    COMPLETE = "C"
+    TRANSIT = "T"
+    SUSPENDED = "S"
+
+    @classmethod
+    def parse(cls, code: str) -> "JobState":
+        try:
+            return cls(code.strip().upper()[:1])
+        except ValueError:
+            raise ValueError(f"unknown job state {code!r}") from None
+
+
+class NodeState(str, Enum):
+    """What a node can do now, reduced from TORQUE's comma-separated state flags."""
+
+    FREE = "free"
+    FULL = "job-exclusive"
+    BUSY = "busy"
+    OFFLINE = "offline"
+    DOWN = "down"
+
+    @classmethod
+    def parse(cls, flags: str) -> "NodeState":
+        """Reduce e.g. ``"down,offline"`` or ``"job-exclusive,busy"`` to one state."""
+        parts = {p.strip().lower() for p in flags.split(",") if p.strip()}
+        if parts & {"down", "unknown"}:
+            return cls.DOWN
+        if "offline" in parts:
+            return cls.OFFLINE
+        if "busy" in parts:
+            return cls.BUSY
+        if parts & {"job-exclusive", "job-sharing", "reserve"}:
+            return cls.FULL
+        if parts <= {"free", "time-shared", "state-unknown"} and parts:
+            return cls.FREE
+        if not parts:
+            return cls.DOWN
+        return cls.FREE
+
+    @property
+    def usable(self) -> bool:
+        """True if the scheduler may place jobs here (given free slots)."""
+        return self in (NodeState.FREE, NodeState.FULL)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One batch job. Times are Unix seconds; `walltime` and `mem` are the requests."""
+
+    id: str
+    queue: str
+    user: str
+    group: str
+    cores: int = 1
+    state: JobState = JobState.QUEUED
+    submit_time: float = 0.0
+    start_time: float | None = None
+    walltime: float | None = None
+    mem: int | None = None
+    placement: Placement = ()
+    vo: str | None = None
+    """Set only where the source names the VO itself; otherwise the config maps group -> VO."""
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One worker node: `slots` is TORQUE's np; `properties` its node properties."""
+
+    name: str
+    slots: int
+    state: NodeState = NodeState.FREE
+    properties: frozenset[str] = frozenset()
+    jobs: tuple[str, ...] = ()
+    """Ids of the jobs the server says run here (may list jobs the job list lacks)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    """A TORQUE execution queue."""
+
+    name: str
+    enabled: bool = True
+    started: bool = True
+    max_running: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Queues, jobs and nodes as read from the batch server at `time`."""
+
+    time: float
+    jobs: tuple[Job, ...]
+    nodes: tuple[Node, ...]
+    queues: tuple[Queue, ...] = ()
+    server: str = ""
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceJob:
+    """A job of a workload to replay: submitted at ``job.submit_time``, it runs `runtime`
+    seconds once started (the simulator ends it then, whatever its walltime request)."""
+
+    job: Job
+    runtime: float
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedJob:
+    """A wall-clock record of a job that ran: what the history store keeps and what
+    decayed usage is computed from. `end` is None while the job still runs."""
+
+    id: str
+    user: str
+    group: str
+    queue: str
+    start: float
+    end: float | None
+    cores: int = 1
+    vo: str | None = None
+    cput: float | None = None
+    exit_status: int | None = None
+    nodes: tuple[str, ...] = ()
