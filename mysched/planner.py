@@ -1,0 +1,723 @@
+"""The pure scheduling core: ``plan(snapshot, config, usage, now) -> Plan``.
+
+No I/O, no clock, no globals: everything comes in as arguments, so the daemon, the
+simulator, the benchmarks and the tests all run the same code.
+
+Order (MYSCHED, Gellrich CHEP2013):
+  1. jobs on a hot list, in submit order;
+  2. VOs running fewer slots than their guarantee, most under-served (running/guarantee) first;
+  3. the rest by dynamic fair-share priority ``share / (eps + u_hist + u_run)`` (LSF's form):
+     `u_hist` is the VO's fraction of decayed wall-clock over the history window, `u_run` its
+     fraction of the farm's slots in use, *including the starts of this cycle*, so one VO
+     does not take every free slot at once. Inside a VO, groups and then users with the
+     least ``u_hist + u_run`` go first; a user's jobs go in submit order.
+Placement: drop nodes that are down, full, not assigned to the job's queue, of a type the
+group may not use, at a per-node VO/group limit, or reserved for another packing class;
+take the node with (packing preference, fewest jobs of the user, highest diversity after
+placement, fewest used slots, name). Diversity = distinct users / jobs on the node.
+
+Cost: candidate nodes are grouped in pools (same node type and queue assignment) and kept
+sorted by their score, so a placement looks at few nodes; a job class (queue, VO, group,
+cores, packing class) that found no node is not tried again in the same cycle, because
+starts only ever take capacity away.
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from .config import Config, PackingClass
+from .model import Job, JobState, Node, NodeState, Snapshot
+from .plan import Plan, Start, VOStatus, Wait
+from .usage import Usage
+
+POLICIES = ("mysched", "fifo", "least-loaded")
+DEFAULT_CLASS = "default"
+
+
+def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy: str = "mysched") -> Plan:
+    """Decide which queued jobs to start where, and why every other job waits."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    return _Planner(snapshot, config, usage, now, policy).run()
+
+
+# ---------------------------------------------------------------------------------------
+# Per-node and ranking state
+
+
+class _Load:
+    """Mutable per-node counts for one planning pass."""
+
+    __slots__ = ("name", "slots", "free", "used", "njobs", "users", "vos", "groups", "classes",
+                 "class_start", "ntype", "pool", "reserved", "usable")
+
+    def __init__(self, node: Node, ntype: str | None, usable: bool) -> None:
+        self.name = node.name
+        self.slots = node.slots
+        self.free = node.slots if usable else 0
+        self.used = 0
+        self.njobs = 0
+        self.users: dict[str, int] = {}
+        self.vos: dict[str, int] = {}
+        self.groups: dict[str, int] = {}
+        self.classes: dict[str, int] = {}
+        self.class_start: dict[str, float] = {}
+        self.ntype = ntype
+        self.pool: "_Pool | None" = None
+        self.reserved: str | None = None
+        self.usable = usable
+
+    def add(self, user: str, vo: str, group: str, cls: str, cores: int, start: float | None) -> None:
+        self.free = max(0, self.free - cores)
+        self.used += cores
+        self.njobs += 1
+        self.users[user] = self.users.get(user, 0) + 1
+        self.vos[vo] = self.vos.get(vo, 0) + 1
+        self.groups[group] = self.groups.get(group, 0) + 1
+        self.classes[cls] = self.classes.get(cls, 0) + 1
+        if start is not None and start > self.class_start.get(cls, -math.inf):
+            self.class_start[cls] = start
+
+
+class _Ranking:
+    """Node names kept sorted by a score tuple whose last item is the node name."""
+
+    __slots__ = ("keys", "of")
+
+    def __init__(self) -> None:
+        self.keys: list[tuple] = []
+        self.of: dict[str, tuple] = {}
+
+    def put(self, name: str, key: tuple) -> None:
+        old = self.of.get(name)
+        if old is not None:
+            if old == key:
+                return
+            del self.keys[bisect.bisect_left(self.keys, old)]
+        self.of[name] = key
+        bisect.insort(self.keys, key)
+
+    def drop(self, name: str) -> None:
+        old = self.of.pop(name, None)
+        if old is not None:
+            del self.keys[bisect.bisect_left(self.keys, old)]
+
+
+@dataclass
+class _Pool:
+    """Nodes alike for eligibility: same type, same queue assignment."""
+
+    ntype: str | None
+    queues: frozenset[str]
+    owners: frozenset[str]
+    ranking: _Ranking = field(default_factory=_Ranking)
+    by_class: dict[str, _Ranking] = field(default_factory=dict)
+
+
+class _Heap:
+    """A min-heap of names with lazily invalidated keys."""
+
+    __slots__ = ("heap", "current")
+
+    def __init__(self) -> None:
+        self.heap: list[tuple] = []
+        self.current: dict[str, tuple] = {}
+
+    def push(self, name: str, key: tuple) -> None:
+        self.current[name] = key
+        heapq.heappush(self.heap, (key, name))
+
+    def peek(self) -> str | None:
+        h = self.heap
+        while h:
+            key, name = h[0]
+            if self.current.get(name) == key:
+                return name
+            heapq.heappop(h)
+        return None
+
+    def remove(self, name: str) -> None:
+        self.current.pop(name, None)
+
+    def ordered(self) -> list[str]:
+        return sorted(self.current, key=lambda n: (self.current[n], n))
+
+
+class _UserQ:
+    __slots__ = ("jobs",)
+
+    def __init__(self) -> None:
+        self.jobs: deque[Job] = deque()
+
+
+class _GroupQ:
+    __slots__ = ("users", "heap")
+
+    def __init__(self) -> None:
+        self.users: dict[str, _UserQ] = {}
+        self.heap = _Heap()
+
+
+class _VOQ:
+    __slots__ = ("groups", "heap")
+
+    def __init__(self) -> None:
+        self.groups: dict[str, _GroupQ] = {}
+        self.heap = _Heap()
+
+
+# ---------------------------------------------------------------------------------------
+
+
+class _Planner:
+    def __init__(self, snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str) -> None:
+        self.snap = snapshot
+        self.cfg = config
+        self.usage = usage
+        self.now = now
+        self.policy = policy
+        self.out = Plan(now=now, policy=policy)
+        self.rank = 0
+        self.vo_of = config.vo_of
+        self._class_cache: dict[tuple, Wait] = {}
+        self._pools_for: dict[tuple, list[_Pool]] = {}
+        self._pclass_of: dict[tuple, PackingClass | None] = {}
+        self.packing = {pc.name: pc for pc in config.packing}
+
+    # -- set-up ---------------------------------------------------------------------------
+    def _node_type(self, node: Node) -> str | None:
+        for nt in self.cfg.node_types:
+            if nt.matches(node.name, node.properties):
+                return nt.name
+        return None
+
+    def _job_class(self, queue: str, vo: str, group: str, user: str) -> PackingClass | None:
+        k = (queue, vo, group, user)
+        try:
+            return self._pclass_of[k]
+        except KeyError:
+            pc = next((p for p in self.cfg.packing if p.matches(queue, vo, group, user)), None)
+            self._pclass_of[k] = pc
+            return pc
+
+    def _setup_nodes(self) -> None:
+        cfg = self.cfg
+        restricted = [q for q in cfg.queues.values() if q.restricted]
+        self.loads: dict[str, _Load] = {}
+        self.counted: list[_Load] = []
+        pools: dict[tuple, _Pool] = {}
+        total = 0
+        for node in self.snap.nodes:
+            usable = node.state in (NodeState.FREE, NodeState.FULL)
+            ntype = self._node_type(node)
+            load = _Load(node, ntype, usable)
+            if node.state not in (NodeState.DOWN, NodeState.OFFLINE):
+                total += node.slots
+                self.counted.append(load)
+            if node.state == NodeState.FULL:
+                load.free = 0
+            qs = frozenset(q.name for q in restricted
+                           if (q.nodes and any(fnmatch.fnmatchcase(node.name, p) for p in q.nodes))
+                           or (ntype is not None and ntype in q.node_types))
+            owners = frozenset(q for q in qs if cfg.queues[q].exclusive)
+            key = (ntype, qs, owners)
+            pool = pools.get(key)
+            if pool is None:
+                pool = pools[key] = _Pool(ntype, qs, owners)
+            load.pool = pool
+            self.loads[node.name] = load
+        self.pools = list(pools.values())
+        self.total_slots = total
+        self.max_slots = max((ld.slots for ld in self.loads.values() if ld.usable), default=0)
+
+    def _setup_jobs(self) -> None:
+        cfg = self.cfg
+        self.vo_slots: dict[str, int] = {}
+        self.vo_jobs: dict[str, int] = {}
+        self.group_jobs: dict[str, int] = {}
+        self.group_slots: dict[str, int] = {}
+        self.user_slots: dict[str, int] = {}
+        self.queue_jobs: dict[str, int] = {}
+        self.vo_queued: dict[str, int] = {}
+        self.queued: list[tuple[Job, str]] = []
+        loads = self.loads
+        running = (JobState.RUNNING, JobState.EXITING)
+        for job in self.snap.jobs:
+            st = job.state
+            vo = job.vo or self.vo_of(job.group)
+            if st in running:
+                self.vo_slots[vo] = self.vo_slots.get(vo, 0) + job.cores
+                self.vo_jobs[vo] = self.vo_jobs.get(vo, 0) + 1
+                self.group_jobs[job.group] = self.group_jobs.get(job.group, 0) + 1
+                self.group_slots[job.group] = self.group_slots.get(job.group, 0) + job.cores
+                self.user_slots[job.user] = self.user_slots.get(job.user, 0) + job.cores
+                self.queue_jobs[job.queue] = self.queue_jobs.get(job.queue, 0) + 1
+                pc = self._job_class(job.queue, vo, job.group, job.user) if self.packing else None
+                cls = pc.name if pc else DEFAULT_CLASS
+                for name, cores in job.placement:
+                    ld = loads.get(name)
+                    if ld is not None:
+                        ld.add(job.user, vo, job.group, cls, cores, job.start_time)
+            elif st == JobState.QUEUED or st == JobState.HELD or st == JobState.WAITING or st == JobState.TRANSIT:
+                self.vo_queued[vo] = self.vo_queued.get(vo, 0) + 1
+                self.queued.append((job, vo))
+
+    def _setup_rankings(self) -> None:
+        keyf = self._key_fn()
+        self.keyf = keyf
+        for ld in self.loads.values():
+            # Exclusive reservations follow from the running class jobs' start times.
+            best = None
+            for cls, start in ld.class_start.items():
+                pc = self.packing.get(cls)
+                if pc is None or pc.policy != "exclusive" or ld.classes.get(cls, 0) == 0:
+                    continue
+                if start + pc.ttl > self.now and (best is None or start > best[1]):
+                    best = (cls, start)
+            if best is not None:
+                ld.reserved = best[0]
+                self.out.node_classes[ld.name] = best[0]
+            if ld.usable and ld.free > 0:
+                k = keyf(ld)
+                ld.pool.ranking.put(ld.name, k)
+                for cls, n in ld.classes.items():
+                    if n and cls in self.packing:
+                        ld.pool.by_class.setdefault(cls, _Ranking()).put(ld.name, k)
+        self.free_total = sum(ld.free for ld in self.loads.values() if ld.usable)
+
+    def _key_fn(self) -> Callable[[_Load], tuple]:
+        if self.policy == "fifo":
+            return lambda ld: (ld.name,)
+        if self.policy == "least-loaded":
+            return lambda ld: (-ld.free, ld.name)
+        # Score for a user with no job on the node: highest diversity after placement,
+        # then fewest used slots, then name.
+        return lambda ld: (-(len(ld.users) + 1) / (ld.njobs + 1), ld.used, ld.name)
+
+    # -- main -----------------------------------------------------------------------------
+    def run(self) -> Plan:
+        self._setup_nodes()
+        self._setup_jobs()
+        self._setup_rankings()
+        self._setup_vos()
+        eligible = self._screen()
+        if self.policy == "mysched":
+            hot = self.cfg.hot
+            hot_jobs = [(j, vo) for j, vo in eligible if hot and (
+                j.queue in hot.queues or vo in hot.vos or j.group in hot.groups or j.user in hot.users)]
+            if hot_jobs:
+                hot_ids = {j.id for j, _ in hot_jobs}
+                eligible = [(j, vo) for j, vo in eligible if j.id not in hot_ids]
+                hot_jobs.sort(key=lambda x: (x[0].submit_time, x[0].id))
+            stopped = self._run_list(hot_jobs, "hot")
+            if stopped:
+                self._drain_list(eligible, stopped)
+            else:
+                self._run_shares(eligible)
+        else:
+            eligible.sort(key=lambda x: (x[0].submit_time, x[0].id))
+            self._run_list(eligible, "fifo")
+        self._finish()
+        return self.out
+
+    def _setup_vos(self) -> None:
+        cfg = self.cfg
+        names = set(cfg.vos) | set(self.vo_slots) | set(self.vo_queued)
+        self.total_usage = self.usage.total
+        self.vo_status: dict[str, VOStatus] = {}
+        for name in sorted(names):
+            v = cfg.vo(name)
+            u = self.usage.vo.get(name, 0.0)
+            st = VOStatus(
+                name=name, share=v.share_fraction(self.total_slots), guarantee=v.guarantee(self.total_slots),
+                running_slots=self.vo_slots.get(name, 0), running_jobs=self.vo_jobs.get(name, 0),
+                queued_jobs=self.vo_queued.get(name, 0), usage=u,
+                usage_fraction=u / self.total_usage if self.total_usage > 0 else 0.0,
+                priority=self._vo_priority(name),
+            )
+            self.vo_status[name] = st
+        self.started_by_vo: dict[str, int] = {}
+
+    def _vo_priority(self, vo: str) -> float:
+        v = self.cfg.vo(vo)
+        share = v.share_fraction(self.total_slots)
+        u_hist = self.usage.vo.get(vo, 0.0) / self.total_usage if self.total_usage > 0 else 0.0
+        u_run = self.vo_slots.get(vo, 0) / self.total_slots if self.total_slots else 0.0
+        return share / (self.cfg.fairshare_eps + u_hist + u_run)
+
+    def _screen(self) -> list[tuple[Job, str]]:
+        """Jobs that could start at all; the rest get their reason now."""
+        qstate = {q.name: q for q in self.snap.queues}
+        out = []
+        for job, vo in self.queued:
+            st = job.state
+            if st == JobState.HELD:
+                self._wait(job, "held", vo)
+                continue
+            if st != JobState.QUEUED:
+                self._wait(job, "not_queued", vo)
+                continue
+            q = qstate.get(job.queue)
+            if q is not None and not (q.enabled and q.started):
+                self._wait(job, "queue_disabled", vo)
+                continue
+            if job.cores > self.max_slots:
+                self._wait(job, "too_large", vo, detail=f"asks for {job.cores} cores; largest usable node "
+                           f"has {self.max_slots}")
+                continue
+            out.append((job, vo))
+        self.qstate = qstate
+        return out
+
+    # -- bookkeeping ------------------------------------------------------------------------
+    def _wait(self, job: Job, reason: str, vo: str, detail: str = "", nodes_rejected=None) -> None:
+        self.rank += 1
+        self.out.waits[job.id] = Wait(job.id, reason, self.rank, self.vo_status[vo].priority
+                                      if vo in getattr(self, "vo_status", {}) else 0.0, detail, nodes_rejected)
+
+    def _limit(self, job: Job, vo: str) -> str | None:
+        """A total limit the job would exceed, or None."""
+        cfg = self.cfg
+        qmax = None
+        q = self.qstate.get(job.queue)
+        if q is not None and q.max_running is not None:
+            qmax = q.max_running
+        qc = cfg.queues.get(job.queue)
+        if qc is not None and qc.max_running is not None:
+            qmax = qc.max_running if qmax is None else min(qmax, qc.max_running)
+        if qmax is not None and self.queue_jobs.get(job.queue, 0) >= qmax:
+            return "queue_max_running"
+        v = cfg.vos.get(vo)
+        if v is not None and v.max_running is not None and self.vo_jobs.get(vo, 0) >= v.max_running:
+            return "vo_limit"
+        g = cfg.groups.get(job.group)
+        if g is not None and g.max_running is not None and self.group_jobs.get(job.group, 0) >= g.max_running:
+            return "group_limit"
+        return None
+
+    def _try(self, job: Job, vo: str, reason: str) -> str | None:
+        """Place and record one job; return None if it starts, else its wait reason."""
+        lim = self._limit(job, vo)
+        if lim is not None:
+            self._wait(job, lim, vo)
+            return lim
+        pc = self._job_class(job.queue, vo, job.group, job.user) if self.packing else None
+        ckey = (job.queue, vo, job.group, job.cores, pc.name if pc else None)
+        cached = self._class_cache.get(ckey)
+        if cached is not None:
+            self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
+            return cached.reason
+        ld = self._place(job, vo, pc)
+        if ld is None:
+            w = self._explain(job, vo, pc)
+            self._class_cache[ckey] = w
+            self._wait(job, w.reason, vo, w.detail, w.nodes_rejected)
+            return w.reason
+        self._commit(job, vo, pc, ld, reason)
+        return None
+
+    def _commit(self, job: Job, vo: str, pc: PackingClass | None, ld: _Load, reason: str) -> None:
+        cls = pc.name if pc else DEFAULT_CLASS
+        ld.add(job.user, vo, job.group, cls, job.cores, self.now)
+        self.free_total -= job.cores
+        if pc is not None and pc.policy == "exclusive" and pc.ttl > 0:
+            ld.reserved = cls
+            self.out.node_classes[ld.name] = cls
+        pool = ld.pool
+        if ld.free > 0:
+            k = self.keyf(ld)
+            pool.ranking.put(ld.name, k)
+            for c, n in ld.classes.items():
+                if n and c in self.packing:
+                    pool.by_class.setdefault(c, _Ranking()).put(ld.name, k)
+        else:
+            pool.ranking.drop(ld.name)
+            for c in ld.classes:
+                r = pool.by_class.get(c)
+                if r is not None:
+                    r.drop(ld.name)
+        self.vo_slots[vo] = self.vo_slots.get(vo, 0) + job.cores
+        self.vo_jobs[vo] = self.vo_jobs.get(vo, 0) + 1
+        self.group_jobs[job.group] = self.group_jobs.get(job.group, 0) + 1
+        self.group_slots[job.group] = self.group_slots.get(job.group, 0) + job.cores
+        self.user_slots[job.user] = self.user_slots.get(job.user, 0) + job.cores
+        self.queue_jobs[job.queue] = self.queue_jobs.get(job.queue, 0) + 1
+        self.started_by_vo[vo] = self.started_by_vo.get(vo, 0) + 1
+        self.rank += 1
+        self.out.starts.append(Start(job.id, ((ld.name, job.cores),), reason, vo, job.group, job.user,
+                                     job.queue, job.cores, self.rank, self.vo_status[vo].priority))
+
+    # -- placement --------------------------------------------------------------------------
+    def _pools(self, queue: str, vo: str, group: str) -> list[_Pool]:
+        k = (queue, vo, group)
+        got = self._pools_for.get(k)
+        if got is not None:
+            return got
+        qc = self.cfg.queues.get(queue)
+        types = {nt.name: nt for nt in self.cfg.node_types}
+        out = []
+        for pool in self.pools:
+            if qc is not None and qc.restricted:
+                if queue not in pool.queues:
+                    continue
+            elif pool.owners:
+                continue
+            if pool.ntype is not None and not types[pool.ntype].allows(vo, group):
+                continue
+            out.append(pool)
+        self._pools_for[k] = out
+        return out
+
+    def _place(self, job: Job, vo: str, pc: PackingClass | None) -> _Load | None:
+        cores = job.cores
+        user = job.user
+        vmax = self.cfg.vos.get(vo)
+        vmax = vmax.max_per_node if vmax is not None else None
+        gmax = self.cfg.groups.get(job.group)
+        gmax = gmax.max_per_node if gmax is not None else None
+        group = job.group
+        cls = pc.name if pc else None
+        loads = self.loads
+        fast = self.policy != "mysched"
+
+        def ok(ld: _Load) -> bool:
+            if ld.free < cores:
+                return False
+            if ld.reserved is not None and ld.reserved != cls:
+                return False
+            if vmax is not None and ld.vos.get(vo, 0) >= vmax:
+                return False
+            if gmax is not None and ld.groups.get(group, 0) >= gmax:
+                return False
+            return True
+
+        def scan(keys: list[tuple], skip: Callable[[_Load], bool] | None) -> tuple | None:
+            fallback = None
+            for key in keys:
+                ld = loads[key[-1]]
+                if not ok(ld) or (skip is not None and skip(ld)):
+                    continue
+                if fast:
+                    return (key, ld)
+                uj = ld.users.get(user, 0)
+                if uj == 0:
+                    return ((0,) + key, ld)
+                fk = (uj, -len(ld.users) / (ld.njobs + 1), ld.used, ld.name)
+                if fallback is None or fk < fallback[0]:
+                    fallback = (fk, ld)
+            return fallback
+
+        best = None
+        pools = self._pools(job.queue, vo, group)
+        if pc is None or pc.policy == "none":
+            # Default jobs: no preference. Spreading class: prefer nodes without the class.
+            tiers: list[tuple[int, Callable]] = []
+            if pc is not None:
+                tiers.append((0, lambda ld: ld.classes.get(cls, 0) > 0))
+                tiers.append((1, None))
+            else:
+                tiers.append((0, None))
+            for tier, skip in tiers:
+                for pool in pools:
+                    got = scan(pool.ranking.keys, skip)
+                    if got is not None and (best is None or got[0] < best[0]):
+                        best = got
+                if best is not None:
+                    return best[1]
+            return None
+        # relaxed / exclusive: prefer nodes already running the class.
+        for pool in pools:
+            r = pool.by_class.get(cls)
+            if r is None:
+                continue
+            got = scan(r.keys, None)
+            if got is not None and (best is None or got[0] < best[0]):
+                best = got
+        if best is not None:
+            return best[1]
+        for pool in pools:
+            got = scan(pool.ranking.keys, None)
+            if got is not None and (best is None or got[0] < best[0]):
+                best = got
+        return best[1] if best is not None else None
+
+    def _explain(self, job: Job, vo: str, pc: PackingClass | None) -> Wait:
+        """Count, over all nodes, why each one was rejected for this job."""
+        cores = job.cores
+        cls = pc.name if pc else None
+        eligible = {id(p) for p in self._pools(job.queue, vo, job.group)}
+        qc = self.cfg.queues.get(job.queue)
+        vmax = self.cfg.vos.get(vo)
+        vmax = vmax.max_per_node if vmax is not None else None
+        gmax = self.cfg.groups.get(job.group)
+        gmax = gmax.max_per_node if gmax is not None else None
+        counts: dict[str, int] = {}
+        for ld in self.loads.values():
+            if not ld.usable:
+                r = "node_down"
+            elif ld.free < cores:
+                r = "no_free_slot"
+            elif id(ld.pool) not in eligible:
+                if qc is not None and qc.restricted and job.queue not in ld.pool.queues:
+                    r = "queue_nodes"
+                elif ld.pool.owners:
+                    r = "queue_nodes"
+                else:
+                    r = "node_type"
+            elif ld.reserved is not None and ld.reserved != cls:
+                r = "packing"
+            elif vmax is not None and ld.vos.get(vo, 0) >= vmax:
+                r = "vo_node_limit"
+            elif gmax is not None and ld.groups.get(job.group, 0) >= gmax:
+                r = "group_node_limit"
+            else:
+                r = "no_free_slot"
+            counts[r] = counts.get(r, 0) + 1
+        roomy = {k: v for k, v in counts.items() if k not in ("node_down", "no_free_slot")}
+        if roomy:
+            reason = max(sorted(roomy), key=lambda k: roomy[k])
+            detail = f"{roomy[reason]} node(s) with room rejected: {REASON_SHORT.get(reason, reason)}"
+        else:
+            reason = "no_free_slot"
+            detail = f"no usable node has {cores} free core(s)"
+        return Wait(job.id, reason, 0, 0.0, detail, counts)
+
+    # -- ordering ---------------------------------------------------------------------------
+    def _run_list(self, jobs: list[tuple[Job, str]], reason: str) -> str | None:
+        """Try jobs in the given order; return why the cycle stopped early, if it did."""
+        limit = self.cfg.max_starts_per_cycle
+        for i, (job, vo) in enumerate(jobs):
+            if len(self.out.starts) >= limit:
+                self._drain_list(jobs[i:], "start_limit")
+                return "start_limit"
+            if self.free_total <= 0:
+                self._drain_list(jobs[i:], "no_free_slot")
+                return "no_free_slot"
+            self._try(job, vo, reason)
+        return None
+
+    def _drain_list(self, jobs: Iterable[tuple[Job, str]], reason: str) -> None:
+        for job, vo in jobs:
+            lim = self._limit(job, vo)
+            self._wait(job, lim or reason, vo)
+
+    def _vo_key(self, vo: str) -> tuple:
+        st = self.vo_status[vo]
+        running = self.vo_slots.get(vo, 0)
+        if running < st.guarantee:
+            return (0, running / st.guarantee, vo)
+        return (1, -self._vo_priority(vo), st.usage_fraction, vo)
+
+    def _sub_key(self, usage: float, running: int, name: str) -> tuple:
+        u = usage / self.total_usage if self.total_usage > 0 else 0.0
+        r = running / self.total_slots if self.total_slots else 0.0
+        return (u + r, name)
+
+    def _run_shares(self, eligible: list[tuple[Job, str]]) -> None:
+        eligible.sort(key=lambda x: (x[0].submit_time, x[0].id))
+        vos: dict[str, _VOQ] = {}
+        for job, vo in eligible:
+            vq = vos.get(vo)
+            if vq is None:
+                vq = vos[vo] = _VOQ()
+            gq = vq.groups.get(job.group)
+            if gq is None:
+                gq = vq.groups[job.group] = _GroupQ()
+            uq = gq.users.get(job.user)
+            if uq is None:
+                uq = gq.users[job.user] = _UserQ()
+            uq.jobs.append(job)
+        ug, uu = self.usage.group, self.usage.user
+        heap = _Heap()
+        for vo, vq in vos.items():
+            for g, gq in vq.groups.items():
+                for u in gq.users:
+                    gq.heap.push(u, self._sub_key(uu.get(u, 0.0), self.user_slots.get(u, 0), u))
+                vq.heap.push(g, self._sub_key(ug.get(g, 0.0), self.group_slots.get(g, 0), g))
+            heap.push(vo, self._vo_key(vo))
+        limit = self.cfg.max_starts_per_cycle
+        while True:
+            vo = heap.peek()
+            if vo is None:
+                return
+            if len(self.out.starts) >= limit:
+                self._drain_tree(vos, heap, "start_limit")
+                return
+            if self.free_total <= 0:
+                self._drain_tree(vos, heap, "no_free_slot")
+                return
+            vq = vos[vo]
+            g = vq.heap.peek()
+            gq = vq.groups[g]
+            u = gq.heap.peek()
+            uq = gq.users[u]
+            job = uq.jobs.popleft()
+            was_below = self.vo_slots.get(vo, 0) < self.vo_status[vo].guarantee
+            why = self._try(job, vo, "share" if was_below else "fairshare")
+            if why == "vo_limit":
+                self._drain_vo(vq, vo, "vo_limit")
+                heap.remove(vo)
+                continue
+            if why == "group_limit":
+                self._drain_group(gq, vo, "group_limit")
+                vq.heap.remove(g)
+                del vq.groups[g]
+            elif not uq.jobs:
+                gq.heap.remove(u)
+                del gq.users[u]
+                if not gq.users:
+                    vq.heap.remove(g)
+                    del vq.groups[g]
+            if why is None:
+                if u in gq.users:
+                    gq.heap.push(u, self._sub_key(uu.get(u, 0.0), self.user_slots.get(u, 0), u))
+                if g in vq.groups:
+                    vq.heap.push(g, self._sub_key(ug.get(g, 0.0), self.group_slots.get(g, 0), g))
+            if not vq.groups:
+                heap.remove(vo)
+            elif why is None:
+                heap.push(vo, self._vo_key(vo))
+
+    def _drain_group(self, gq: _GroupQ, vo: str, reason: str) -> None:
+        for u in gq.heap.ordered():
+            for job in gq.users[u].jobs:
+                self._wait(job, self._limit(job, vo) or reason, vo)
+            gq.users[u].jobs.clear()
+
+    def _drain_vo(self, vq: _VOQ, vo: str, reason: str) -> None:
+        for g in vq.heap.ordered():
+            self._drain_group(vq.groups[g], vo, reason)
+        vq.groups.clear()
+
+    def _drain_tree(self, vos: dict[str, _VOQ], heap: _Heap, reason: str) -> None:
+        for vo in heap.ordered():
+            self._drain_vo(vos[vo], vo, reason)
+            heap.remove(vo)
+
+    def _finish(self) -> None:
+        out = self.out
+        out.total_slots = self.total_slots
+        out.free_slots = max(0, self.free_total)
+        out.used_slots = sum(min(ld.used, ld.slots) for ld in self.counted)
+        for name, st in self.vo_status.items():
+            out.vos[name] = VOStatus(
+                name=st.name, share=st.share, guarantee=st.guarantee, running_slots=st.running_slots,
+                running_jobs=st.running_jobs, queued_jobs=st.queued_jobs, usage=st.usage,
+                usage_fraction=st.usage_fraction, priority=st.priority, started=self.started_by_vo.get(name, 0),
+            )
+
+
+REASON_SHORT = {
+    "queue_nodes": "not assigned to the job's queue",
+    "node_type": "node type not allowed for the job's group",
+    "packing": "reserved for another job class",
+    "vo_node_limit": "VO per-node limit reached",
+    "group_node_limit": "group per-node limit reached",
+}
