@@ -721,3 +721,25 @@ REASON_SHORT = {
     "vo_node_limit": "VO per-node limit reached",
     "group_node_limit": "group per-node limit reached",
 }
+
+
+def node_admits(config: Config, node: Node, queue: str, vo: str, group: str) -> bool:
+    """The static rules alone: may a job of this queue, VO and group use this node at all?
+
+    (Queue assignment and node type; not free cores, per-node limits or packing.)
+    """
+    ntype = next((nt for nt in config.node_types if nt.matches(node.name, node.properties)), None)
+    if ntype is not None and not ntype.allows(vo, group):
+        return False
+    qc = config.queues.get(queue)
+    if qc is not None and qc.restricted:
+        return _queue_has(qc, node.name, ntype.name if ntype else None)
+    for other in config.queues.values():
+        if other.exclusive and other.name != queue and _queue_has(other, node.name, ntype.name if ntype else None):
+            return False
+    return True
+
+
+def _queue_has(qc, node_name: str, ntype: str | None) -> bool:
+    return (any(fnmatch.fnmatchcase(node_name, p) for p in qc.nodes)
+            or (ntype is not None and ntype in qc.node_types))

@@ -1,0 +1,180 @@
+"""An in-process batch server with a virtual clock, behind the `BatchServer` interface.
+
+Jobs arrive from a workload at their submit time, wait until the scheduler runs them (as
+TORQUE with ``scheduling = False``), and end `runtime` seconds after they start. The farm
+keeps running integrals (slot-seconds used, per-VO use, diversity) as it advances from
+event to event, so the simulator reports exact figures without sampling every second.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import replace
+from typing import Callable, Iterable
+
+from .errors import JobGone, JobStateError, RunRefused
+from .model import FinishedJob, Job, JobState, Node, NodeState, Placement, Queue, Snapshot, TraceJob
+
+
+class SimulatedFarm:
+    """A farm of identical or mixed nodes replaying a workload on a virtual clock."""
+
+    def __init__(self, nodes: Iterable[Node], workload: Iterable[TraceJob], *,
+                 queues: Iterable[Queue] = (), start: float | None = None,
+                 vo_of: Callable[[str], str] = lambda g: g, name: str = "sim://") -> None:
+        self.name = name
+        self.nodes: tuple[Node, ...] = tuple(nodes)
+        self.node_by_name = {n.name: n for n in self.nodes}
+        self.queues = tuple(queues)
+        self.vo_of = vo_of
+        self._arrivals = sorted(workload, key=lambda t: (t.job.submit_time, t.job.id))
+        self._next_arrival = 0
+        self.now = start if start is not None else (self._arrivals[0].job.submit_time if self._arrivals else 0.0)
+        self.jobs: dict[str, Job] = {}
+        self._runtime: dict[str, float] = {}
+        self._ends: list[tuple[float, str]] = []
+        self.free = {n.name: (n.slots if n.state.usable else 0) for n in self.nodes}
+        self.total_slots = sum(n.slots for n in self.nodes if n.state not in (NodeState.DOWN, NodeState.OFFLINE))
+        self.used = 0
+        self.queued = 0
+        self.dirty = True
+        """Something changed since the last scheduling cycle (arrival, end, start)."""
+        self.finished: list[FinishedJob] = []
+        self.on_finish: Callable[[FinishedJob], None] | None = None
+        self.on_change: Callable[[float, float], None] | None = None
+        """Called as on_change(t_from, t_to) before the state changes at t_to (for integrals)."""
+        # Per-node users and jobs, for diversity.
+        self._node_users: dict[str, dict[str, int]] = {n.name: {} for n in self.nodes}
+        self._node_jobs: dict[str, int] = {n.name: 0 for n in self.nodes}
+        self.div_sum = 0.0
+        self.busy_nodes = 0
+        self.vo_running: dict[str, int] = {}
+        self.vo_queued: dict[str, int] = {}
+
+    # -- BatchServer ----------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self.now, tuple(self.jobs.values()), self.nodes, self.queues, self.name)
+
+    def get_job(self, job_id: str) -> Job | None:
+        return self.jobs.get(job_id)
+
+    def run_job(self, job_id: str, placement: Placement) -> None:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise JobGone(f"Unknown Job Id {job_id}", code=15001, call="runjob")
+        if job.state != JobState.QUEUED:
+            raise JobStateError(f"{job_id}: invalid state for job - {job.state.value}", code=15018, call="runjob")
+        if sum(c for _, c in placement) != job.cores:
+            raise RunRefused(f"{job_id}: placement gives {sum(c for _, c in placement)} cores, job needs "
+                             f"{job.cores}", code=15046, call="runjob")
+        for name, cores in placement:
+            if name not in self.free:
+                raise RunRefused(f"{job_id}: unknown node {name}", code=15064, call="runjob")
+            if self.free[name] < cores:
+                raise RunRefused(f"{job_id}: node {name} has {self.free[name]} free cores, not {cores}",
+                                 code=15046, call="runjob")
+        vo = job.vo or self.vo_of(job.group)
+        for name, cores in placement:
+            self.free[name] -= cores
+            self._node_add(name, job.user, +1)
+        self.used += job.cores
+        self.queued -= 1
+        self.vo_queued[vo] -= 1
+        self.vo_running[vo] = self.vo_running.get(vo, 0) + job.cores
+        started = replace(job, state=JobState.RUNNING, start_time=self.now, placement=tuple(placement))
+        self.jobs[job_id] = started
+        heapq.heappush(self._ends, (self.now + self._runtime[job_id], job_id))
+        self.dirty = True
+
+    def close(self) -> None:
+        pass
+
+    # -- clock ----------------------------------------------------------------------------
+    def _node_add(self, name: str, user: str, delta: int) -> None:
+        users = self._node_users[name]
+        n = self._node_jobs[name]
+        if n:
+            self.div_sum -= len(users) / n
+        else:
+            self.busy_nodes += 1
+        c = users.get(user, 0) + delta
+        if c:
+            users[user] = c
+        else:
+            del users[user]
+        n += delta
+        self._node_jobs[name] = n
+        if n:
+            self.div_sum += len(users) / n
+        else:
+            self.busy_nodes -= 1
+
+    def next_event(self, *, arrivals: bool = True, ends: bool = True) -> float | None:
+        """Time of the next arrival or job end (None if there is none)."""
+        t = math.inf
+        if arrivals and self._next_arrival < len(self._arrivals):
+            t = self._arrivals[self._next_arrival].job.submit_time
+        if ends and self._ends:
+            t = min(t, self._ends[0][0])
+        return None if math.isinf(t) else t
+
+    @property
+    def exhausted(self) -> bool:
+        """No job left to arrive, wait or run."""
+        return self._next_arrival >= len(self._arrivals) and not self.jobs
+
+    def advance(self, t: float) -> None:
+        """Move the clock to `t`, ending and admitting jobs in time order."""
+        arrivals = self._arrivals
+        while True:
+            ta = arrivals[self._next_arrival].job.submit_time if self._next_arrival < len(arrivals) else math.inf
+            te = self._ends[0][0] if self._ends else math.inf
+            nxt = min(ta, te)
+            if nxt > t:
+                break
+            if self.on_change is not None and nxt > self.now:
+                self.on_change(self.now, nxt)
+            self.now = max(self.now, nxt)
+            if te <= ta:
+                self._end(heapq.heappop(self._ends)[1])
+            else:
+                tj = arrivals[self._next_arrival]
+                self._next_arrival += 1
+                self._admit(tj)
+        if self.on_change is not None and t > self.now:
+            self.on_change(self.now, t)
+        self.now = max(self.now, t)
+
+    def _admit(self, tj: TraceJob) -> None:
+        job = tj.job
+        if job.id in self.jobs:
+            job = replace(job, id=f"{job.id}.{self._next_arrival}")
+        if job.state != JobState.QUEUED:
+            job = replace(job, state=JobState.QUEUED, start_time=None, placement=())
+        self.jobs[job.id] = job
+        self._runtime[job.id] = max(0.0, tj.runtime)
+        self.queued += 1
+        vo = job.vo or self.vo_of(job.group)
+        self.vo_queued[vo] = self.vo_queued.get(vo, 0) + 1
+        self.dirty = True
+
+    def _end(self, job_id: str) -> None:
+        job = self.jobs.pop(job_id)
+        del self._runtime[job_id]
+        vo = job.vo or self.vo_of(job.group)
+        for name, cores in job.placement:
+            self.free[name] += cores
+            self._node_add(name, job.user, -1)
+        self.used -= job.cores
+        self.vo_running[vo] -= job.cores
+        rec = FinishedJob(job.id, job.user, job.group, job.queue, job.start_time or self.now, self.now,
+                          job.cores, vo, None, 0, tuple(n for n, _ in job.placement))
+        if self.on_finish is not None:
+            self.on_finish(rec)
+        self.dirty = True
+
+
+def make_nodes(count: int, slots: int, name_format: str = "wn{index:04d}") -> tuple[Node, ...]:
+    """`count` identical nodes named by `name_format` (``{index}`` counts from 1)."""
+    return tuple(Node(name_format.format(index=i + 1), slots) for i in range(count))
