@@ -520,20 +520,24 @@ def config_from_text(text: str, filename: str = "<config>") -> Config:
     return build_config(parse_text(text, filename))
 
 
-def with_group_vos(config: Config, groups: list[str]) -> Config:
-    """Make every unmapped group its own VO with an equal share of what is left.
+def auto_vos(config: Config, group_vo: dict[str, str]) -> Config:
+    """Declare the VOs a replayed trace needs that the configuration lacks.
 
-    Used when replaying a trace without a VO mapping: each SWF group becomes a VO named
-    after it, so shares and usage have something to act on.
+    `group_vo` maps each group of the trace to its VO (itself when there is no mapping, so
+    each SWF group becomes a VO named after it). Groups the configuration already maps keep
+    their VO; new VOs share equally what the configured shares leave free (at least an
+    equal split when nothing is left), so shares and usage have something to act on.
     """
-    new = [g for g in sorted(set(groups)) if g not in config.group_vo and g not in config.vos]
-    if not new:
+    new_map = {g: v for g, v in group_vo.items() if g not in config.group_vo}
+    new_vos = sorted({v for v in new_map.values() if v not in config.vos})
+    if not new_map:
         return config
-    left = max(0.0, 1.0 - sum(v.share for v in config.vos.values() if v.slots is None))
-    share = left / len(new)
     vos = dict(config.vos)
+    if new_vos:
+        left = max(0.0, 1.0 - sum(v.share for v in config.vos.values() if v.slots is None))
+        share = left / len(new_vos)
+        for v in new_vos:
+            vos[v] = VOConfig(name=v, groups=tuple(sorted(g for g, x in new_map.items() if x == v)), share=share)
     gv = dict(config.group_vo)
-    for g in new:
-        vos[g] = VOConfig(name=g, groups=(g,), share=share)
-        gv[g] = g
+    gv.update(new_map)
     return replace(config, vos=vos, group_vo=gv)

@@ -1,0 +1,3 @@
+"""Subcommands; importing this package registers them with `mysched.cli`."""
+
+from . import check_config, simulate  # noqa: F401

@@ -1,0 +1,162 @@
+"""`mysched simulate`: try a configuration on a simulated farm before deploying it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+
+from ..cli import command
+from ..config import Config, auto_vos
+from ..errors import InputError, UsageError
+from ..model import TraceJob
+from ..planner import POLICIES
+from ..report import format_comparison, format_result
+from ..simfarm import make_nodes
+from ..simulate import SimOptions, SimResult, simulate
+from .common import config_or_default, date_arg, positive_float, positive_int
+
+
+@command("simulate", "replay a workload through the planner on a simulated farm")
+def fill(p: argparse.ArgumentParser) -> None:
+    """Replay a workload through the same planner the daemon runs, on a simulated farm with a
+    virtual clock, and report occupancy, share violations, diversity, waits and planner time.
+
+    Without --trace the embedded synthetic workload (DESY-HH-like queues atlas, cms, lhcb, desy,
+    operations) runs on the farm of the configuration (default: the embedded example config).
+    With --trace an SWF trace (Parallel Workloads Archive, gzip or plain) or a TORQUE
+    accounting log is replayed; each SWF group becomes a VO with an equal share unless the
+    configuration or --vo-map maps groups to VOs."""
+    p.add_argument("-c", "--config", metavar="FILE", help="configuration file (default: embedded example)")
+    p.add_argument("--trace", metavar="FILE", help="SWF trace or TORQUE accounting log to replay")
+    p.add_argument("--format", choices=("auto", "swf", "accounting"), default="auto",
+                   help="trace format (default: guess from the content)")
+    p.add_argument("--vo-map", metavar="MAP", help="group to VO mapping: 'g2=atlas,g6=cms' or a file of "
+                   "'GROUP VO' lines")
+    p.add_argument("--first", type=positive_int, metavar="N", help="replay only the first N jobs")
+    p.add_argument("--from", dest="start_from", type=date_arg, metavar="DATE",
+                   help="skip jobs submitted before DATE (YYYY-MM-DD[THH:MM], UTC)")
+    p.add_argument("--nodes", type=positive_int, metavar="N", help="farm size in nodes (default: config farm)")
+    p.add_argument("--slots-per-node", type=positive_int, metavar="S", help="slots per node (default: config farm)")
+    p.add_argument("--policy", choices=POLICIES, default="mysched",
+                   help="scheduling policy: mysched, or a baseline: fifo (first fit, like pbs_sched) or "
+                        "least-loaded (FIFO onto the least-loaded node)")
+    p.add_argument("--compare", action="store_true", help="run all three policies and print them side by side")
+    p.add_argument("--interval", type=positive_float, metavar="SECONDS",
+                   help="cycle interval (default: scheduler.interval of the config)")
+    p.add_argument("--event-driven", action="store_true",
+                   help="also run a cycle soon after each submission or job end (as with pbs_server "
+                        "contacting the scheduler), rate-limited by scheduler.min_interval")
+    p.add_argument("--duration", type=positive_float, metavar="HOURS", default=48.0,
+                   help="synthetic workload: hours of submissions (default 48)")
+    p.add_argument("--seed", type=int, default=1, help="synthetic workload: random seed (default 1)")
+    p.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-' for stdout)")
+    p.add_argument("--plot", metavar="FILE.png", help="plot running/queued jobs per VO and occupancy")
+    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                   help="progress bar on stderr (auto: when stderr is a terminal)")
+    p.set_defaults(run=run)
+
+
+def _load_trace(args: argparse.Namespace, vo_map: dict[str, str] | None) -> tuple[list[TraceJob], dict]:
+    from ..workload import load_trace
+
+    return load_trace(args.trace, fmt=args.format, first=args.first, start_from=args.start_from,
+                      vo_map=vo_map, warn=lambda msg: print(f"mysched: warning: {msg}", file=sys.stderr))
+
+
+def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, str]:
+    """Workload, configuration and farm from the arguments (shared with `bench`)."""
+    vo_map = None
+    if args.vo_map:
+        from ..workload.swf import parse_vo_map
+
+        vo_map = parse_vo_map(args.vo_map)
+    if args.trace:
+        config = config_or_default(args.config) if args.config else Config()
+        workload, info = _load_trace(args, vo_map)
+        if not workload:
+            raise InputError(f"{args.trace}: no job to replay (after --first/--from and skipping cancelled jobs)")
+        groups = {tj.job.group: (tj.job.vo or tj.job.group) for tj in workload}
+        config = auto_vos(config, groups)
+        label = f"trace {args.trace}"
+        nodes_default = info.get("nodes")
+        slots_default = info.get("slots_per_node")
+    else:
+        if args.first or args.start_from is not None:
+            raise UsageError("--first and --from apply to --trace")
+        config = config_or_default(args.config)
+        from ..workload.synthetic import SyntheticSpec, generate
+
+        nodes_default = slots_default = None
+        n = args.nodes or config.farm.nodes
+        s = args.slots_per_node or config.farm.slots_per_node
+        workload = generate(SyntheticSpec(duration=args.duration * 3600.0, slots=n * s, seed=args.seed))
+        if vo_map:
+            workload = [replace(tj, job=replace(tj.job, vo=vo_map.get(tj.job.group, tj.job.vo)))
+                        for tj in workload]
+            config = auto_vos(config, {g: v for g, v in vo_map.items()})
+        label = f"synthetic DESY-HH-like workload, {args.duration:g} h, seed {args.seed}"
+    n = args.nodes or nodes_default or config.farm.nodes
+    s = args.slots_per_node or slots_default or config.farm.slots_per_node
+    nodes = make_nodes(n, s, config.farm.name_format)
+    return workload, config, nodes, label
+
+
+class _Progress:
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label = label
+        self.enabled = enabled
+        self.last = 0.0
+        self.t0 = time.monotonic()
+
+    def __call__(self, frac: float) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if frac < 1.0 and now - self.last < 0.2:
+            return
+        self.last = now
+        width = 30
+        done = int(frac * width)
+        sys.stderr.write(f"\r{self.label:<14} [{'#' * done}{'.' * (width - done)}] {frac:6.1%} "
+                         f"{now - self.t0:6.1f} s")
+        if frac >= 1.0:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    workload, config, nodes, label = prepare(args)
+    interval = args.interval or config.interval
+    policies = list(POLICIES) if args.compare else [args.policy]
+    show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
+    print(f"simulating {label}: {len(workload)} jobs on {len(nodes)} nodes x {nodes[0].slots} slots, "
+          f"{'event-driven, ' if args.event_driven else ''}{interval:g} s cycles", flush=True)
+    results: list[SimResult] = []
+    for policy in policies:
+        opts = SimOptions(policy=policy, interval=interval, event_driven=args.event_driven,
+                          min_interval=min(config.min_interval, interval))
+        results.append(simulate(workload, config, nodes, opts, progress=_Progress(policy, show)))
+    if len(results) > 1:
+        print(format_comparison(results))
+    else:
+        print(format_result(results[0]))
+    if args.json:
+        doc = results[0].to_json() if len(results) == 1 else {r.policy: r.to_json() for r in results}
+        text = json.dumps(doc, indent=2, sort_keys=True)
+        if args.json == "-":
+            print(text)
+        else:
+            try:
+                with open(args.json, "w", encoding="utf-8") as f:
+                    f.write(text + "\n")
+            except OSError as exc:
+                raise InputError(f"{args.json}: cannot write JSON: {exc.strerror}") from None
+    if args.plot:
+        from ..plot import plot_result
+
+        plot_result(results[0], args.plot)
+        print(f"plot written to {args.plot}")
+    return 0

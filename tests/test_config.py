@@ -1,0 +1,100 @@
+"""Configuration: the example file is valid, bad files are reported with file, line and key."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from mysched.cli import main
+from mysched.config import config_from_text, load_config, parse_duration
+from mysched.errors import ConfigError
+
+from .conftest import REPO
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(ConfigError) as exc:
+        config_from_text(text, "site.cfg")
+    return exc.value.problems
+
+
+def test_example_config_is_valid_and_is_the_embedded_default():
+    cfg = load_config(str(REPO / "etc" / "mysched.cfg"))
+    assert set(cfg.queues) == {"atlas", "cms", "lhcb", "desy", "operations"}
+    assert cfg.vo_of("atlasprd") == "atlas"
+    assert cfg.vo_of("unknown-group") == "others"
+    assert "operations" in cfg.hot.queues
+    embedded = (REPO / "mysched" / "data" / "mysched.cfg").read_text()
+    assert embedded == (REPO / "etc" / "mysched.cfg").read_text()
+
+
+def test_unknown_key_names_line_and_suggests():
+    out = problems("scheduler = {\n  intervall = 60;\n};\n")
+    assert out == ["site.cfg:2: scheduler.intervall: unknown setting (did you mean 'interval'?)"]
+
+
+def test_wrong_type_is_reported_with_path():
+    out = problems('vos = { atlas = { groups = ["atlas"]; share = "thirty"; }; };\n')
+    assert len(out) == 1 and out[0].startswith("site.cfg:1: vos.atlas.share: expected a number")
+
+
+def test_shares_over_100_percent():
+    out = problems('vos = {\n a = { groups = ["a"]; share = 70; };\n b = { groups = ["b"]; share = 40; };\n};\n')
+    assert any("shares add up to 110 %" in p for p in out)
+
+
+def test_group_in_two_vos_names_both_places():
+    out = problems('vos = {\n a = { groups = ["g"]; };\n b = { groups = ["g"]; };\n};\n')
+    assert len(out) == 1
+    assert out[0].startswith("site.cfg:3: vos.b.groups: group 'g' is already in VO 'a' (site.cfg:2)")
+
+
+def test_duplicate_key_is_detected_although_libconf_keeps_the_last():
+    out = problems("scheduler = { interval = 60; };\nscheduler = { interval = 30; };\n")
+    assert out == ["site.cfg:2: scheduler: duplicate setting (first set on line 1; libconfig would "
+                   "silently keep only the last one)"]
+
+
+def test_unknown_queue_in_hot_list_and_limits():
+    out = problems('queues = { atlas = {}; };\nhot = { queues = ["atlass"]; };\n'
+                   'packing = { c = { policy = "exclusive"; queues = ["cmz"]; }; };\n')
+    assert "site.cfg:2: hot.queues: unknown queue 'atlass' (not declared under queues)" in out
+    assert "site.cfg:3: packing.c.queues: unknown queue 'cmz' (not declared under queues)" in out
+
+
+def test_all_problems_reported_at_once():
+    out = problems('scheduler = { interval = -5; max_starts_per_cycle = 0; };\nfoo = 1;\n')
+    assert len(out) == 3
+
+
+def test_syntax_error_names_line():
+    out = problems("scheduler = {\n  interval = ;\n};\n")
+    assert out[0].startswith("site.cfg:2: syntax error")
+
+
+def test_durations():
+    assert parse_duration("2d") == 172800
+    assert parse_duration("90m") == 5400
+    assert parse_duration(30) == 30
+    assert math.isinf(parse_duration("inf"))
+    with pytest.raises(ValueError):
+        parse_duration("soon")
+
+
+def test_share_as_absolute_slots():
+    cfg = config_from_text('vos = { a = { groups = ["a"]; slots = 100; }; };')
+    assert cfg.vos["a"].guarantee(400) == 100
+    assert cfg.vos["a"].share_fraction(400) == 0.25
+
+
+def test_check_config_cli(tmp_path, capsys):
+    bad = tmp_path / "bad.cfg"
+    bad.write_text('vos = { a = { groups = ["g"]; share = 101; }; };\n')
+    assert main(["check-config", "-c", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:1: vos.a.share: must be between 0 and 100, got 101" in err
+    assert "Traceback" not in err
+    assert main(["check-config", "-c", str(REPO / "etc" / "mysched.cfg")]) == 0
+    assert main(["check-config", "-c", str(tmp_path / "missing.cfg")]) == 1
+    assert "missing.cfg: no such file" in capsys.readouterr().err
