@@ -1,3 +1,8 @@
-"""Subcommands; importing this package registers them with `mysched.cli`."""
+"""Subcommands; importing this package registers every module's commands with `mysched.cli`."""
 
-from . import check_config, simulate  # noqa: F401
+import importlib
+import pkgutil
+
+for _mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    if _mod != "common":
+        importlib.import_module(f"{__name__}.{_mod}")
