@@ -7,7 +7,7 @@ Every start carries why it was chosen (`hot`, `share`, `fairshare`, or the basel
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from .model import Placement
 
@@ -36,9 +36,10 @@ START_REASONS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Start:
-    """Start `job_id` on `placement`; `rank` is its position in this cycle's order."""
+class Start(NamedTuple):
+    """Start `job_id` on `placement`; `rank` is its position in this cycle's order.
+
+    (NamedTuples, not dataclasses: a cycle makes tens of thousands of these.)"""
 
     job_id: str
     placement: Placement
@@ -52,8 +53,7 @@ class Start:
     priority: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class Wait:
+class Wait(NamedTuple):
     """Why a queued job was not started this cycle."""
 
     job_id: str

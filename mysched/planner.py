@@ -187,6 +187,7 @@ class _Planner:
         self.rank = 0
         self.vo_of = config.vo_of
         self._class_cache: dict[tuple, Wait] = {}
+        self._drain_memo: dict[tuple, str] = {}
         self._pools_for: dict[tuple, list[_Pool]] = {}
         self._pclass_of: dict[tuple, PackingClass | None] = {}
         self.packing = {pc.name: pc for pc in config.packing}
@@ -343,6 +344,7 @@ class _Planner:
                 priority=self._vo_priority(name),
             )
             self.vo_status[name] = st
+        self.vo_prio = {name: st.priority for name, st in self.vo_status.items()}
         self.started_by_vo: dict[str, int] = {}
 
     def _vo_priority(self, vo: str) -> float:
@@ -379,8 +381,7 @@ class _Planner:
     # -- bookkeeping ------------------------------------------------------------------------
     def _wait(self, job: Job, reason: str, vo: str, detail: str = "", nodes_rejected=None) -> None:
         self.rank += 1
-        self.out.waits[job.id] = Wait(job.id, reason, self.rank, self.vo_status[vo].priority
-                                      if vo in getattr(self, "vo_status", {}) else 0.0, detail, nodes_rejected)
+        self.out.waits[job.id] = Wait(job.id, reason, self.rank, self.vo_prio[vo], detail, nodes_rejected)
 
     def _limit(self, job: Job, vo: str) -> str | None:
         """A total limit the job would exceed, or None."""
@@ -605,8 +606,16 @@ class _Planner:
 
     def _drain_list(self, jobs: Iterable[tuple[Job, str]], reason: str) -> None:
         for job, vo in jobs:
-            lim = self._limit(job, vo)
-            self._wait(job, lim or reason, vo)
+            self._wait(job, self._drain_reason(job, vo, reason), vo)
+
+    def _drain_reason(self, job: Job, vo: str, reason: str) -> str:
+        """A limit the job hits, else `reason`; memoised, since nothing starts any more."""
+        key = (job.queue, vo, job.group)
+        memo = self._drain_memo
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = self._limit(job, vo) or ""
+        return got or reason
 
     def _vo_key(self, vo: str) -> tuple:
         st = self.vo_status[vo]
@@ -688,7 +697,7 @@ class _Planner:
     def _drain_group(self, gq: _GroupQ, vo: str, reason: str) -> None:
         for u in gq.heap.ordered():
             for job in gq.users[u].jobs:
-                self._wait(job, self._limit(job, vo) or reason, vo)
+                self._wait(job, self._drain_reason(job, vo, reason), vo)
             gq.users[u].jobs.clear()
 
     def _drain_vo(self, vq: _VOQ, vo: str, reason: str) -> None:
