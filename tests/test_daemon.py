@@ -1,0 +1,161 @@
+"""The daemon cycle against a scripted batch server: failures are absorbed, counted, never doubled."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from mysched.config import config_from_text
+from mysched.daemon import Daemon
+from mysched.errors import JobGone, RunRefused, ServerTimeout, ServerUnavailable
+from mysched.model import JobState, Node, TraceJob
+from mysched.simfarm import SimulatedFarm
+from mysched.statusfile import read_status, rows
+
+from .conftest import queued
+
+CFG = 'vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };\n'
+
+
+class FlakyServer:
+    """A simulated farm whose calls can be made to fail on purpose."""
+
+    def __init__(self, farm: SimulatedFarm) -> None:
+        self.farm = farm
+        self.name = "flaky"
+        self.down = False
+        self.fail_run: dict[str, Exception] = {}
+        self.timeout_but_started: set[str] = set()
+        self.run_calls: list[str] = []
+
+    def snapshot(self):
+        if self.down:
+            raise ServerUnavailable("cannot connect to pbs_server on localhost:15001", code=15010)
+        return self.farm.snapshot()
+
+    def run_job(self, job_id, placement):
+        self.run_calls.append(job_id)
+        if self.down:
+            raise ServerUnavailable("connection lost")
+        if job_id in self.timeout_but_started:
+            self.farm.run_job(job_id, placement)
+            raise ServerTimeout("runjob timed out")
+        exc = self.fail_run.pop(job_id, None)
+        if exc is not None:
+            raise exc
+        self.farm.run_job(job_id, placement)
+
+    def get_job(self, job_id):
+        if self.down:
+            raise ServerUnavailable("connection lost")
+        return self.farm.get_job(job_id)
+
+    def close(self):
+        pass
+
+
+def make(n_jobs=4, slots=2, cfg_text=CFG, tmp_path=None, **kw):
+    cfg = config_from_text(cfg_text)
+    wl = [TraceJob(queued(f"{i}.s", f"u{i}", "atlas" if i % 2 else "cms", submit=100.0 + i), 1e6)
+          for i in range(n_jobs)]
+    farm = SimulatedFarm([Node("wn01", slots), Node("wn02", slots)], wl, start=100.0)
+    farm.advance(200.0)
+    server = FlakyServer(farm)
+    d = Daemon(cfg, server, state_dir=str(tmp_path) if tmp_path else "", wall=lambda: 1000.0, **kw)
+    return d, server, farm
+
+
+def test_cycle_starts_planned_jobs_and_publishes_status(tmp_path):
+    d, server, farm = make(tmp_path=tmp_path)
+    out = d.cycle()
+    assert out.result == "ok" and out.started == 4
+    assert all(j.state == JobState.RUNNING for j in farm.jobs.values())
+    doc = read_status(str(tmp_path))
+    assert doc["cycle"]["started"] == 4
+    assert {r["id"] for r in rows(doc, "jobs") if r["state"] == "S"} == set(farm.jobs)
+    assert oct(os.stat(tmp_path / "status.json").st_mode & 0o777) == "0o644"
+
+
+def test_server_outage_fails_cleanly_and_recovers(tmp_path):
+    d, server, farm = make(tmp_path=tmp_path)
+    server.down = True
+    out = d.cycle()
+    assert out.result == "error" and "cannot connect" in out.error
+    assert d.consecutive_failures == 1
+    assert not (tmp_path / "status.json").exists()
+    server.down = False
+    out = d.cycle()
+    assert out.result == "ok" and out.started == 4 and d.consecutive_failures == 0
+
+
+def test_refused_and_gone_jobs_are_counted_and_the_rest_goes_on():
+    d, server, farm = make()
+    server.fail_run["0.s"] = RunRefused("node full", code=15046)
+    server.fail_run["1.s"] = JobGone("Unknown Job Id", code=15001)
+    out = d.cycle()
+    assert out.started == 2 and out.failed == 2
+    assert out.failures == {"refused": 1, "gone": 1}
+
+
+def test_outage_during_starts_drops_the_rest_of_the_plan():
+    d, server, farm = make()
+    calls = {"n": 0}
+    real = server.run_job
+
+    def dying(job_id, placement):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            server.down = True
+        return real(job_id, placement)
+    server.run_job = dying
+    out = d.cycle()
+    assert out.result == "partial" and out.started == 1
+    assert calls["n"] == 2  # nothing tried after the server went away
+
+
+def test_timeout_is_checked_before_any_retry_never_starting_twice():
+    d, server, farm = make()
+    server.timeout_but_started.add("0.s")
+    out = d.cycle()
+    # the job did start although the call timed out: the re-read sees it running
+    assert out.started == 4 and out.failed == 0
+    assert server.run_calls.count("0.s") == 1
+    d.cycle()
+    assert server.run_calls.count("0.s") == 1
+
+
+def test_timeout_with_job_still_queued_is_retried_next_cycle_after_a_look():
+    d, server, farm = make(n_jobs=1)
+    server.fail_run["0.s"] = ServerTimeout("runjob timed out")
+    out = d.cycle()
+    assert out.failed == 1 and out.failures == {"timeout": 1}
+    assert "0.s" in d._uncertain
+    out = d.cycle()
+    assert out.started == 1 and server.run_calls.count("0.s") == 2
+    assert farm.jobs["0.s"].state == JobState.RUNNING
+
+
+def test_dry_run_starts_nothing(tmp_path):
+    d, server, farm = make(tmp_path=tmp_path, dry_run=True)
+    out = d.cycle()
+    assert out.result == "dry-run" and out.planned == 4 and out.started == 0
+    assert server.run_calls == []
+    assert json.loads((tmp_path / "status.json").read_text())["cycle"]["dry_run"] is True
+
+
+def test_bad_reload_keeps_the_last_good_config(tmp_path):
+    path = tmp_path / "mysched.cfg"
+    path.write_text(CFG + "scheduler = { max_starts_per_cycle = 1; };\n")
+    from mysched.config import load_config
+    d, server, farm = make()
+    d.config = load_config(str(path))
+    d.config_path = str(path)
+    path.write_text(CFG + "scheduler = { max_starts_per_cycle = oops; };\n")
+    assert d.reload() is False
+    assert d.config.max_starts_per_cycle == 1
+    assert d.cycle().started == 1
+    path.write_text(CFG + "scheduler = { max_starts_per_cycle = 2; };\n")
+    assert d.reload() is True
+    assert d.cycle().started == 2
