@@ -19,6 +19,10 @@ def _hms(seconds: float) -> str:
     return f"{s}s"
 
 
+def _num(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
 def format_result(r: SimResult) -> str:
     """A one-run report: farm, throughput, the three quality figures, per-VO table."""
     j = r.to_json()
@@ -33,9 +37,14 @@ def format_result(r: SimResult) -> str:
         f"  share violations {r.share_violations:7d}   (starts over guarantee while a VO below it could run)",
         f"  wait             mean {_hms(w['mean'])}, p50 {_hms(w['p50'])}, p95 {_hms(w['p95'])}, max {_hms(w['max'])}",
         f"  planner cycle    p50 {c['p50'] * 1000:.2f} ms, p99 {c['p99'] * 1000:.2f} ms, max {c['max'] * 1000:.2f} ms",
-        "",
-        f"  {'VO':<14} {'share':>7} {'guar.':>6} {'used':>7} {'below guarantee':>16}",
     ]
+    for c, v in sorted(r.packing.items()):
+        if c == "farm":
+            lines.insert(6, f"  fill factor      {_num(v['fill_factor']):>7}   (used / available slots, farm)")
+        else:
+            lines.append(f"  class {c} ({v['policy']}): packing index {_num(v['packing_index'])}, "
+                         f"class fill factor {_num(v['fill_factor'])}")
+    lines += ["", f"  {'VO':<14} {'share':>7} {'guar.':>6} {'used':>7} {'below guarantee':>16}"]
     for vo, v in sorted(r.vo.items()):
         lines.append(f"  {vo:<14} {v['share']:7.1%} {v['guarantee']:6d} {v['used']:7.1%} "
                      f"{_hms(v['below_guarantee_s']):>16}")
@@ -54,6 +63,11 @@ def format_comparison(results: list[SimResult]) -> str:
         ("cycle p50 (ms)", lambda r: f"{r.to_json()['cycle_s']['p50'] * 1000:.2f}"),
         ("wall (s)", lambda r: f"{r.wall_s:.1f}"),
     ]
+    for c in sorted({c for r in results for c in r.packing if c != "farm"}):
+        rows.append((f"{c} PI", lambda r, c=c: _num(r.packing.get(c, {}).get("packing_index"))))
+        rows.append((f"{c} class FF", lambda r, c=c: _num(r.packing.get(c, {}).get("fill_factor"))))
+    if any(r.packing for r in results):
+        rows.append(("farm FF", lambda r: _num(r.packing.get("farm", {}).get("fill_factor"))))
     for vo in sorted({v for r in results for v in r.vo}):
         rows.append((f"{vo} used", lambda r, vo=vo: f"{r.vo.get(vo, {}).get('used', 0):.1%}"))
         rows.append((f"{vo} below guar.", lambda r, vo=vo: _hms(r.vo.get(vo, {}).get('below_guarantee_s', 0))))

@@ -22,7 +22,8 @@ class SimulatedFarm:
 
     def __init__(self, nodes: Iterable[Node], workload: Iterable[TraceJob], *,
                  queues: Iterable[Queue] = (), start: float | None = None,
-                 vo_of: Callable[[str], str] = lambda g: g, name: str = "sim://") -> None:
+                 vo_of: Callable[[str], str] = lambda g: g, name: str = "sim://",
+                 classify: Callable[[Job, str], str | None] | None = None) -> None:
         self.name = name
         self.nodes: tuple[Node, ...] = tuple(nodes)
         self.node_by_name = {n.name: n for n in self.nodes}
@@ -51,6 +52,12 @@ class SimulatedFarm:
         self.busy_nodes = 0
         self.vo_running: dict[str, int] = {}
         self.vo_queued: dict[str, int] = {}
+        # Packing classes (INFN-T1 metrics): slots and nodes used by each class.
+        self.classify = classify
+        self.class_slots: dict[str, int] = {}
+        self.class_nodes: dict[str, int] = {}
+        self._node_class: dict[str, dict[str, int]] = {n.name: {} for n in self.nodes}
+        self._job_class: dict[str, str] = {}
 
     # -- BatchServer ----------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -75,9 +82,18 @@ class SimulatedFarm:
                 raise RunRefused(f"{job_id}: node {name} has {self.free[name]} free cores, not {cores}",
                                  code=15046, call="runjob")
         vo = job.vo or self.vo_of(job.group)
+        cls = self.classify(job, vo) if self.classify is not None else None
+        if cls is not None:
+            self._job_class[job_id] = cls
+            self.class_slots[cls] = self.class_slots.get(cls, 0) + job.cores
         for name, cores in placement:
             self.free[name] -= cores
             self._node_add(name, job.user, +1)
+            if cls is not None:
+                nc = self._node_class[name]
+                if not nc.get(cls):
+                    self.class_nodes[cls] = self.class_nodes.get(cls, 0) + 1
+                nc[cls] = nc.get(cls, 0) + cores
         self.used += job.cores
         self.queued -= 1
         self.vo_queued[vo] -= 1
@@ -163,9 +179,18 @@ class SimulatedFarm:
         job = self.jobs.pop(job_id)
         del self._runtime[job_id]
         vo = job.vo or self.vo_of(job.group)
+        cls = self._job_class.pop(job_id, None)
+        if cls is not None:
+            self.class_slots[cls] -= job.cores
         for name, cores in job.placement:
             self.free[name] += cores
             self._node_add(name, job.user, -1)
+            if cls is not None:
+                nc = self._node_class[name]
+                nc[cls] -= cores
+                if not nc[cls]:
+                    del nc[cls]
+                    self.class_nodes[cls] -= 1
         self.used -= job.cores
         self.vo_running[vo] -= job.cores
         rec = FinishedJob(job.id, job.user, job.group, job.queue, job.start_time or self.now, self.now,
@@ -173,6 +198,20 @@ class SimulatedFarm:
         if self.on_finish is not None:
             self.on_finish(rec)
         self.dirty = True
+
+
+    def slot_classes(self) -> dict[str, list[str | None]]:
+        """Per node, what each slot holds: None (free), "default" or a class name."""
+        out: dict[str, list[str | None]] = {}
+        for n in self.nodes:
+            cells: list[str | None] = []
+            for cls, k in sorted(self._node_class[n.name].items()):
+                cells.extend([cls] * k)
+            used = n.slots - self.free[n.name] if n.state.usable else 0
+            cells.extend(["default"] * max(0, used - len(cells)))
+            cells.extend([None] * max(0, n.slots - len(cells)))
+            out[n.name] = cells[: n.slots]
+        return out
 
 
 def make_nodes(count: int, slots: int, name_format: str = "wn{index:04d}") -> tuple[Node, ...]:

@@ -33,6 +33,8 @@ class SimOptions:
     event_driven: bool = False
     min_interval: float = 5.0
     timeline_points: int = 2000
+    frame_every: int = 0
+    """Capture the farm picture every this many planner cycles (0: never)."""
 
 
 @dataclass
@@ -56,6 +58,8 @@ class SimResult:
     timeline: dict[str, list] = field(default_factory=dict)
     nodes: int = 0
     slots: int = 0
+    packing: dict[str, dict] = field(default_factory=dict)
+    frames: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         """The `--json` document: stable keys."""
@@ -75,6 +79,8 @@ class SimResult:
             "wall_s": round(self.wall_s, 3),
             "start_failures": self.start_failures,
             "farm": {"nodes": self.nodes, "slots": self.slots},
+            "packing_index": {c: v["packing_index"] for c, v in self.packing.items()},
+            "fill_factor": {c: v["fill_factor"] for c, v in self.packing.items()},
         }
 
 
@@ -99,7 +105,14 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
              progress: Callable[[float], None] | None = None) -> SimResult:
     """Run `workload` on `nodes` under `config` and return the measured figures."""
     wall0 = time.perf_counter()
-    farm = SimulatedFarm(nodes, workload, vo_of=config.vo_of)
+    classes = {pc.name: pc for pc in config.packing}
+
+    def classify(job: Job, vo: str) -> str | None:
+        pc = next((c for c in config.packing if c.matches(job.queue, vo, job.group, job.user)), None)
+        return pc.name if pc else None
+
+    farm = SimulatedFarm(nodes, workload, vo_of=config.vo_of, classify=classify if classes else None)
+    slots_per_node = max((n.slots for n in nodes), default=1)
     res = SimResult(policy=opts.policy, jobs=len(workload), nodes=len(nodes), slots=farm.total_slots)
     if not workload:
         return res
@@ -118,7 +131,16 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     below_s: dict[str, float] = {v: 0.0 for v in guarantees}
     t0 = farm.now
     interval = opts.interval
-    acc = {"q_used": 0.0, "q_avail": 0.0, "div": 0.0, "busy": 0.0}
+    acc = {"q_used": 0.0, "q_avail": 0.0, "div": 0.0, "busy": 0.0, "ff": 0.0, "ff_n": 0.0}
+    pi_acc = {c: [0.0, 0.0, 0.0] for c in classes}  # sum PI, sum class fill, samples
+
+    def packing_now(c: str) -> tuple[float, float] | None:
+        used_nodes = farm.class_nodes.get(c, 0)
+        if not used_nodes:
+            return None
+        cs = farm.class_slots.get(c, 0)
+        needed = math.ceil(cs / slots_per_node)
+        return needed / used_nodes, cs / (used_nodes * slots_per_node)
 
     def on_change(ta: float, tb: float) -> None:
         dt = tb - ta
@@ -129,6 +151,17 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         if k > 0 and farm.busy_nodes:
             acc["div"] += k * farm.div_sum
             acc["busy"] += k * farm.busy_nodes
+        if k > 0 and classes:
+            if farm.queued > 0:
+                acc["ff"] += k * farm.used / total
+                acc["ff_n"] += k
+            for c in classes:
+                got = packing_now(c)
+                if got is not None:
+                    a = pi_acc[c]
+                    a[0] += k * got[0]
+                    a[1] += k * got[1]
+                    a[2] += k
 
     farm.on_change = on_change
 
@@ -142,7 +175,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
 
     span_end = max(tj.job.submit_time for tj in workload)
     step = max(interval, (span_end - t0) / max(1, opts.timeline_points))
-    tl: dict[str, list] = {"t": [], "used": [], "running": [], "queued": []}
+    tl: dict[str, list] = {"t": [], "used": [], "running": [], "queued": [], "packing_index": []}
     last_sample = -math.inf
 
     def sample(t: float) -> None:
@@ -154,6 +187,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         tl["used"].append(farm.used)
         tl["running"].append({k: v for k, v in farm.vo_running.items() if v})
         tl["queued"].append({k: v for k, v in farm.vo_queued.items() if v})
+        if classes:
+            tl["packing_index"].append({c: got[0] for c in classes if (got := packing_now(c)) is not None})
 
     t = t0
     last_cycle = -math.inf
@@ -164,6 +199,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         if farm.queued > 0 and farm.dirty and any(farm.free.values()):
             _cycle(farm, config, ledger, opts.policy, res, t)
             last_cycle = t
+            if opts.frame_every and res.cycles % opts.frame_every == 1:
+                res.frames.append((t - t0, farm.slot_classes()))
             track_below(t)
         elif farm.queued > 0:
             farm.dirty = False
@@ -208,6 +245,13 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         for vo in names
     }
     res.occupancy = acc["q_used"] / acc["q_avail"] if acc["q_avail"] else 1.0
+    if classes:
+        ff = acc["ff"] / acc["ff_n"] if acc["ff_n"] else 1.0
+        res.packing = {"farm": {"packing_index": None, "fill_factor": round(ff, 6)}}
+        for c, (spi, sff, n) in pi_acc.items():
+            res.packing[c] = {"packing_index": round(spi / n, 6) if n else None,
+                              "fill_factor": round(sff / n, 6) if n else None,
+                              "policy": classes[c].policy}
     res.diversity = acc["div"] / acc["busy"] if acc["busy"] else 1.0
     res.span_s = farm.now - t0
     res.timeline = tl
@@ -247,7 +291,8 @@ def _cycle(farm: SimulatedFarm, config: Config, ledger: UsageLedger, policy: str
 
 def _violations(p, snap, config: Config, farm: SimulatedFarm) -> int:
     """Starts given to a VO at/above its guarantee while a below-guarantee VO had a job
-    waiting that could have run on that node (node type, queue assignment, free cores)."""
+    waiting that could have run on that node (node type, queue assignment, free cores,
+    per-node limits, packing). Hot-list starts bypass shares by design and are not counted."""
     below_waiting: dict[str, list[Job]] = {}
     for vo, st in p.vos.items():
         if st.running_slots < st.guarantee and st.queued_jobs:
@@ -269,20 +314,47 @@ def _violations(p, snap, config: Config, farm: SimulatedFarm) -> int:
     guarantee = {vo: st.guarantee for vo, st in p.vos.items()}
     free = dict(farm.free)
     nodes = farm.node_by_name
+    # Per-node VO and group job counts, for the per-node limits (built only when needed).
+    per_node: dict[str, dict[str, int]] = {}
+    for j in snap.jobs:
+        if j.start_time is not None:
+            jvo = j.vo or config.vo_of(j.group)
+            for name, _ in j.placement:
+                d = per_node.setdefault(name, {})
+                d[("v", jvo)] = d.get(("v", jvo), 0) + 1
+                d[("g", j.group)] = d.get(("g", j.group), 0) + 1
+
+    def fits(j: Job, vo: str, name: str) -> bool:
+        if j.cores > free[name] or not node_admits(config, nodes[name], j.queue, vo, j.group):
+            return False
+        reserved = p.node_classes.get(name)
+        if reserved is not None:
+            pc = next((c for c in config.packing if c.matches(j.queue, vo, j.group, j.user)), None)
+            if pc is None or pc.name != reserved:
+                return False
+        d = per_node.get(name, {})
+        vmax = config.vos[vo].max_per_node if vo in config.vos else None
+        if vmax is not None and d.get(("v", vo), 0) >= vmax:
+            return False
+        g = config.groups.get(j.group)
+        if g is not None and g.max_per_node is not None and d.get(("g", j.group), 0) >= g.max_per_node:
+            return False
+        return True
+
     count = 0
     for s in sorted(p.starts, key=lambda s: s.rank):
         name = s.placement[0][0]
-        if running.get(s.vo, 0) >= guarantee.get(s.vo, 0):
+        if s.reason != "hot" and running.get(s.vo, 0) >= guarantee.get(s.vo, 0):
             for vo, waiting in below_waiting.items():
                 if vo == s.vo or running.get(vo, 0) >= guarantee.get(vo, 0):
                     continue
                 seen = set()
                 for j in waiting:
-                    k = (j.queue, j.group, j.cores)
+                    k = (j.queue, j.group, j.cores, j.user)
                     if k in seen:
                         continue
                     seen.add(k)
-                    if j.cores <= free[name] and node_admits(config, nodes[name], j.queue, vo, j.group):
+                    if fits(j, vo, name):
                         count += 1
                         break
                 else:
@@ -290,4 +362,7 @@ def _violations(p, snap, config: Config, farm: SimulatedFarm) -> int:
                 break
         running[s.vo] = running.get(s.vo, 0) + s.cores
         free[name] -= s.cores
+        d = per_node.setdefault(name, {})
+        d[("v", s.vo)] = d.get(("v", s.vo), 0) + 1
+        d[("g", s.group)] = d.get(("g", s.group), 0) + 1
     return count

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import replace
 
 from ..cli import command
-from ..config import Config, auto_vos
+import math
+
+from ..config import PACKING_POLICIES, Config, PackingClass, auto_vos, parse_duration
 from ..errors import InputError, UsageError
 from ..model import TraceJob
 from ..planner import POLICIES
@@ -52,11 +55,42 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=positive_float, metavar="HOURS", default=48.0,
                    help="synthetic workload: hours of submissions (default 48)")
     p.add_argument("--seed", type=int, default=1, help="synthetic workload: random seed (default 1)")
+    p.add_argument("--pack", metavar="NAME", help="pack the jobs of VO or group NAME as a job class "
+                   "(adds to the configuration's packing classes)")
+    p.add_argument("--pack-policy", choices=PACKING_POLICIES, default="exclusive",
+                   help="packing policy for --pack (default exclusive)")
+    p.add_argument("--pack-ttl", type=parse_duration_arg, default=math.inf, metavar="DURATION",
+                   help="exclusive: release a node that got no new class job for this long (default inf)")
+    p.add_argument("--compare-packing", action="store_true",
+                   help="run the packed class under none, relaxed and exclusive side by side")
+    p.add_argument("--farm-frames", metavar="DIR", help="write the farm as a picture (one cell per slot) "
+                   "every --frame-every planner cycles")
+    p.add_argument("--frame-every", type=positive_int, default=60, metavar="K",
+                   help="cycles between farm pictures (default 60)")
+    p.add_argument("--farm-movie", metavar="FILE.gif", help="string the farm pictures together as a GIF")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-' for stdout)")
     p.add_argument("--plot", metavar="FILE.png", help="plot running/queued jobs per VO and occupancy")
     p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                    help="progress bar on stderr (auto: when stderr is a terminal)")
     p.set_defaults(run=run)
+
+
+def parse_duration_arg(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _with_pack(config: Config, name: str, policy: str, ttl: float) -> Config:
+    if name not in config.vos and name not in config.group_vo:
+        known = sorted(set(config.vos) | set(config.group_vo))
+        raise UsageError(f"--pack {name}: no such VO or group (known: {', '.join(known[:20])}"
+                         f"{', ...' if len(known) > 20 else ''})")
+    pc = PackingClass(name=f"pack-{name}", policy=policy, vos=frozenset({name} & set(config.vos)),
+                      groups=frozenset({name} & set(config.group_vo)),
+                      ttl=ttl if policy == "exclusive" else math.inf)
+    return replace(config, packing=(pc,) + tuple(p for p in config.packing if p.name != pc.name))
 
 
 def _load_trace(args: argparse.Namespace, vo_map: dict[str, str] | None) -> tuple[list[TraceJob], dict]:
@@ -130,15 +164,45 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     workload, config, nodes, label = prepare(args)
     interval = args.interval or config.interval
-    policies = list(POLICIES) if args.compare else [args.policy]
+    if args.compare and args.compare_packing:
+        raise UsageError("--compare and --compare-packing cannot be combined; run them one after the other")
+    if args.compare_packing and not (args.pack or config.packing):
+        raise UsageError("--compare-packing needs a packed class: --pack NAME or packing classes in the config")
+    if args.farm_movie and not args.farm_frames:
+        raise UsageError("--farm-movie needs --farm-frames DIR (the pictures it is made of)")
+    runs: list[tuple[str, Config, str]] = []
+    if args.compare_packing:
+        for pol in PACKING_POLICIES:
+            if args.pack:
+                c = _with_pack(config, args.pack, pol, args.pack_ttl)
+            else:
+                c = replace(config, packing=tuple(replace(pc, policy=pol) for pc in config.packing))
+            runs.append((pol, c, "mysched"))
+    else:
+        if args.pack:
+            config = _with_pack(config, args.pack, args.pack_policy, args.pack_ttl)
+        for policy in (list(POLICIES) if args.compare else [args.policy]):
+            runs.append((policy, config, policy))
     show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
     print(f"simulating {label}: {len(workload)} jobs on {len(nodes)} nodes x {nodes[0].slots} slots, "
           f"{'event-driven, ' if args.event_driven else ''}{interval:g} s cycles", flush=True)
     results: list[SimResult] = []
-    for policy in policies:
+    for label_, cfg_, policy in runs:
         opts = SimOptions(policy=policy, interval=interval, event_driven=args.event_driven,
-                          min_interval=min(config.min_interval, interval))
-        results.append(simulate(workload, config, nodes, opts, progress=_Progress(policy, show)))
+                          min_interval=min(cfg_.min_interval, interval),
+                          frame_every=args.frame_every if args.farm_frames else 0)
+        r = simulate(workload, cfg_, nodes, opts, progress=_Progress(label_, show))
+        r.policy = label_
+        results.append(r)
+        if args.farm_frames:
+            from ..plot import write_frames
+
+            movie = args.farm_movie
+            if movie and len(runs) > 1:
+                root, ext = os.path.splitext(movie)
+                movie = f"{root}-{label_}{ext or '.gif'}"
+            paths = write_frames(r, args.farm_frames, [pc.name for pc in cfg_.packing], movie)
+            print(f"{len(paths)} farm picture(s) written to {args.farm_frames}" + (f", movie {movie}" if movie else ""))
     if len(results) > 1:
         print(format_comparison(results))
     else:
@@ -157,6 +221,11 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from ..plot import plot_result
 
-        plot_result(results[0], args.plot)
+        if args.compare_packing:
+            from ..plot import plot_packing
+
+            plot_packing(results, args.plot)
+        else:
+            plot_result(results[0], args.plot)
         print(f"plot written to {args.plot}")
     return 0
