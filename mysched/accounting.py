@@ -1,0 +1,188 @@
+"""TORQUE accounting logs (``server_priv/accounting/YYYYMMDD``): parsing and job records.
+
+A line is ``MM/DD/YYYY HH:MM:SS;TYPE;JOBID;key=value key=value ...``. Only `E` (job end)
+records carry wall-clock use; they become `FinishedJob` records. Real logs from several
+TORQUE versions differ (CPU time as ``hh:mm:ss`` or seconds, cores from
+``total_execution_slots`` or only from ``exec_host``), and concatenated logs may carry a
+``YYYYMMDD:`` file-name prefix: all of that is accepted. Malformed lines raise `ValueError`
+with a message; callers report them with file and line and go on.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+from .model import FinishedJob
+
+_PREFIX = re.compile(r"^\d{8}:(?=\d\d/)")
+_KV = re.compile(r"(?:^|\s)([A-Za-z_][\w.]*)=")
+
+
+@dataclass(frozen=True)
+class AccountingRecord:
+    """One accounting line: type (Q, S, E, D, A, ...), time, job id and its attributes."""
+
+    type: str
+    time: float
+    job_id: str
+    attrs: dict[str, str]
+
+
+def parse_stamp(text: str) -> float:
+    """``MM/DD/YYYY HH:MM:SS`` in the server's local time zone -> Unix time."""
+    t = time.strptime(text.strip(), "%m/%d/%Y %H:%M:%S")
+    return time.mktime(t)
+
+
+def parse_attrs(text: str) -> dict[str, str]:
+    """``a=1 b=two words c=3`` -> dict; a value runs until the next `` key=``."""
+    out: dict[str, str] = {}
+    matches = list(_KV.finditer(text))
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        out[m.group(1)] = text[m.end():end].strip()
+    return out
+
+
+def parse_line(line: str) -> AccountingRecord | None:
+    """Parse one line; None for a blank line; ValueError for a malformed one."""
+    line = line.strip()
+    if not line:
+        return None
+    line = _PREFIX.sub("", line)
+    parts = line.split(";", 3)
+    if len(parts) < 3:
+        raise ValueError("expected 'DATE TIME;TYPE;JOBID;attributes'")
+    stamp, rtype, job_id = parts[0], parts[1].strip(), parts[2].strip()
+    try:
+        t = parse_stamp(stamp)
+    except ValueError:
+        raise ValueError(f"bad time stamp {stamp!r} (expected MM/DD/YYYY HH:MM:SS)") from None
+    if len(rtype) != 1 or not rtype.isalpha():
+        raise ValueError(f"bad record type {rtype!r}")
+    if not job_id:
+        raise ValueError("empty job id")
+    return AccountingRecord(rtype, t, job_id, parse_attrs(parts[3]) if len(parts) > 3 else {})
+
+
+def parse_hms(text: str) -> float:
+    """``HH:MM:SS`` (hours may exceed 24), ``MM:SS``, or plain seconds -> seconds."""
+    text = text.strip()
+    if not text:
+        raise ValueError("empty duration")
+    if ":" not in text:
+        return float(text)
+    parts = text.split(":")
+    if len(parts) > 3 or not all(p.strip().isdigit() for p in parts):
+        raise ValueError(f"bad duration {text!r}")
+    secs = 0.0
+    for p in parts:
+        secs = secs * 60 + int(p)
+    return secs
+
+
+def exec_host_cores(text: str) -> list[tuple[str, int]]:
+    """``b391/0-3+b392/5,7`` -> ``[("b391", 4), ("b392", 2)]`` (cores per node, in order)."""
+    out: dict[str, int] = {}
+    for part in text.split("+"):
+        part = part.strip()
+        if not part:
+            continue
+        node, _, slots = part.partition("/")
+        n = 0
+        for rng in (slots.split(",") if slots else ["0"]):
+            a, _, b = rng.partition("-")
+            if not a.strip().isdigit() or (b and not b.strip().isdigit()):
+                raise ValueError(f"bad exec_host {text!r}")
+            n += (int(b) - int(a) + 1) if b else 1
+        out[node] = out.get(node, 0) + n
+    return list(out.items())
+
+
+def nodes_spec_cores(text: str) -> int | None:
+    """``2:ppn=4`` -> 8; ``1`` -> 1; ``wn01:ppn=2+wn02:ppn=2`` -> 4; ``1pn=4`` (a typo seen
+    in real logs for ``1:ppn=4``) -> 4; None if it cannot be read."""
+    total = 0
+    for part in text.split("+"):
+        part = part.strip()
+        if not part:
+            continue
+        typo = re.match(r"^(\d+)pn=(\d+)$", part)
+        if typo:
+            total += int(typo.group(1)) * int(typo.group(2))
+            continue
+        fields = part.split(":")
+        count = int(fields[0]) if fields[0].isdigit() else 1
+        ppn = 1
+        for f in fields[1:]:
+            if f.startswith("ppn="):
+                if not f[4:].isdigit():
+                    return None
+                ppn = int(f[4:])
+        total += count * ppn
+    return total or None
+
+
+def to_finished_job(rec: AccountingRecord) -> FinishedJob:
+    """The wall-clock record of an `E` line; ValueError if start or end cannot be known."""
+    a = rec.attrs
+    user = a.get("user") or (a.get("owner", "").split("@")[0]) or "unknown"
+    group = a.get("group") or "unknown"
+    queue = a.get("queue") or "unknown"
+    try:
+        start = float(a["start"])
+    except (KeyError, ValueError):
+        raise ValueError("E record without a valid start=") from None
+    try:
+        end = float(a["end"]) if "end" in a else rec.time
+    except ValueError:
+        raise ValueError(f"bad end={a['end']!r}") from None
+    if end < start:
+        raise ValueError(f"end ({end:.0f}) before start ({start:.0f})")
+    placement = exec_host_cores(a["exec_host"]) if a.get("exec_host") else []
+    cores = None
+    if a.get("total_execution_slots", "").isdigit():
+        cores = int(a["total_execution_slots"])
+    elif placement:
+        cores = sum(c for _, c in placement)
+    else:
+        cores = nodes_spec_cores(a.get("Resource_List.nodes", "")) or None
+    cput = None
+    if a.get("resources_used.cput"):
+        try:
+            cput = parse_hms(a["resources_used.cput"])
+        except ValueError:
+            cput = None
+    status = None
+    if a.get("Exit_status", "").lstrip("-").isdigit():
+        status = int(a["Exit_status"])
+    return FinishedJob(rec.job_id, user, group, queue, start, end, max(1, cores or 1), None, cput, status,
+                       tuple(n for n, _ in placement))
+
+
+def iter_lines(path: str, start_offset: int = 0) -> Iterator[tuple[int, int, str]]:
+    """(line number or 0 if unknown, byte offset after the line, text) for each complete line.
+
+    A last line without its newline is being written: it is not returned, so a later
+    ingestion picks it up whole.
+    """
+    with open(path, "rb") as f:
+        f.seek(start_offset)
+        lineno = 0 if start_offset else 1
+        offset = start_offset
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                return
+            offset += len(raw)
+            yield lineno, offset, raw.decode("utf-8", errors="replace")
+            if lineno:
+                lineno += 1
+
+
+def utc_stamp_to_epoch(text: str) -> float:
+    """Parse a stamp as UTC (for tests and logs written by UTC servers)."""
+    return float(calendar.timegm(time.strptime(text.strip(), "%m/%d/%Y %H:%M:%S")))
