@@ -166,7 +166,7 @@ class Daemon:
             self._start_all(p, out, done)
         out.duration = time.perf_counter() - t0
         self._record(now, snapshot, p, out, done)
-        self._publish(snapshot, p, out)
+        self._publish(snapshot, p, out, done)
         self.last_ok = self.wall()
         self.consecutive_failures = 0
         self._metric("observe_cycle", out.duration, out.result)
@@ -256,7 +256,7 @@ class Daemon:
         except StoreError as exc:
             log.error("could not record the cycle: %s", exc)
 
-    def _publish(self, snapshot: Snapshot, p: Plan, out: CycleOutcome) -> None:
+    def _publish(self, snapshot: Snapshot, p: Plan, out: CycleOutcome, done: list) -> None:
         cfg = self.config
         cycle = {"result": out.result, "duration_s": round(out.duration, 4), "plan_s": round(out.plan_s, 4),
                  "started": out.started, "failed": out.failed, "failures": out.failures,
@@ -267,16 +267,24 @@ class Daemon:
             except OSError as exc:
                 log.error("could not write the status file in %s: %s", self.state_dir, exc)
         if self.metrics is not None:
-            used_by_vo = {v.name: v.running_slots for v in p.vos.values()}
+            # Figures after this cycle's starts, as the next snapshot will show them.
+            started_slots: dict[str, int] = {}
+            started_jobs: dict[str, int] = {}
+            for s, r in done:
+                if r == "ok":
+                    started_slots[s.vo] = started_slots.get(s.vo, 0) + s.cores
+                    started_jobs[s.vo] = started_jobs.get(s.vo, 0) + 1
+            total = p.total_slots
+            vos = p.vos.values()
+            used = {v.name: v.running_slots + started_slots.get(v.name, 0) for v in vos}
             self._metric(
                 "set_farm_state",
-                running_by_vo={v.name: v.running_jobs for v in p.vos.values()},
-                queued_by_vo={v.name: v.queued_jobs for v in p.vos.values()},
-                used_slots_by_vo=used_by_vo,
-                total_slots=p.total_slots, used_slots=p.used_slots,
-                share_target_by_vo={v.name: v.share for v in p.vos.values()},
-                share_achieved_by_vo={v.name: (v.running_slots / p.total_slots if p.total_slots else 0.0)
-                                      for v in p.vos.values()},
+                running_by_vo={v.name: v.running_jobs + started_jobs.get(v.name, 0) for v in vos},
+                queued_by_vo={v.name: v.queued_jobs - started_jobs.get(v.name, 0) for v in vos},
+                used_slots_by_vo=used,
+                total_slots=total, used_slots=p.used_slots + sum(started_slots.values()),
+                share_target_by_vo={v.name: v.share for v in vos},
+                share_achieved_by_vo={k: (u / total if total else 0.0) for k, u in used.items()},
                 pending_by_reason=p.reasons(),
             )
 

@@ -46,14 +46,19 @@ class Service:
         self._ready_sent = False
 
     # -- scheduling ------------------------------------------------------------------------
+    @property
+    def _scale(self) -> float:
+        """Wall seconds per configured second: a simulated server's clock may run faster."""
+        return 1.0 / float(getattr(self.daemon.server, "speed", 1.0) or 1.0)
+
     def _delay_after(self, out: CycleOutcome) -> float:
         cfg = self.daemon.config
         if out.result == "error":
             k = self.daemon.consecutive_failures
-            return min(4 * cfg.interval, max(cfg.min_interval, 1.0) * 2 ** (k - 1))
+            return min(4 * cfg.interval, max(cfg.min_interval, 1.0) * 2 ** (k - 1)) * self._scale
         if self._event_pending:
-            return cfg.min_interval
-        return cfg.interval
+            return cfg.min_interval * self._scale
+        return cfg.interval * self._scale
 
     def _schedule(self, delay: float) -> None:
         if self._sched is None or self._stop.is_set():
@@ -101,8 +106,9 @@ class Service:
         if self._lock.locked():
             return  # the running cycle will schedule the next one at min_interval
         since = time.monotonic() - self._last_cycle_start
-        self._schedule(max(0.0, cfg.min_interval - since))
-        log.debug("event %s: next cycle in %.1f s", reason, max(0.0, cfg.min_interval - since))
+        delay = max(0.0, cfg.min_interval * self._scale - since)
+        self._schedule(delay)
+        log.debug("event %s: next cycle in %.1f s", reason, delay)
 
     # -- lifecycle -------------------------------------------------------------------------
     def _signals(self) -> None:

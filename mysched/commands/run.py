@@ -62,6 +62,7 @@ def _address(text: str) -> str | None:
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
     config = config_or_default(args.config)
     url = args.server or config.server
     state_dir = args.state_dir or config.state_dir
