@@ -1,0 +1,144 @@
+"""End-to-end simulation: the README command, trace replay, baselines, bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from mysched.cli import main
+from mysched.config import config_from_text
+from mysched.model import Job, TraceJob
+from mysched.simfarm import make_nodes
+from mysched.simulate import SimOptions, simulate
+from mysched.workload.swf import parse_vo_map, read_swf
+from mysched.workload.synthetic import DESY_VOS, SyntheticSpec, generate
+
+from .conftest import REPO
+
+
+def test_synthetic_groups_match_the_example_config():
+    from mysched.config import load_config
+    cfg = load_config(str(REPO / "etc" / "mysched.cfg"))
+    for vo, groups in DESY_VOS.items():
+        for g in groups:
+            assert cfg.vo_of(g) == vo, g
+
+
+def test_synthetic_is_deterministic_and_respects_queue_limits():
+    a = generate(SyntheticSpec(duration=6 * 3600, slots=100, seed=3))
+    b = generate(SyntheticSpec(duration=6 * 3600, slots=100, seed=3))
+    c = generate(SyntheticSpec(duration=6 * 3600, slots=100, seed=4))
+    assert [(t.job.id, t.job.submit_time, t.runtime) for t in a] == [(t.job.id, t.job.submit_time, t.runtime) for t in b]
+    assert [t.runtime for t in a] != [t.runtime for t in c]
+    assert all(t.runtime <= (3600 if t.job.queue == "operations" else 90 * 3600) for t in a)
+    assert all(t.job.walltime >= t.runtime for t in a)
+
+
+def test_default_simulation_via_cli(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["simulate", "--duration", "6", "--nodes", "10", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    for key in ("jobs", "finished", "occupancy", "vo", "share_violations", "diversity", "wait_s", "cycle_s"):
+        assert key in doc
+    assert set(doc["wait_s"]) == {"mean", "p50", "p95", "max"} and set(doc["cycle_s"]) == {"p50", "p99", "max"}
+    assert doc["share_violations"] == 0
+    assert {"share", "used", "below_guarantee_s"} <= set(doc["vo"]["atlas"])
+    assert 0.5 < doc["occupancy"] <= 1.0
+    assert "occupancy" in capsys.readouterr().out
+
+
+def two_vo_workload(n=3000):
+    import random
+    rnd = random.Random(5)
+    wl, t = [], 1e9
+    for i in range(n):
+        t += rnd.expovariate(1 / 4.0)
+        g = "a" if rnd.random() < 0.8 else "b"
+        wl.append(TraceJob(Job(str(i), "q", f"{g}{rnd.randrange(6)}", g, submit_time=t), rnd.expovariate(1 / 300)))
+    return wl
+
+
+def test_mysched_keeps_guarantees_where_fifo_does_not():
+    cfg = config_from_text('vos = { a = { groups = ["a"]; share = 50; }; b = { groups = ["b"]; share = 50; }; };')
+    nodes = make_nodes(8, 8)
+    ms = simulate(two_vo_workload(), cfg, nodes, SimOptions(policy="mysched"))
+    ff = simulate(two_vo_workload(), cfg, nodes, SimOptions(policy="fifo"))
+    assert ms.share_violations == 0 < ff.share_violations
+    assert ms.vo["b"]["below_guarantee_s"] < ff.vo["b"]["below_guarantee_s"]
+    assert ms.diversity > ff.diversity
+    assert abs(ms.occupancy - ff.occupancy) < 0.01
+    assert ms.started == ff.started == 3000
+
+
+def test_event_driven_cycles_raise_occupancy_for_short_jobs():
+    cfg = config_from_text('vos = { a = { groups = ["a"]; share = 50; }; b = { groups = ["b"]; share = 50; }; };')
+    wl = [TraceJob(t.job, 20.0) for t in two_vo_workload(2000)]
+    fixed = simulate(wl, cfg, make_nodes(2, 4), SimOptions())
+    events = simulate(wl, cfg, make_nodes(2, 4), SimOptions(event_driven=True, min_interval=5))
+    assert events.occupancy > fixed.occupancy + 0.1
+
+
+def test_swf_malformed_lines_are_reported_and_skipped(tmp_path):
+    f = tmp_path / "t.swf.gz"
+    good = "1 0 5 100 1 -1 -1 1 200 -1 1 3 2 -1 1 -1 -1 -1\n"
+    with gzip.open(f, "wt") as fh:
+        fh.write("; UnixStartTime: 1000000000\n" + good + "2 10 x 100 1\n" + good.replace("1 0 5", "3 20 5")
+                 + "4 30 5 100 1 -1 -1 1 200 -1 5 -1 -1 -1 1 -1 -1 -1\n")
+    problems = []
+    tr = read_swf(str(f), on_problem=problems.append)
+    assert [t.job.id for t in tr.jobs] == ["1", "3"]
+    assert problems == [f"{f}:3: expected 18 columns, found 5"]
+    assert tr.skipped == {"malformed": 1, "cancelled": 1}
+    assert tr.jobs[0].job.submit_time == 1000000000 and tr.jobs[0].job.group == "g2"
+
+
+def test_lpc_egee_trace_loads_with_queue_names(traces):
+    tr = read_swf(str(traces / "LPC-EGEE-2004-1.2-cln.swf.gz"), first=1000)
+    assert len(tr.jobs) == 1000
+    assert {t.job.queue for t in tr.jobs} <= {"test", "short", "long", "day", "infinite", "batch"}
+    assert tr.max_nodes == 70 and tr.max_procs == 140
+
+
+def test_wagap_queue_names_come_from_column_20(traces):
+    tr = read_swf(str(traces / "wagap-2013.swf"), first=2000)
+    assert "q_1d" in {t.job.queue for t in tr.jobs}
+    assert min(t.job.submit_time for t in tr.jobs) > 1.3e9  # absolute times
+
+
+def test_vo_map_parsing(tmp_path):
+    assert parse_vo_map("g2=atlas,g6=cms") == {"g2": "atlas", "g6": "cms"}
+    f = tmp_path / "map"
+    f.write_text("# comment\ng2 atlas\ng6=cms\n")
+    assert parse_vo_map(str(f)) == {"g2": "atlas", "g6": "cms"}
+    from mysched.errors import InputError
+    with pytest.raises(InputError, match="item 2"):
+        parse_vo_map("g2=atlas,bogus")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["simulate", "--trace", "/nonexistent.swf"], "/nonexistent.swf: no such file"),
+    (["simulate", "--first", "10"], "--first and --from apply to --trace"),
+    (["simulate", "--farm-movie", "x.gif"], "--farm-movie needs --farm-frames"),
+    (["simulate", "--pack", "nosuchvo", "--duration", "1"], "--pack nosuchvo: no such VO or group"),
+])
+def test_bad_arguments_give_one_line_errors(argv, message, capsys):
+    assert main(argv) in (1, 2)
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_garbage_trace_is_a_clear_error(tmp_path, capsys):
+    f = tmp_path / "junk.swf"
+    f.write_bytes(b"\x00\x01 binary junk\nmore junk here\n")
+    assert main(["simulate", "--trace", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert "not an SWF trace" in err and "Traceback" not in err
+
+
+def test_argparse_rejects_bad_numbers(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--nodes", "zero"])
+    assert exc.value.code == 2
+    assert "expected a whole number" in capsys.readouterr().err
