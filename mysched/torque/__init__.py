@@ -1,0 +1,1 @@
+"""TORQUE backend: IFL binding, batch-server adapter, scheduler-event listener."""
