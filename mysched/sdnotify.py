@@ -24,7 +24,8 @@ def notify(state: str) -> bool:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as s:
             s.connect(addr)
-            s.sendall(state.encode("utf-8"))
+            # Never block the scheduler on a slow or stuck receiver.
+            s.send(state.encode("utf-8"), socket.MSG_DONTWAIT)
         return True
     except OSError as exc:
         log.debug("sd_notify(%r) failed: %s", state, exc)

@@ -1,0 +1,87 @@
+"""The daemon as a process: `mysched run --server sim://`, SIGHUP with a bad file, SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from .conftest import REPO
+
+CFG = (REPO / "etc" / "mysched.cfg").read_text()
+
+
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(pred, timeout=20.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_daemon_runs_reloads_and_stops_cleanly(tmp_path):
+    cfg = tmp_path / "mysched.cfg"
+    cfg.write_text(CFG)
+    state = tmp_path / "state"
+    port = free_port()
+    notify = tmp_path / "notify"
+    nsock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    nsock.bind(str(notify))
+    nsock.settimeout(20)
+    env = dict(os.environ, NOTIFY_SOCKET=str(notify))
+    script = Path(sys.executable).parent / "mysched"
+    proc = subprocess.Popen(
+        [str(script), "run", "-c", str(cfg), "--server", "sim://?nodes=10&slots=4&speed=600&hours=6",
+         "--state-dir", str(state), "--db", f"sqlite:///{tmp_path}/h.db", "--metrics-address", f"127.0.0.1:{port}",
+         "--event-address", "off"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        assert nsock.recv(4096).startswith(b"READY=1")
+        status = state / "status.json"
+        assert wait_for(status.exists)
+        first = json.loads(status.read_text())["published"]
+        assert wait_for(lambda: json.loads(status.read_text())["published"] > first)
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert 'mysched_cycles_total{result="ok"}' in metrics
+        # a broken file on reload is rejected and the daemon goes on
+        cfg.write_text(CFG + "\nscheduler = { interval = 5; };\n")
+        proc.send_signal(signal.SIGHUP)
+        assert wait_for(lambda: 'mysched_config_reloads_total{result="error"} 1.0' in
+                        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode())
+        before = json.loads(status.read_text())["published"]
+        assert wait_for(lambda: json.loads(status.read_text())["published"] > before)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0, out
+        assert "configuration reload rejected" in out and "duplicate setting" in out
+        assert "Traceback" not in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        nsock.close()
+
+
+def test_run_once_against_an_unreachable_torque_fails_cleanly(tmp_path):
+    script = Path(sys.executable).parent / "mysched"
+    cfg = tmp_path / "c.cfg"
+    cfg.write_text('server = { libtorque = "/nonexistent/libtorque.so.2"; };\n')
+    res = subprocess.run([str(script), "run", "-c", str(cfg), "--once", "--no-db", "--metrics-address", "off",
+                          "--state-dir", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1
+    assert "Traceback" not in res.stderr
+    assert "libtorque" in res.stderr
