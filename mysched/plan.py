@@ -98,6 +98,9 @@ class Plan:
     node_classes: dict[str, str] = field(default_factory=dict)
     """Packing: node name -> job class holding it (exclusive reservations only)."""
     policy: str = "mysched"
+    wake_at: float | None = None
+    """Earliest time the same snapshot could plan differently (an exclusive reservation's
+    TTL running out); lets an event-driven caller sleep until then."""
 
     def reasons(self) -> dict[str, int]:
         """Waiting jobs counted by reason."""

@@ -285,6 +285,7 @@ class _Planner:
             if best is not None:
                 ld.reserved = best[0]
                 self.out.node_classes[ld.name] = best[0]
+                self._wake(best[1] + self.packing[best[0]].ttl)
             if ld.usable and ld.free > 0:
                 k = keyf(ld)
                 ld.pool.ranking.put(ld.name, k)
@@ -292,6 +293,10 @@ class _Planner:
                     if n and cls in self.packing:
                         ld.pool.by_class.setdefault(cls, _Ranking()).put(ld.name, k)
         self.free_total = sum(ld.free for ld in self.loads.values() if ld.usable)
+
+    def _wake(self, t: float) -> None:
+        if math.isfinite(t) and (self.out.wake_at is None or t < self.out.wake_at):
+            self.out.wake_at = t
 
     def _key_fn(self) -> Callable[[_Load], tuple]:
         if self.policy == "fifo":
@@ -431,6 +436,7 @@ class _Planner:
         if pc is not None and pc.policy == "exclusive" and pc.ttl > 0:
             ld.reserved = cls
             self.out.node_classes[ld.name] = cls
+            self._wake(self.now + pc.ttl)
         pool = ld.pool
         if ld.free > 0:
             k = self.keyf(ld)

@@ -192,12 +192,16 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
 
     t = t0
     last_cycle = -math.inf
+    wake_at: float | None = None
     while True:
         farm.advance(t)
         track_below(t)
         sample(t)
+        if wake_at is not None and t >= wake_at:
+            farm.dirty = True  # a reservation ran out: the same farm may now plan differently
+            wake_at = None
         if farm.queued > 0 and farm.dirty and any(farm.free.values()):
-            _cycle(farm, config, ledger, opts.policy, res, t)
+            wake_at = _cycle(farm, config, ledger, opts.policy, res, t)
             last_cycle = t
             if opts.frame_every and res.cycles % opts.frame_every == 1:
                 res.frames.append((t - t0, farm.slot_classes()))
@@ -211,6 +215,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         # When is the next cycle worth running?
         if opts.event_driven:
             ev = farm.next_event()
+            if wake_at is not None and farm.queued:
+                ev = wake_at if ev is None else min(ev, wake_at)
             if ev is None:
                 break
             nxt = min(max(ev, last_cycle + opts.min_interval), _next_grid(t, t0, interval))
@@ -221,6 +227,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             nxt = t + interval
             if not farm.dirty or farm.queued == 0 or not any(farm.free.values()):
                 ev = farm.next_event(arrivals=True, ends=True)
+                if wake_at is not None and farm.queued:
+                    ev = wake_at if ev is None else min(ev, wake_at)
                 if ev is None:
                     break
                 if ev > nxt:
@@ -266,7 +274,9 @@ def _next_grid(t: float, t0: float, interval: float) -> float:
     return t0 + (math.floor((t - t0) / interval) + 1) * interval
 
 
-def _cycle(farm: SimulatedFarm, config: Config, ledger: UsageLedger, policy: str, res: SimResult, now: float) -> None:
+def _cycle(farm: SimulatedFarm, config: Config, ledger: UsageLedger, policy: str, res: SimResult,
+           now: float) -> float | None:
+    """One planner cycle on the farm; returns when the plan could change with time alone."""
     snap = farm.snapshot()
     running = [j for j in snap.jobs if j.start_time is not None]
     usage = ledger.usage(now, running)
@@ -287,6 +297,7 @@ def _cycle(farm: SimulatedFarm, config: Config, ledger: UsageLedger, policy: str
             continue
         res.started += 1
         res.wait.append(now - job.submit_time)
+    return p.wake_at
 
 
 def _violations(p, snap, config: Config, farm: SimulatedFarm) -> int:
