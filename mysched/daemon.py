@@ -166,7 +166,7 @@ class Daemon:
             self._start_all(p, out, done)
         out.duration = time.perf_counter() - t0
         self._record(now, snapshot, p, out, done)
-        self._publish(snapshot, p, out, done)
+        self._publish(snapshot, p, out, done, usage)
         self.last_ok = self.wall()
         self.consecutive_failures = 0
         self._metric("observe_cycle", out.duration, out.result)
@@ -256,14 +256,15 @@ class Daemon:
         except StoreError as exc:
             log.error("could not record the cycle: %s", exc)
 
-    def _publish(self, snapshot: Snapshot, p: Plan, out: CycleOutcome, done: list) -> None:
+    def _publish(self, snapshot: Snapshot, p: Plan, out: CycleOutcome, done: list, usage) -> None:
         cfg = self.config
         cycle = {"result": out.result, "duration_s": round(out.duration, 4), "plan_s": round(out.plan_s, 4),
                  "started": out.started, "failed": out.failed, "failures": out.failures,
                  "dry_run": self.dry_run}
         if self.state_dir:
             try:
-                write_status(self.state_dir, build_status(snapshot, p, cfg, cycle=cycle, published=self.wall()))
+                write_status(self.state_dir, build_status(snapshot, p, cfg, cycle=cycle, published=self.wall(),
+                                                         usage=usage))
             except OSError as exc:
                 log.error("could not write the status file in %s: %s", self.state_dir, exc)
         if self.metrics is not None:

@@ -29,7 +29,7 @@ NODE_COLUMNS = ["name", "state", "type", "slots", "used", "jobs", "vos", "users"
 
 
 def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[str, Any] | None = None,
-                 published: float | None = None) -> dict[str, Any]:
+                 published: float | None = None, usage: Any = None) -> dict[str, Any]:
     """The status document for one cycle (pure: no I/O)."""
     starts = {s.job_id: s for s in plan.starts}
     rejected_sets: list[dict[str, int]] = []
@@ -113,6 +113,11 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         "rejected": rejected_sets,
         "queues": {q.name: {"enabled": q.enabled, "started": q.started, "max_running": q.max_running}
                    for q in snapshot.queues},
+        "usage": {"window_s": config.history_window, "half_life_s": config.half_life,
+                  "group": {k: round(v, 1) for k, v in (usage.group.items() if usage is not None else ())},
+                  "user": {k: round(v, 1) for k, v in (usage.user.items() if usage is not None else ())}},
+        "limits": {"groups": {g.name: {"max_running": g.max_running, "max_per_node": g.max_per_node}
+                              for g in config.groups.values()}},
         "node_types": {nt.name: {"groups": list(nt.groups), "vos": list(nt.vos)} for nt in config.node_types},
         "queue_config": {q.name: {"max_running": q.max_running, "nodes": list(q.nodes),
                                   "node_types": list(q.node_types), "exclusive": q.exclusive}
