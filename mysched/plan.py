@@ -94,7 +94,9 @@ class Plan:
     vos: dict[str, VOStatus] = field(default_factory=dict)
     total_slots: int = 0
     used_slots: int = 0
+    """Slots in use when the cycle began (before `starts`)."""
     free_slots: int = 0
+    """Free usable slots left after `starts`."""
     node_classes: dict[str, str] = field(default_factory=dict)
     """Packing: node name -> job class holding it (exclusive reservations only)."""
     policy: str = "mysched"

@@ -293,6 +293,7 @@ class _Planner:
                     if n and cls in self.packing:
                         ld.pool.by_class.setdefault(cls, _Ranking()).put(ld.name, k)
         self.free_total = sum(ld.free for ld in self.loads.values() if ld.usable)
+        self.used_before = sum(min(ld.used, ld.slots) for ld in self.counted)
 
     def _wake(self, t: float) -> None:
         if math.isfinite(t) and (self.out.wake_at is None or t < self.out.wake_at):
@@ -720,7 +721,7 @@ class _Planner:
         out = self.out
         out.total_slots = self.total_slots
         out.free_slots = max(0, self.free_total)
-        out.used_slots = sum(min(ld.used, ld.slots) for ld in self.counted)
+        out.used_slots = self.used_before
         for name, st in self.vo_status.items():
             out.vos[name] = VOStatus(
                 name=st.name, share=st.share, guarantee=st.guarantee, running_slots=st.running_slots,

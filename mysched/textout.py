@@ -10,7 +10,7 @@ from typing import Any, Sequence, TextIO
 _COLOURS = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "bold": "1", "dim": "2"}
 
 
-def use_colour(stream: TextIO = sys.stdout) -> bool:
+def use_colour(stream: TextIO) -> bool:
     return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
@@ -21,31 +21,34 @@ def paint(text: str, colour: str | None, enabled: bool) -> str:
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, noheader: bool = False,
-          colours: Sequence[str | None] | None = None, stream: TextIO = sys.stdout,
+          colours: Sequence[str | None] | None = None, stream: TextIO | None = None,
           right: Sequence[int] = ()) -> None:
     """Print rows as aligned columns (right-aligned where listed); `colours` colours whole rows."""
+    stream = stream or sys.stdout
     text_rows = [["" if v is None else str(v) for v in r] for r in rows]
     widths = [len(h) for h in header]
-    for r in text_rows:
-        for i, v in enumerate(r):
-            widths[i] = max(widths[i], len(v))
+    if text_rows:
+        widths = [max(w, max(map(len, col))) for w, col in zip(widths, zip(*text_rows))]
     colour = use_colour(stream)
-
-    def fmt(r: Sequence[str]) -> str:
-        cells = [v.rjust(widths[i]) if i in right else v.ljust(widths[i]) for i, v in enumerate(r)]
-        return "  ".join(cells).rstrip()
-
+    template = "  ".join(f"{{:{'>' if i in right else '<'}{w}}}" for i, w in enumerate(widths))
     out = []
     if not noheader:
-        out.append(paint(fmt(header), "bold", colour))
-    for i, r in enumerate(text_rows):
-        out.append(paint(fmt(r), colours[i] if colours else None, colour))
+        out.append(paint(template.format(*header).rstrip(), "bold", colour))
+    if colour and colours:
+        out += [paint(template.format(*r).rstrip(), colours[i], True) for i, r in enumerate(text_rows)]
+    else:
+        out += [template.format(*r).rstrip() for r in text_rows]
     if out:
         stream.write("\n".join(out) + "\n")
 
 
-def dump_json(doc: Any, stream: TextIO = sys.stdout) -> None:
-    stream.write(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+def dump_json(doc: Any, stream: TextIO | None = None) -> None:
+    """Indented for a person at a terminal, compact (and fast) for a pipe."""
+    stream = stream or sys.stdout
+    if stream.isatty():
+        stream.write(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+    else:
+        stream.write(json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str) + "\n")
 
 
 def duration(seconds: float | None) -> str:

@@ -50,7 +50,11 @@ def load(args: argparse.Namespace) -> dict[str, Any]:
     path = _state_dir(args)
     doc = read_status(path)
     max_age = args.max_age if args.max_age is not None else max(300.0, 3 * float(doc.get("interval", 60)))
-    return read_status(path, max_age=max_age)
+    age = time.time() - doc.get("published", 0)
+    if age > max_age:
+        raise StatusError(f"{path}: status is stale: last published {age:.0f} s ago (is the daemon running? it "
+                          f"publishes every {doc.get('interval', 60):g} s; --max-age overrides)")
+    return doc
 
 
 def _classify(j: dict[str, Any]) -> str:

@@ -1,0 +1,138 @@
+"""Status commands against a status file built from a known snapshot and plan."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+
+import pytest
+
+from mysched.cli import main
+from mysched.config import config_from_text
+from mysched.model import JobState, Node, NodeState
+from mysched.planner import plan
+from mysched.statusfile import build_status, write_status
+from mysched.usage import Usage
+
+from .conftest import queued, running, snap
+
+CFG = config_from_text('''
+vos = { atlas = { groups = ["atlas", "atlassgm"]; share = 60; max_running = 5; };
+        cms = { groups = ["cms"]; share = 40; }; };
+groups = { atlassgm = { max_per_node = 1; }; };
+node_types = { sw = { nodes = ["wn03"]; groups = ["atlassgm"]; }; };
+''')
+NOW = 1_000_000.0
+
+
+def make_status(tmp_path, published=None):
+    jobs = [running("r1", "alice", "atlas", "wn01", start=NOW - 600), running("r2", "bob", "cms", "wn01", start=NOW - 60),
+            running("r3", "bob", "cms", "wn02", start=NOW - 120)]
+    jobs += [queued("q1", "carol", "cms", submit=NOW - 300), queued("q2", "dave", "atlas", submit=NOW - 200),
+             queued("h1", "erin", "cms", state=JobState.HELD, submit=NOW - 100)]
+    jobs += [queued(f"w{i}", "frank", "cms", submit=NOW - 50 + i) for i in range(4)]
+    jobs = [dataclasses.replace(j, walltime=3600.0) for j in jobs]
+    nodes = [Node("wn01", 2), Node("wn02", 2), Node("wn03", 2), Node("wn04", 2, NodeState.DOWN)]
+    s = snap(jobs, nodes)
+    s = s.__class__(NOW, s.jobs, s.nodes, s.queues)
+    p = plan(s, CFG, Usage(vo={"cms": 7200.0}, group={"cms": 7200.0}, user={"bob": 7200.0}), NOW)
+    write_status(str(tmp_path), build_status(s, p, CFG, published=published or time.time(),
+                                             usage=Usage(group={"cms": 7200.0}, user={"bob": 7200.0})))
+    return s, p
+
+
+def run_json(capsys, *argv):
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_jobs_lists_states_reasons_and_summary(tmp_path, capsys):
+    s, p = make_status(tmp_path)
+    doc = run_json(capsys, "jobs", "--state-dir", str(tmp_path))
+    assert doc["counts"]["running"] == 3 + len(p.starts)
+    assert doc["counts"]["blocked"] == 1  # the held job
+    assert doc["counts"]["queued"] == len(s.jobs) - 3 - len(p.starts) - 1
+    by_id = {j["id"]: j for j in doc["jobs"]}
+    assert by_id["h1"]["class"] == "blocked" and by_id["h1"]["reason"] == "held"
+    for w in p.waits.values():
+        assert by_id[w.job_id]["reason"] == w.reason and by_id[w.job_id]["rank"] == w.rank
+    assert doc["farm"]["total_slots"] == 6 and doc["farm"]["used_slots"] == 3 + len(p.starts)
+    # filters
+    doc = run_json(capsys, "jobs", "--state-dir", str(tmp_path), "-u", "frank", "--state", "queued")
+    assert {j["user"] for j in doc["jobs"]} == {"frank"} and all(j["class"] == "queued" for j in doc["jobs"])
+    # plain table, piped: no colour codes, header unless --noheader
+    assert main(["jobs", "--state-dir", str(tmp_path), "--noheader"]) == 0
+    out = capsys.readouterr().out
+    assert "\033[" not in out and not out.startswith("JOBID")
+
+
+def test_nodes_shows_diversity_and_types(tmp_path, capsys):
+    s, p = make_status(tmp_path)
+    doc = run_json(capsys, "nodes", "--state-dir", str(tmp_path))
+    nodes = {n["name"]: n for n in doc["nodes"]}
+    started_on = {}
+    for st in p.starts:
+        started_on.setdefault(st.placement[0][0], []).append(st)
+    n1 = nodes["wn01"]
+    users = {"alice", "bob"} | {st.user for st in started_on.get("wn01", [])}
+    assert n1["jobs"] == 2 + len(started_on.get("wn01", []))
+    assert n1["diversity"] == pytest.approx(len(users) / n1["jobs"], abs=1e-3)
+    assert nodes["wn03"]["type"] == "sw" and nodes["wn04"]["state"] == "down"
+    assert doc["summary"]["by_state"]["down"] == 1
+
+
+def test_shares_match_the_plan(tmp_path, capsys):
+    s, p = make_status(tmp_path)
+    doc = run_json(capsys, "shares", "--state-dir", str(tmp_path), "--users")
+    for name, v in p.vos.items():
+        d = doc["vos"][name]
+        assert (d["guarantee"], d["running_slots"], d["queued_jobs"]) == (v.guarantee, v.running_slots, v.queued_jobs)
+    assert doc["users"]["bob"]["usage_h"] == 2.0
+
+
+def test_why_explains_a_waiting_job(tmp_path, capsys):
+    s, p = make_status(tmp_path)
+    jid, w = next((k, w) for k, w in p.waits.items() if w.reason not in ("held",))
+    doc = run_json(capsys, "why", "--state-dir", str(tmp_path), jid)
+    assert doc["class"] == "queued" and f"position {w.rank}" in doc["explanation"]
+    assert doc["limits"]["vo"]["name"] == s.jobs[[j.id for j in s.jobs].index(jid)].group.replace("sgm", "")
+    if w.nodes_rejected:
+        assert doc["nodes_rejected"] == dict(w.nodes_rejected)
+    assert main(["why", "--state-dir", str(tmp_path), "h1"]) == 0
+    assert "held" in capsys.readouterr().out
+
+
+def test_when_from_walltimes(tmp_path, capsys):
+    s, p = make_status(tmp_path)
+    waiting = sorted((w for w in p.waits.values() if w.reason != "held"), key=lambda w: w.rank)
+    doc = run_json(capsys, "when", "--state-dir", str(tmp_path), waiting[0].job_id)
+    # the earliest slot frees when r1 (started 600 s ago, 1 h walltime) ends
+    assert doc["start"] == pytest.approx(NOW - 600 + 3600) and doc["exact"]
+    doc = run_json(capsys, "when", "--state-dir", str(tmp_path), "h1")
+    assert doc["start"] is None and "held" in doc["why"]
+
+
+def test_free_and_missing_or_stale_status(tmp_path, capsys):
+    make_status(tmp_path)
+    doc = run_json(capsys, "free", "--state-dir", str(tmp_path))
+    assert doc["total_free"] >= 0
+    assert main(["jobs", "--state-dir", str(tmp_path / "nowhere")]) == 1
+    err = capsys.readouterr().err
+    assert "no status file" in err and "Traceback" not in err
+    make_status(tmp_path, published=time.time() - 4000)
+    assert main(["nodes", "--state-dir", str(tmp_path)]) == 1
+    assert "stale" in capsys.readouterr().err
+    assert main(["why", "--state-dir", str(tmp_path), "--max-age", "99999", "nosuch"]) == 1
+    assert "not in the status" in capsys.readouterr().err
+
+
+def test_usage_from_the_history_store(tmp_path, capsys):
+    from mysched.model import FinishedJob
+    from mysched.store import Store
+    url = f"sqlite:///{tmp_path}/h.db"
+    Store(url).add_finished([FinishedJob("1", "alice", "atlas", "q", 0.0, 7200.0, 2, cput=7200.0)])
+    doc = run_json(capsys, "usage", "--db", url, "--by", "user")
+    assert doc["rows"] == [{"key": "alice", "jobs": 1, "wall_hours": 4.0, "cpu_hours": 2.0}]
+    assert main(["usage", "--db", f"sqlite:///{tmp_path}/missing.db"]) == 1
+    assert "no history database" in capsys.readouterr().err
