@@ -57,7 +57,11 @@ _BatchStatus._fields_ = [("next", ctypes.POINTER(_BatchStatus)), ("name", ctypes
 
 def find_libtorque(explicit: str | None = None) -> str:
     """Path of libtorque.so.2: the explicit path, $MYSCHED_LIBTORQUE, the linker's, or usual places."""
-    candidates = [explicit, os.environ.get("MYSCHED_LIBTORQUE")]
+    if explicit:
+        if os.path.isabs(explicit) and not os.path.exists(explicit):
+            raise ServerUnavailable(f"TORQUE client library {explicit} (server.libtorque) does not exist")
+        return explicit
+    candidates = [os.environ.get("MYSCHED_LIBTORQUE")]
     found = ctypes.util.find_library("torque")
     if found:
         candidates.append(found)
