@@ -8,6 +8,7 @@ exception tree here, at the boundary.
 
 from __future__ import annotations
 
+import gc
 import re
 import time
 from typing import Callable
@@ -258,6 +259,15 @@ class TorqueServer:
 
     # -- BatchServer -----------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
+        enabled = gc.isenabled()
+        gc.disable()  # tens of thousands of new objects, no cycles: spare the collector's scans
+        try:
+            return self._snapshot()
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _snapshot(self) -> Snapshot:
         warnings: list[str] = []
         t = self.clock()
         queues = [q for name, a in self._stat("statque", self.ifl.statque, QUEUE_ATTRS)
