@@ -18,7 +18,7 @@ from .errors import (ConfigError, JobGone, JobStateError, MyschedError, RunRefus
                      ServerTimeout, ServerUnavailable, StoreError, Unauthorized)
 from .model import FinishedJob, JobState, Snapshot
 from .plan import Plan, Start
-from .planner import plan
+from .planner import NodeIndex, plan
 from .server import BatchServer
 from .statusfile import build_status, write_status
 from .usage import UsageLedger
@@ -69,6 +69,7 @@ class Daemon:
         self.ingest = ingest
         self.wall = wall
         self.ledger: UsageLedger | None = None
+        self.index = NodeIndex()
         self._uncertain: set[str] = set()
         """Jobs whose pbs_runjob timed out: re-read before any new attempt."""
         self.last_ok: float | None = None
@@ -154,7 +155,7 @@ class Daemon:
         except StoreError as exc:
             return self._failed(t0, f"history store: {exc}")
         p0 = time.perf_counter()
-        p = plan(snapshot, cfg, usage, now)
+        p = plan(snapshot, cfg, usage, now, index=self.index)
         plan_s = time.perf_counter() - p0
         out = CycleOutcome("dry-run" if self.dry_run else "ok", planned=len(p.starts), plan_s=plan_s, plan=p)
         done: list[tuple[Start, str]] = []

@@ -42,8 +42,54 @@ POLICIES = ("mysched", "fifo", "least-loaded")
 DEFAULT_CLASS = "default"
 
 
-def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy: str = "mysched") -> Plan:
-    """Decide which queued jobs to start where, and why every other job waits."""
+class NodeIndex:
+    """What the planner derives from the configuration and the node list alone (node types,
+    queue assignments, pools). Callers that plan again and again on the same farm (the
+    daemon, the simulator) keep one and pass it in; it rebuilds itself when either changes."""
+
+    def __init__(self) -> None:
+        self._config: Config | None = None
+        self._nodes: tuple[Node, ...] | None = None
+
+    def get(self, config: Config, nodes: tuple[Node, ...]) -> "NodeIndex":
+        if config is not self._config or nodes is not self._nodes:
+            self._build(config, nodes)
+        return self
+
+    def _build(self, config: Config, nodes: tuple[Node, ...]) -> None:
+        restricted = [q for q in config.queues.values() if q.restricted]
+        entries = []
+        keys: dict[tuple, None] = {}
+        total = 0
+        max_slots = 0
+        for node in nodes:
+            usable = node.state in (NodeState.FREE, NodeState.FULL)
+            counted = node.state not in (NodeState.DOWN, NodeState.OFFLINE)
+            ntype = next((nt.name for nt in config.node_types if nt.matches(node.name, node.properties)), None)
+            qs = frozenset(q.name for q in restricted
+                           if (q.nodes and any(fnmatch.fnmatchcase(node.name, p) for p in q.nodes))
+                           or (ntype is not None and ntype in q.node_types))
+            owners = frozenset(q for q in qs if config.queues[q].exclusive)
+            key = (ntype, qs, owners)
+            keys[key] = None
+            entries.append((node, ntype, key, usable, counted))
+            if counted:
+                total += node.slots
+            if usable:
+                max_slots = max(max_slots, node.slots)
+        self.entries = entries
+        self.pool_keys = list(keys)
+        self.total_slots = total
+        self.max_slots = max_slots
+        self._config, self._nodes = config, nodes
+
+
+def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy: str = "mysched",
+         index: NodeIndex | None = None) -> Plan:
+    """Decide which queued jobs to start where, and why every other job waits.
+
+    `index` is an optional cache of node facts (see `NodeIndex`); results are the same with
+    or without it."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     # A cycle allocates ~10 objects per job and frees them together; the cyclic collector
@@ -51,7 +97,8 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _Planner(snapshot, config, usage, now, policy).run()
+        idx = (index or NodeIndex()).get(config, snapshot.nodes)
+        return _Planner(snapshot, config, usage, now, policy, idx).run()
     finally:
         if enabled:
             gc.enable()
@@ -186,7 +233,9 @@ class _VOQ:
 
 
 class _Planner:
-    def __init__(self, snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str) -> None:
+    def __init__(self, snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str,
+                 index: NodeIndex) -> None:
+        self.index = index
         self.snap = snapshot
         self.cfg = config
         self.usage = usage
@@ -200,14 +249,9 @@ class _Planner:
         self._pools_for: dict[tuple, list[_Pool]] = {}
         self._pclass_of: dict[tuple, PackingClass | None] = {}
         self.packing = {pc.name: pc for pc in config.packing}
+        self.exclusive_packing = any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing)
 
     # -- set-up ---------------------------------------------------------------------------
-    def _node_type(self, node: Node) -> str | None:
-        for nt in self.cfg.node_types:
-            if nt.matches(node.name, node.properties):
-                return nt.name
-        return None
-
     def _job_class(self, queue: str, vo: str, group: str, user: str) -> PackingClass | None:
         k = (queue, vo, group, user)
         try:
@@ -218,34 +262,40 @@ class _Planner:
             return pc
 
     def _setup_nodes(self) -> None:
-        cfg = self.cfg
-        restricted = [q for q in cfg.queues.values() if q.restricted]
+        """Static node facts (type, pool) from the index; per-node loads only where needed.
+
+        Placement only looks at nodes with free slots, so only those (and, with exclusive
+        packing, nodes that may hold a reservation) get a full per-node picture.
+        """
+        idx = self.index
+        running = (JobState.RUNNING, JobState.EXITING)
+        used: dict[str, int] = {}
+        self._running = [j for j in self.snap.jobs if j.state in running]
+        for job in self._running:
+            for name, cores in job.placement:
+                used[name] = used.get(name, 0) + cores
+        full_picture = self.exclusive_packing
         self.loads: dict[str, _Load] = {}
-        self.counted: list[_Load] = []
         pools: dict[tuple, _Pool] = {}
-        total = 0
-        for node in self.snap.nodes:
-            usable = node.state in (NodeState.FREE, NodeState.FULL)
-            ntype = self._node_type(node)
+        used_before = 0
+        for node, ntype, key, usable, counted in idx.entries:
+            u = used.get(node.name, 0)
+            if counted:
+                used_before += min(u, node.slots)
+            free = node.slots - u if usable and node.state != NodeState.FULL else 0
+            if free <= 0 and not (full_picture and u):
+                continue
             load = _Load(node, ntype, usable)
-            if node.state not in (NodeState.DOWN, NodeState.OFFLINE):
-                total += node.slots
-                self.counted.append(load)
-            if node.state == NodeState.FULL:
-                load.free = 0
-            qs = frozenset(q.name for q in restricted
-                           if (q.nodes and any(fnmatch.fnmatchcase(node.name, p) for p in q.nodes))
-                           or (ntype is not None and ntype in q.node_types))
-            owners = frozenset(q for q in qs if cfg.queues[q].exclusive)
-            key = (ntype, qs, owners)
+            load.free = node.slots if free > 0 else 0
             pool = pools.get(key)
             if pool is None:
-                pool = pools[key] = _Pool(ntype, qs, owners)
+                pool = pools[key] = _Pool(*key)
             load.pool = pool
             self.loads[node.name] = load
-        self.pools = list(pools.values())
-        self.total_slots = total
-        self.max_slots = max((ld.slots for ld in self.loads.values() if ld.usable), default=0)
+        self.pools = [pools.get(k) or _Pool(*k) for k in idx.pool_keys]
+        self.total_slots = idx.total_slots
+        self.max_slots = idx.max_slots
+        self.used_before = used_before
 
     def _setup_jobs(self) -> None:
         self.vo_queued: dict[str, int] = {}
@@ -325,7 +375,6 @@ class _Planner:
                     if n and cls in self.packing:
                         ld.pool.by_class.setdefault(cls, _Ranking()).put(ld.name, k)
         self.free_total = sum(ld.free for ld in self.loads.values() if ld.usable)
-        self.used_before = sum(min(ld.used, ld.slots) for ld in self.counted)
 
     def _wake(self, t: float) -> None:
         if math.isfinite(t) and (self.out.wake_at is None or t < self.out.wake_at):
@@ -344,9 +393,9 @@ class _Planner:
     def run(self) -> Plan:
         self._setup_nodes()
         self._setup_jobs()
-        self._setup_rankings()
         self._setup_vos()
         eligible = self._screen()
+        self._setup_rankings()
         if self.policy == "mysched":
             hot = self.cfg.hot
             hot_jobs = [(j, vo) for j, vo in eligible if hot and (
@@ -536,6 +585,7 @@ class _Planner:
             return True
 
         def scan(keys: list[tuple], skip: Callable[[_Load], bool] | None) -> tuple | None:
+            """Best node along a sorted ranking: the first user-free fit wins."""
             fallback = None
             for key in keys:
                 ld = loads[key[-1]]
@@ -551,6 +601,12 @@ class _Planner:
                     fallback = (fk, ld)
             return fallback
 
+        def search(pool: _Pool, skip: Callable[[_Load], bool] | None, only_class: bool = False) -> tuple | None:
+            if only_class:
+                r = pool.by_class.get(cls)
+                return scan(r.keys, None) if r is not None else None
+            return scan(pool.ranking.keys, skip)
+
         best = None
         pools = self._pools(job.queue, vo, group)
         if pc is None or pc.policy == "none":
@@ -563,7 +619,7 @@ class _Planner:
                 tiers.append((0, None))
             for tier, skip in tiers:
                 for pool in pools:
-                    got = scan(pool.ranking.keys, skip)
+                    got = search(pool, skip)
                     if got is not None and (best is None or got[0] < best[0]):
                         best = got
                 if best is not None:
@@ -571,16 +627,13 @@ class _Planner:
             return None
         # relaxed / exclusive: prefer nodes already running the class.
         for pool in pools:
-            r = pool.by_class.get(cls)
-            if r is None:
-                continue
-            got = scan(r.keys, None)
+            got = search(pool, None, only_class=True)
             if got is not None and (best is None or got[0] < best[0]):
                 best = got
         if best is not None:
             return best[1]
         for pool in pools:
-            got = scan(pool.ranking.keys, None)
+            got = search(pool, None)
             if got is not None and (best is None or got[0] < best[0]):
                 best = got
         return best[1] if best is not None else None
@@ -596,10 +649,12 @@ class _Planner:
         gmax = self.cfg.groups.get(job.group)
         gmax = gmax.max_per_node if gmax is not None else None
         counts: dict[str, int] = {}
-        for ld in self.loads.values():
-            if not ld.usable:
+        loads = self.loads
+        for node, _t, _k, usable, _c in self.index.entries:
+            ld = loads.get(node.name)
+            if not usable:
                 r = "node_down"
-            elif ld.free < cores:
+            elif ld is None or ld.free < cores:
                 r = "no_free_slot"
             elif id(ld.pool) not in eligible:
                 if qc is not None and qc.restricted and job.queue not in ld.pool.queues:

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 from .config import Config
 from .model import Job, Node, TraceJob
-from .planner import node_admits, plan
+from .planner import NodeIndex, node_admits, plan
 from .simfarm import SimulatedFarm
 from .usage import UsageLedger
 
@@ -117,6 +117,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     if not workload:
         return res
     ledger = UsageLedger(config.history_window, config.half_life, vo_of=config.vo_of)
+    index = NodeIndex()
     vo_area: dict[str, float] = {}
 
     def finished(rec) -> None:
@@ -201,7 +202,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             farm.dirty = True  # a reservation ran out: the same farm may now plan differently
             wake_at = None
         if farm.queued > 0 and farm.dirty and any(farm.free.values()):
-            wake_at = _cycle(farm, config, ledger, opts.policy, res, t)
+            wake_at = _cycle(farm, config, ledger, opts.policy, res, t, index)
             last_cycle = t
             if opts.frame_every and res.cycles % opts.frame_every == 1:
                 res.frames.append((t - t0, farm.slot_classes()))
@@ -275,13 +276,13 @@ def _next_grid(t: float, t0: float, interval: float) -> float:
 
 
 def _cycle(farm: SimulatedFarm, config: Config, ledger: UsageLedger, policy: str, res: SimResult,
-           now: float) -> float | None:
+           now: float, index: NodeIndex) -> float | None:
     """One planner cycle on the farm; returns when the plan could change with time alone."""
     snap = farm.snapshot()
     running = [j for j in snap.jobs if j.start_time is not None]
     usage = ledger.usage(now, running)
     c0 = time.perf_counter()
-    p = plan(snap, config, usage, now, policy=policy)
+    p = plan(snap, config, usage, now, policy=policy, index=index)
     res.cycle_times.append(time.perf_counter() - c0)
     res.cycles += 1
     farm.dirty = False

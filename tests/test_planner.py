@@ -225,3 +225,4 @@ def test_plan_is_deterministic_and_pure():
     b = plan(s, cfg(), Usage(), 1000)
     assert [(x.job_id, x.placement) for x in a.starts] == [(x.job_id, x.placement) for x in b.starts]
     assert all(j.state == JobState.QUEUED for j in s.jobs)
+
