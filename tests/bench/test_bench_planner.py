@@ -1,0 +1,48 @@
+"""Performance regression guard (on demand: `pytest -m bench tests/bench`, needs pytest-benchmark).
+
+Not part of the default run: timings are measured, compared with saved baselines by
+pytest-benchmark (`--benchmark-autosave`, `--benchmark-compare`), never asserted in unit tests.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pytest_benchmark")
+
+from mysched.benchfarm import bench_config, bench_snapshot  # noqa: E402
+from mysched.planner import NodeIndex, plan  # noqa: E402
+from mysched.usage import Usage  # noqa: E402
+
+pytestmark = pytest.mark.bench
+
+
+@pytest.fixture(scope="module")
+def target_farm():
+    return bench_config(), bench_snapshot(nodes=2500, slots=8, running=18000, queued=50000)
+
+
+def test_planner_at_target_size(benchmark, target_farm):
+    cfg, snap = target_farm
+    usage = Usage(vo={f"vo{i:02d}": 1000.0 * (i + 1) for i in range(20)})
+    index = NodeIndex()
+    p = benchmark(lambda: plan(snap, cfg, usage, snap.time, index=index))
+    assert len(p.starts) > 1000
+
+
+@pytest.mark.parametrize("queued", [1000, 10000, 50000])
+def test_planner_scaling_with_queue(benchmark, queued):
+    cfg = bench_config()
+    snap = bench_snapshot(nodes=1250, slots=8, running=9000, queued=queued)
+    benchmark(lambda: plan(snap, cfg, Usage(), snap.time))
+
+
+def test_simulator_on_synthetic_day(benchmark):
+    from mysched.commands.common import config_or_default
+    from mysched.simfarm import make_nodes
+    from mysched.simulate import SimOptions, simulate
+    from mysched.workload.synthetic import SyntheticSpec, generate
+    cfg = config_or_default(None)
+    wl = generate(SyntheticSpec(duration=24 * 3600, slots=400))
+    r = benchmark.pedantic(lambda: simulate(wl, cfg, make_nodes(50, 8), SimOptions()), rounds=1, iterations=1)
+    assert r.started == len(wl)
