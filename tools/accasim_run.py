@@ -3,10 +3,16 @@
 Used by tools/accasim_compare.sh inside a scratch venv where AccaSim is installed.
 """
 
+import collections
+import collections.abc
 import json
 import os
 import sys
 import time
+
+# AccaSim 1.1.3 predates Python 3.10, which removed the ABC aliases from `collections`.
+for _name in ("Mapping", "MutableMapping", "Sequence", "Iterable", "Callable", "Hashable", "Set"):
+    setattr(collections, _name, getattr(collections.abc, _name))
 
 from accasim.base.allocator_class import FirstFit
 from accasim.base.scheduler_class import FirstInFirstOut
