@@ -85,3 +85,27 @@ def test_run_once_against_an_unreachable_torque_fails_cleanly(tmp_path):
     assert res.returncode == 1
     assert "Traceback" not in res.stderr
     assert "libtorque" in res.stderr
+
+
+def test_sigkill_at_any_instant_leaves_consistent_history(tmp_path):
+    """Each cycle and its start attempts are one transaction: a killed daemon leaves no half cycle."""
+    from sqlalchemy import create_engine, text
+    script = Path(sys.executable).parent / "mysched"
+    db = f"sqlite:///{tmp_path}/h.db"
+    for attempt in range(2):  # kill, then restart on the same database and kill again
+        proc = subprocess.Popen(
+            [str(script), "run", "--server", "sim://?nodes=20&slots=8&speed=3000&hours=24", "--state-dir",
+             str(tmp_path / "state"), "--db", db, "--metrics-address", "off", "--event-address", "off"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(3 + attempt)
+        proc.kill()
+        proc.wait()
+    eng = create_engine(db)
+    with eng.connect() as c:
+        cycles = c.execute(text("SELECT id, n_started, n_failed FROM cycles")).all()
+        assert len(cycles) > 5
+        for cid, n_started, n_failed in cycles:
+            n = c.execute(text("SELECT count(*) FROM starts WHERE cycle_id = :c"), {"c": cid}).scalar_one()
+            assert n == n_started + n_failed
+        assert c.execute(text("SELECT count(*) FROM finished_jobs")).scalar_one() > 0
+    eng.dispose()
