@@ -205,6 +205,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"{len(paths)} farm picture(s) written to {args.farm_frames}" + (f", movie {movie}" if movie else ""))
     if len(results) > 1:
         print(format_comparison(results))
+        if args.compare_packing:
+            ff = {r.policy: r.packing.get("farm", {}).get("fill_factor") for r in results}
+            if ff.get("relaxed") is not None and ff.get("exclusive") is not None:
+                print(f"mean fill-factor loss of exclusive against relaxed: "
+                      f"{(ff['relaxed'] - ff['exclusive']) * 100:.2f} % of the slots")
     else:
         print(format_result(results[0]))
     if args.json:
