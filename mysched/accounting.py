@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .model import FinishedJob
+from .pbsvalues import parse_duration, parse_exec_host, parse_nodes
 
 _PREFIX = re.compile(r"^\d{8}:(?=\d\d/)")
 _KV = re.compile(r"(?:^|\s)([A-Za-z_][\w.]*)=")
@@ -69,64 +70,6 @@ def parse_line(line: str) -> AccountingRecord | None:
     return AccountingRecord(rtype, t, job_id, parse_attrs(parts[3]) if len(parts) > 3 else {})
 
 
-def parse_hms(text: str) -> float:
-    """``HH:MM:SS`` (hours may exceed 24), ``MM:SS``, or plain seconds -> seconds."""
-    text = text.strip()
-    if not text:
-        raise ValueError("empty duration")
-    if ":" not in text:
-        return float(text)
-    parts = text.split(":")
-    if len(parts) > 3 or not all(p.strip().isdigit() for p in parts):
-        raise ValueError(f"bad duration {text!r}")
-    secs = 0.0
-    for p in parts:
-        secs = secs * 60 + int(p)
-    return secs
-
-
-def exec_host_cores(text: str) -> list[tuple[str, int]]:
-    """``b391/0-3+b392/5,7`` -> ``[("b391", 4), ("b392", 2)]`` (cores per node, in order)."""
-    out: dict[str, int] = {}
-    for part in text.split("+"):
-        part = part.strip()
-        if not part:
-            continue
-        node, _, slots = part.partition("/")
-        n = 0
-        for rng in (slots.split(",") if slots else ["0"]):
-            a, _, b = rng.partition("-")
-            if not a.strip().isdigit() or (b and not b.strip().isdigit()):
-                raise ValueError(f"bad exec_host {text!r}")
-            n += (int(b) - int(a) + 1) if b else 1
-        out[node] = out.get(node, 0) + n
-    return list(out.items())
-
-
-def nodes_spec_cores(text: str) -> int | None:
-    """``2:ppn=4`` -> 8; ``1`` -> 1; ``wn01:ppn=2+wn02:ppn=2`` -> 4; ``1pn=4`` (a typo seen
-    in real logs for ``1:ppn=4``) -> 4; None if it cannot be read."""
-    total = 0
-    for part in text.split("+"):
-        part = part.strip()
-        if not part:
-            continue
-        typo = re.match(r"^(\d+)pn=(\d+)$", part)
-        if typo:
-            total += int(typo.group(1)) * int(typo.group(2))
-            continue
-        fields = part.split(":")
-        count = int(fields[0]) if fields[0].isdigit() else 1
-        ppn = 1
-        for f in fields[1:]:
-            if f.startswith("ppn="):
-                if not f[4:].isdigit():
-                    return None
-                ppn = int(f[4:])
-        total += count * ppn
-    return total or None
-
-
 def to_finished_job(rec: AccountingRecord) -> FinishedJob:
     """The wall-clock record of an `E` line; ValueError if start or end cannot be known."""
     a = rec.attrs
@@ -143,18 +86,21 @@ def to_finished_job(rec: AccountingRecord) -> FinishedJob:
         raise ValueError(f"bad end={a['end']!r}") from None
     if end < start:
         raise ValueError(f"end ({end:.0f}) before start ({start:.0f})")
-    placement = exec_host_cores(a["exec_host"]) if a.get("exec_host") else []
+    placement = parse_exec_host(a["exec_host"]) if a.get("exec_host") else ()
     cores = None
     if a.get("total_execution_slots", "").isdigit():
         cores = int(a["total_execution_slots"])
     elif placement:
         cores = sum(c for _, c in placement)
     else:
-        cores = nodes_spec_cores(a.get("Resource_List.nodes", "")) or None
+        try:
+            cores = parse_nodes(a["Resource_List.nodes"]) if a.get("Resource_List.nodes") else None
+        except ValueError:
+            cores = None
     cput = None
     if a.get("resources_used.cput"):
         try:
-            cput = parse_hms(a["resources_used.cput"])
+            cput = parse_duration(a["resources_used.cput"])
         except ValueError:
             cput = None
     status = None

@@ -16,6 +16,7 @@ from typing import Callable
 from ..errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
                       Unauthorized)
 from ..model import Job, JobState, Node, NodeState, Placement, Queue, Snapshot
+from ..pbsvalues import parse_duration, parse_exec_host, parse_mem, parse_nodes
 from .ifl import IFL, StatResult, load_ifl
 
 JOB_ATTRS = ("job_state", "queue", "euser", "egroup", "Job_Owner", "Resource_List", "exec_host", "qtime",
@@ -27,71 +28,6 @@ PBSE_UNKJOBID, PBSE_PERM, PBSE_IFF_NOT_FOUND, PBSE_BADSTATE = 15001, 15007, 1500
 PBSE_RESCUNAV, PBSE_UNKNODE, PBSE_TIMEOUT = 15046, 15064, 15085
 UNAVAILABLE = {15010, 15033, 15035, 15036, 15096, 15097, 15098, 15099, 15072}
 _ARRAY_PARENT = re.compile(r"^\d+\[\]")
-
-
-def parse_duration(text: str) -> float:
-    """``HH:MM:SS`` / ``MM:SS`` / seconds -> seconds; ValueError if malformed."""
-    text = text.strip()
-    parts = text.split(":")
-    if not text or len(parts) > 4 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"bad duration {text!r}")
-    total = 0
-    for p in parts:
-        total = total * 60 + int(p)
-    return float(total)
-
-
-_MEM = re.compile(r"^(\d+)\s*([kmgtp]?)(b|w)?$", re.I)
-
-
-def parse_mem(text: str) -> int:
-    """TORQUE sizes (``2000mb``, ``4gb``, ``512kb``, ``100``) -> bytes."""
-    m = _MEM.match(text.strip())
-    if not m:
-        raise ValueError(f"bad size {text!r}")
-    mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}[m.group(2).lower()]
-    word = 8 if (m.group(3) or "").lower() == "w" else 1
-    return int(m.group(1)) * mult * word
-
-
-def parse_nodes(text: str) -> int:
-    """Cores requested by a nodes spec: ``2:ppn=4`` -> 8, ``node03:ppn=2`` -> 2, ``1`` -> 1."""
-    total = 0
-    for part in text.split("+"):
-        fields = part.strip().split(":")
-        if not fields[0]:
-            raise ValueError(f"bad nodes spec {text!r}")
-        count = int(fields[0]) if fields[0].isdigit() else 1
-        ppn = 1
-        for f in fields[1:]:
-            if f.startswith("ppn="):
-                if not f[4:].isdigit():
-                    raise ValueError(f"bad nodes spec {text!r}")
-                ppn = int(f[4:])
-        total += count * ppn
-    if total < 1:
-        raise ValueError(f"bad nodes spec {text!r}")
-    return total
-
-
-def parse_exec_host(text: str) -> Placement:
-    """``node03/0-1+node04/2`` -> ``(("node03", 2), ("node04", 1))``."""
-    out: dict[str, int] = {}
-    for part in text.split("+"):
-        part = part.strip()
-        if not part:
-            continue
-        node, _, slots = part.partition("/")
-        if not node:
-            raise ValueError(f"bad exec_host {text!r}")
-        n = 0
-        for rng in (slots.split(",") if slots else ["0"]):
-            a, _, b = rng.partition("-")
-            if not a.isdigit() or (b and not b.isdigit()):
-                raise ValueError(f"bad exec_host {text!r}")
-            n += int(b) - int(a) + 1 if b else 1
-        out[node] = out.get(node, 0) + n
-    return tuple(out.items())
 
 
 def parse_node_jobs(text: str) -> tuple[str, ...]:

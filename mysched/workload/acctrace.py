@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from typing import Callable, Mapping
 
-from ..accounting import parse_hms, parse_line, to_finished_job
+from ..accounting import parse_line, to_finished_job
+from ..pbsvalues import parse_duration
 from ..errors import InputError
 from ..model import Job, JobState, TraceJob
 from .swf import open_text
@@ -56,7 +57,7 @@ def read_accounting_trace(path: str, *, first: int | None = None, start_from: fl
                 walltime = None
                 if a.get("Resource_List.walltime"):
                     try:
-                        walltime = parse_hms(a["Resource_List.walltime"])
+                        walltime = parse_duration(a["Resource_List.walltime"])
                     except ValueError:
                         walltime = None
                 vo = vo_map.get(fj.group) if vo_map else None
