@@ -64,8 +64,7 @@ class Wait(NamedTuple):
     nodes_rejected: Mapping[str, int] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class VOStatus:
+class VOStatus(NamedTuple):
     """A VO's position when the cycle began and what the cycle gave it."""
 
     name: str

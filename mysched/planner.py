@@ -807,11 +807,7 @@ class _Planner:
         out.free_slots = max(0, self.free_total)
         out.used_slots = self.used_before
         for name, st in self.vo_status.items():
-            out.vos[name] = VOStatus(
-                name=st.name, share=st.share, guarantee=st.guarantee, running_slots=st.running_slots,
-                running_jobs=st.running_jobs, queued_jobs=st.queued_jobs, usage=st.usage,
-                usage_fraction=st.usage_fraction, priority=st.priority, started=self.started_by_vo.get(name, 0),
-            )
+            out.vos[name] = st._replace(started=self.started_by_vo.get(name, 0))
 
 
 REASON_SHORT = {

@@ -35,6 +35,10 @@ class SimOptions:
     timeline_points: int = 2000
     frame_every: int = 0
     """Capture the farm picture every this many planner cycles (0: never)."""
+    usage_refresh: float = 300.0
+    """Recompute decayed usage at most this often (simulated seconds). It moves slowly (a
+    window of days, a half-life of hours) and the planner adds this cycle's running slots
+    itself, so refreshing every few minutes changes no decision a site would notice."""
 
 
 @dataclass
@@ -118,6 +122,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         return res
     ledger = UsageLedger(config.history_window, config.half_life, vo_of=config.vo_of)
     index = NodeIndex()
+    usage_cache = _UsageCache(ledger, opts.usage_refresh)
     vo_area: dict[str, float] = {}
 
     def finished(rec) -> None:
@@ -199,7 +204,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             farm.dirty = True  # a reservation ran out: the same farm may now plan differently
             wake_at = None
         if farm.queued > 0 and farm.dirty and any(farm.free.values()):
-            wake_at = _cycle(farm, config, ledger, opts.policy, res, t, index)
+            wake_at = _cycle(farm, config, usage_cache, opts.policy, res, t, index)
             last_cycle = t
             if opts.frame_every and res.cycles % opts.frame_every == 1:
                 res.frames.append((t - t0, farm.slot_classes()))
@@ -273,12 +278,28 @@ def _next_grid(t: float, t0: float, interval: float) -> float:
     return t0 + (math.floor((t - t0) / interval) + 1) * interval
 
 
-def _cycle(farm: SimulatedFarm, config: Config, ledger: UsageLedger, policy: str, res: SimResult,
+class _UsageCache:
+    """Decayed usage, recomputed when older than `refresh` simulated seconds."""
+
+    def __init__(self, ledger: UsageLedger, refresh: float) -> None:
+        self.ledger = ledger
+        self.refresh = refresh
+        self.at = -math.inf
+        self.value = None
+
+    def get(self, now: float, snap) -> "object":
+        if self.value is None or now - self.at >= self.refresh:
+            running = [j for j in snap.jobs if j.start_time is not None]
+            self.value = self.ledger.usage(now, running)
+            self.at = now
+        return self.value
+
+
+def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy: str, res: SimResult,
            now: float, index: NodeIndex) -> float | None:
     """One planner cycle on the farm; returns when the plan could change with time alone."""
     snap = farm.snapshot()
-    running = [j for j in snap.jobs if j.start_time is not None]
-    usage = ledger.usage(now, running)
+    usage = usage_cache.get(now, snap)
     c0 = time.perf_counter()
     p = plan(snap, config, usage, now, policy=policy, index=index)
     res.cycle_times.append(time.perf_counter() - c0)
