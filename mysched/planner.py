@@ -130,16 +130,19 @@ class _Load:
         self.reserved: str | None = None
         self.usable = usable
 
-    def add(self, user: str, vo: str, group: str, cls: str, cores: int, start: float | None) -> None:
+    def add(self, user: str, vo: str, group: str, cls: str | None, cores: int, start: float | None) -> None:
+        """Count a job on this node; `cls` is None when no packing class is configured."""
         self.free = max(0, self.free - cores)
         self.used += cores
         self.njobs += 1
-        self.users[user] = self.users.get(user, 0) + 1
-        self.vos[vo] = self.vos.get(vo, 0) + 1
-        self.groups[group] = self.groups.get(group, 0) + 1
-        self.classes[cls] = self.classes.get(cls, 0) + 1
-        if start is not None and start > self.class_start.get(cls, -math.inf):
-            self.class_start[cls] = start
+        users, vos, groups = self.users, self.vos, self.groups
+        users[user] = users.get(user, 0) + 1
+        vos[vo] = vos.get(vo, 0) + 1
+        groups[group] = groups.get(group, 0) + 1
+        if cls is not None:
+            self.classes[cls] = self.classes.get(cls, 0) + 1
+            if start is not None and start > self.class_start.get(cls, -math.inf):
+                self.class_start[cls] = start
 
 
 class _Ranking:
@@ -150,6 +153,11 @@ class _Ranking:
     def __init__(self) -> None:
         self.keys: list[tuple] = []
         self.of: dict[str, tuple] = {}
+
+    def build(self, items: list[tuple]) -> None:
+        """Fill an empty ranking at once (one sort instead of many insertions)."""
+        self.keys = sorted(items)
+        self.of = {k[-1]: k for k in items}
 
     def put(self, name: str, key: tuple) -> None:
         old = self.of.get(name)
@@ -262,40 +270,27 @@ class _Planner:
             return pc
 
     def _setup_nodes(self) -> None:
-        """Static node facts (type, pool) from the index; per-node loads only where needed.
-
-        Placement only looks at nodes with free slots, so only those (and, with exclusive
-        packing, nodes that may hold a reservation) get a full per-node picture.
-        """
+        """Per-node loads; static node facts (type, pool) come from the index."""
         idx = self.index
-        running = (JobState.RUNNING, JobState.EXITING)
-        used: dict[str, int] = {}
-        self._running = [j for j in self.snap.jobs if j.state in running]
-        for job in self._running:
-            for name, cores in job.placement:
-                used[name] = used.get(name, 0) + cores
-        full_picture = self.exclusive_packing
         self.loads: dict[str, _Load] = {}
+        self.counted: list[_Load] = []
         pools: dict[tuple, _Pool] = {}
-        used_before = 0
+        loads = self.loads
+        full = NodeState.FULL
         for node, ntype, key, usable, counted in idx.entries:
-            u = used.get(node.name, 0)
-            if counted:
-                used_before += min(u, node.slots)
-            free = node.slots - u if usable and node.state != NodeState.FULL else 0
-            if free <= 0 and not (full_picture and u):
-                continue
             load = _Load(node, ntype, usable)
-            load.free = node.slots if free > 0 else 0
+            if node.state is full:
+                load.free = 0
             pool = pools.get(key)
             if pool is None:
                 pool = pools[key] = _Pool(*key)
             load.pool = pool
-            self.loads[node.name] = load
+            loads[node.name] = load
+            if counted:
+                self.counted.append(load)
         self.pools = [pools.get(k) or _Pool(*k) for k in idx.pool_keys]
         self.total_slots = idx.total_slots
         self.max_slots = idx.max_slots
-        self.used_before = used_before
 
     def _setup_jobs(self) -> None:
         self.vo_queued: dict[str, int] = {}
@@ -330,7 +325,7 @@ class _Planner:
                     pc = self._job_class(job.queue, vo, job.group, job.user)
                     cls = pc.name if pc else DEFAULT_CLASS
                 else:
-                    cls = DEFAULT_CLASS
+                    cls = None
                 for name, cores in job.placement:
                     ld = loads.get(name)
                     if ld is not None:
@@ -355,26 +350,37 @@ class _Planner:
     def _setup_rankings(self) -> None:
         keyf = self._key_fn()
         self.keyf = keyf
+        packing = self.packing
+        exclusive = self.exclusive_packing
+        per_pool: dict[int, tuple[_Pool, list[tuple]]] = {}
         for ld in self.loads.values():
-            # Exclusive reservations follow from the running class jobs' start times.
-            best = None
-            for cls, start in ld.class_start.items():
-                pc = self.packing.get(cls)
-                if pc is None or pc.policy != "exclusive" or ld.classes.get(cls, 0) == 0:
-                    continue
-                if start + pc.ttl > self.now and (best is None or start > best[1]):
-                    best = (cls, start)
-            if best is not None:
-                ld.reserved = best[0]
-                self.out.node_classes[ld.name] = best[0]
-                self._wake(best[1] + self.packing[best[0]].ttl)
+            if exclusive:
+                # Exclusive reservations follow from the running class jobs' start times.
+                best = None
+                for cls, start in ld.class_start.items():
+                    pc = packing.get(cls)
+                    if pc is None or pc.policy != "exclusive" or ld.classes.get(cls, 0) == 0:
+                        continue
+                    if start + pc.ttl > self.now and (best is None or start > best[1]):
+                        best = (cls, start)
+                if best is not None:
+                    ld.reserved = best[0]
+                    self.out.node_classes[ld.name] = best[0]
+                    self._wake(best[1] + packing[best[0]].ttl)
             if ld.usable and ld.free > 0:
                 k = keyf(ld)
-                ld.pool.ranking.put(ld.name, k)
-                for cls, n in ld.classes.items():
-                    if n and cls in self.packing:
-                        ld.pool.by_class.setdefault(cls, _Ranking()).put(ld.name, k)
+                entry = per_pool.get(id(ld.pool))
+                if entry is None:
+                    entry = per_pool[id(ld.pool)] = (ld.pool, [])
+                entry[1].append(k)
+                if packing:
+                    for cls, n in ld.classes.items():
+                        if n and cls in packing:
+                            ld.pool.by_class.setdefault(cls, _Ranking()).put(ld.name, k)
+        for pool, keys in per_pool.values():
+            pool.ranking.build(keys)
         self.free_total = sum(ld.free for ld in self.loads.values() if ld.usable)
+        self.used_before = sum(min(ld.used, ld.slots) for ld in self.counted)
 
     def _wake(self, t: float) -> None:
         if math.isfinite(t) and (self.out.wake_at is None or t < self.out.wake_at):
@@ -509,7 +515,7 @@ class _Planner:
         return None
 
     def _commit(self, job: Job, vo: str, pc: PackingClass | None, ld: _Load, reason: str) -> None:
-        cls = pc.name if pc else DEFAULT_CLASS
+        cls = (pc.name if pc else DEFAULT_CLASS) if self.packing else None
         ld.add(job.user, vo, job.group, cls, job.cores, self.now)
         self.free_total -= job.cores
         if pc is not None and pc.policy == "exclusive" and pc.ttl > 0:
@@ -650,11 +656,10 @@ class _Planner:
         gmax = gmax.max_per_node if gmax is not None else None
         counts: dict[str, int] = {}
         loads = self.loads
-        for node, _t, _k, usable, _c in self.index.entries:
-            ld = loads.get(node.name)
-            if not usable:
+        for ld in loads.values():
+            if not ld.usable:
                 r = "node_down"
-            elif ld is None or ld.free < cores:
+            elif ld.free < cores:
                 r = "no_free_slot"
             elif id(ld.pool) not in eligible:
                 if qc is not None and qc.restricted and job.queue not in ld.pool.queues:
