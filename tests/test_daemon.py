@@ -159,3 +159,20 @@ def test_bad_reload_keeps_the_last_good_config(tmp_path):
     path.write_text(CFG + "scheduler = { max_starts_per_cycle = 2; };\n")
     assert d.reload() is True
     assert d.cycle().started == 2
+
+
+def test_failed_cycles_back_off_up_to_four_intervals():
+    from mysched.daemon import CycleOutcome
+    from mysched.service import Service
+    d, server, farm = make()
+    svc = Service(d)
+    server.down = True
+    delays = []
+    for _ in range(10):
+        out = d.cycle()
+        delays.append(svc._delay_after(out))
+    assert delays == sorted(delays) and delays[0] < d.config.interval
+    assert delays[-1] == 4 * d.config.interval
+    server.down = False
+    assert svc._delay_after(d.cycle()) == d.config.interval
+    assert svc._delay_after(CycleOutcome("ok")) == d.config.interval

@@ -23,6 +23,7 @@ JOB_ATTRS = ("job_state", "queue", "euser", "egroup", "Job_Owner", "Resource_Lis
              "ctime", "start_time", "Job_Name")
 NODE_ATTRS = ("state", "np", "jobs", "properties")
 QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running")
+SERVER_ATTRS = ("server_state", "scheduling", "total_jobs")
 
 PBSE_UNKJOBID, PBSE_PERM, PBSE_IFF_NOT_FOUND, PBSE_BADSTATE = 15001, 15007, 15008, 15018
 PBSE_RESCUNAV, PBSE_UNKNODE, PBSE_TIMEOUT = 15046, 15064, 15085
@@ -206,13 +207,16 @@ class TorqueServer:
     def _snapshot(self) -> Snapshot:
         warnings: list[str] = []
         t = self.clock()
+        server = self._stat("statserver", self.ifl.statserver, SERVER_ATTRS)
+        server_attrs = server[0][1] if server else {}
         queues = [q for name, a in self._stat("statque", self.ifl.statque, QUEUE_ATTRS)
                   if (q := queue_from_attrs(name, a, warnings)) is not None]
         nodes = [node_from_attrs(name, a, warnings) for name, a in self._stat("statnode", self.ifl.statnode,
                                                                              NODE_ATTRS)]
         jobs = [j for name, a in self._stat("statjob", self.ifl.statjob, JOB_ATTRS)
                 if (j := job_from_attrs(name, a, warnings)) is not None]
-        return Snapshot(t, tuple(jobs), tuple(nodes), tuple(queues), self.name, {"warnings": warnings})
+        return Snapshot(t, tuple(jobs), tuple(nodes), tuple(queues), self.name,
+                        {"warnings": warnings, "server": server_attrs})
 
     def run_job(self, job_id: str, placement: Placement) -> None:
         conn = self._connect()
