@@ -38,6 +38,7 @@ class SimulatedFarm:
         self.free = {n.name: (n.slots if n.state.usable else 0) for n in self.nodes}
         self.total_slots = sum(n.slots for n in self.nodes if n.state not in (NodeState.DOWN, NodeState.OFFLINE))
         self.used = 0
+        self._usable_slots = sum(n.slots for n in self.nodes if n.state.usable)
         self.queued = 0
         self.dirty = True
         """Something changed since the last scheduling cycle (arrival, end, start)."""
@@ -134,6 +135,11 @@ class SimulatedFarm:
         if ends and self._ends:
             t = min(t, self._ends[0][0])
         return None if math.isinf(t) else t
+
+    @property
+    def free_slots(self) -> int:
+        """Free slots on usable nodes."""
+        return self._usable_slots - self.used
 
     @property
     def exhausted(self) -> bool:

@@ -203,7 +203,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         if wake_at is not None and t >= wake_at:
             farm.dirty = True  # a reservation ran out: the same farm may now plan differently
             wake_at = None
-        if farm.queued > 0 and farm.dirty and any(farm.free.values()):
+        if farm.queued > 0 and farm.dirty and farm.free_slots > 0:
             wake_at = _cycle(farm, config, usage_cache, opts.policy, res, t, index)
             last_cycle = t
             if opts.frame_every and res.cycles % opts.frame_every == 1:
@@ -228,7 +228,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             t = max(nxt, t + 1e-6)
         else:
             nxt = t + interval
-            if not farm.dirty or farm.queued == 0 or not any(farm.free.values()):
+            if not farm.dirty or farm.queued == 0 or farm.free_slots <= 0:
                 ev = farm.next_event(arrivals=True, ends=True)
                 if wake_at is not None and farm.queued:
                     ev = wake_at if ev is None else min(ev, wake_at)
