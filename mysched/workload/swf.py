@@ -80,8 +80,6 @@ def read_swf(path: str, *, first: int | None = None, start_from: float | None = 
         text = f"{path}:{lineno}: {msg}"
         if len(tr.problems) < MAX_PROBLEMS:
             tr.problems.append(text)
-            if on_problem is not None:
-                on_problem(text)
 
     jobs = tr.jobs
     vo_get = vo_map.get if vo_map else None
@@ -157,6 +155,10 @@ def read_swf(path: str, *, first: int | None = None, start_from: float | None = 
     if numeric_lines == 0:
         raise InputError(f"{path}: not an SWF trace: no job line of 18 numeric columns"
                          + (f" (first problem: {tr.problems[0]})" if tr.problems else ""))
+    # Reported once the file proved to be a trace: garbage gets one error, not 20 warnings.
+    if on_problem is not None:
+        for text in tr.problems:
+            on_problem(text)
     jobs.sort(key=lambda tj: tj.job.submit_time)
     return tr
 
