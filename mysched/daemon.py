@@ -117,8 +117,7 @@ class Daemon:
                     self.store.add_finished(new)
         if self.ledger is None:
             self.ledger = UsageLedger(cfg.history_window, cfg.half_life, vo_of=cfg.vo_of)
-            self._ledger_since = now - cfg.history_window
-            recs = self.store.finished_since(self._ledger_since) if self.store is not None else list(new)
+            recs = self.store.finished_since(now - cfg.history_window) if self.store is not None else list(new)
             for r in sorted(recs, key=lambda r: r.end or 0):
                 self.ledger.add_job(r)
             self._seen_ids = {(r.id, r.start) for r in recs}

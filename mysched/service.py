@@ -148,9 +148,7 @@ class Service:
                     sdnotify.ready("configuration reloaded")
         finally:
             sdnotify.stopping()
-            self._sched.shutdown(wait=True)
-            with self._lock:  # a cycle started just before shutdown finishes first
-                pass
+            self._sched.shutdown(wait=True)  # a running cycle finishes first
             if self.listener is not None:
                 try:
                     self.listener.close()

@@ -4,7 +4,12 @@ The PyPI `pbs` module (pbs-python) only ships binaries for a few CPython version
 module binds ``libtorque.so.2`` directly with ctypes, using pbs-python's call names, and
 uses the `pbs` module instead where it imports. Both return plain Python values:
 ``[(name, {attribute or "attribute.resource": value})]`` for stat calls, and always free
-the C structures they got.
+the C structures they got (pbs_statfree).
+
+Error reporting follows libtorque 6.1 as read in its source: stat calls return NULL and
+set the global ``pbs_errno``; ``pbs_runjob`` returns the error code (on a broken connection
+it returns 15033 while ``pbs_errno`` may hold -1); ``pbs_connect`` returns a negative code
+(``-15010`` unknown host, ``-111`` ECONNREFUSED) and leaves ``pbs_errno`` alone.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import ctypes
 import ctypes.util
 import glob
 import os
+import struct
 import threading
 from typing import Protocol, Sequence
 
@@ -22,10 +28,11 @@ StatResult = list[tuple[str, dict[str, str]]]
 
 SEARCH = ("/usr/lib64/libtorque.so.2", "/usr/lib/libtorque.so.2", "/usr/local/lib/libtorque.so.2",
           "/opt/torque/lib/libtorque.so.2", "/usr/lib/x86_64-linux-gnu/libtorque.so.2")
+ENV = "MYSCHED_LIBTORQUE"
 
 
 class IFL(Protocol):
-    """The IFL calls the backend uses."""
+    """The IFL calls the backend uses. Stat calls return [] on error (see `errno`)."""
 
     def connect(self, server: str | None) -> int: ...
     def disconnect(self, conn: int) -> None: ...
@@ -54,67 +61,131 @@ class _BatchStatus(ctypes.Structure):
 _BatchStatus._fields_ = [("next", ctypes.POINTER(_BatchStatus)), ("name", ctypes.c_char_p),
                          ("attribs", ctypes.POINTER(_Attrl)), ("text", ctypes.c_char_p)]
 
+# The same structs read as raw words: one string_at + unpack per node instead of several
+# ctypes attribute accesses (the conversion of 2,000 jobs is what a cycle waits for).
+_ATTRL_RAW = struct.Struct(f"@PPPPi{ctypes.sizeof(_Attrl) - struct.calcsize('@PPPPi')}x")
+_STATUS_RAW = struct.Struct("@PPPP")
+assert _ATTRL_RAW.size == ctypes.sizeof(_Attrl) and _STATUS_RAW.size == ctypes.sizeof(_BatchStatus)
+
 
 def find_libtorque(explicit: str | None = None) -> str:
     """Path of libtorque.so.2: the explicit path, $MYSCHED_LIBTORQUE, the linker's, or usual places."""
-    if explicit:
-        if os.path.isabs(explicit) and not os.path.exists(explicit):
-            raise ServerUnavailable(f"TORQUE client library {explicit} (server.libtorque) does not exist")
-        return explicit
-    candidates = [os.environ.get("MYSCHED_LIBTORQUE")]
+    for given, origin in ((explicit, "server.libtorque"), (os.environ.get(ENV), f"${ENV}")):
+        if given:
+            if os.path.isabs(given) and not os.path.exists(given):
+                raise ServerUnavailable(f"TORQUE client library {given} ({origin}) does not exist")
+            return given
+    candidates = []
     found = ctypes.util.find_library("torque")
     if found:
         candidates.append(found)
     candidates += list(SEARCH) + sorted(glob.glob("/opt/torque*/lib/libtorque.so*"))
     for c in candidates:
-        if not c:
-            continue
         if os.path.isabs(c) and not os.path.exists(c):
             continue
         return c
     raise ServerUnavailable("TORQUE client library libtorque.so.2 not found; install TORQUE's client "
-                            "package or set server.libtorque (or MYSCHED_LIBTORQUE) to its path")
+                            f"package or set server.libtorque (or ${ENV}) to its path")
+
+
+def _key(name: bytes, resource: bytes | None, cache: dict) -> str:
+    """``name`` or ``name.resource`` as str, decoded once per distinct pair."""
+    k = cache.get((name, resource))
+    if k is None:
+        k = name.decode(errors="replace")
+        if resource:
+            k = f"{k}.{resource.decode(errors='replace')}"
+        cache[(name, resource)] = k
+    return k
+
+
+def convert_status(head: int, cache: dict | None = None) -> StatResult:
+    """A C ``batch_status`` list (its address) as plain Python; does not free it."""
+    out: StatResult = []
+    cache = {} if cache is None else cache
+    string_at, unpack_a, unpack_s = ctypes.string_at, _ATTRL_RAW.unpack, _STATUS_RAW.unpack
+    size_a, size_s = _ATTRL_RAW.size, _STATUS_RAW.size
+    addr = head
+    while addr:
+        nxt, name, attribs, _text = unpack_s(string_at(addr, size_s))
+        attrs: dict[str, str] = {}
+        a = attribs
+        while a:
+            a_next, a_name, a_res, a_val, _op = unpack_a(string_at(a, size_a))
+            if a_name:
+                k = _key(string_at(a_name), string_at(a_res) if a_res else None, cache)
+                attrs[k] = string_at(a_val).decode(errors="replace") if a_val else ""
+            a = a_next
+        out.append((string_at(name).decode(errors="replace") if name else "", attrs))
+        addr = nxt
+    return out
 
 
 class CtypesIFL:
-    """libtorque through ctypes. Calls are serialised: IFL keeps global state."""
+    """libtorque through ctypes. Calls are serialised: IFL keeps global state (pbs_errno).
 
-    def __init__(self, path: str | None = None) -> None:
+    `timeout` (seconds) bounds every wait for the server once connected (libtorque's
+    ``pbs_tcp_timeout``, 300 s by default, which pbs_connect resets from $PBSAPITIMEOUT).
+    """
+
+    def __init__(self, path: str | None = None, timeout: float | None = None) -> None:
         self.path = find_libtorque(path)
         try:
             lib = ctypes.CDLL(self.path)
         except OSError as exc:
             raise ServerUnavailable(f"cannot load TORQUE client library {self.path}: {exc}") from None
         self.lib = lib
+        self.timeout = timeout
         self.lock = threading.Lock()
-        lib.pbs_connect.argtypes = [ctypes.c_char_p]
-        lib.pbs_connect.restype = ctypes.c_int
-        lib.pbs_disconnect.argtypes = [ctypes.c_int]
-        lib.pbs_disconnect.restype = ctypes.c_int
-        for fn in ("pbs_statjob", "pbs_statnode", "pbs_statque"):
-            f = getattr(lib, fn)
-            f.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(_Attrl), ctypes.c_char_p]
-            f.restype = ctypes.POINTER(_BatchStatus)
-        lib.pbs_statserver.argtypes = [ctypes.c_int, ctypes.POINTER(_Attrl), ctypes.c_char_p]
-        lib.pbs_statserver.restype = ctypes.POINTER(_BatchStatus)
-        lib.pbs_statfree.argtypes = [ctypes.POINTER(_BatchStatus)]
-        lib.pbs_statfree.restype = None
-        lib.pbs_runjob.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
-        lib.pbs_runjob.restype = ctypes.c_int
-        lib.pbs_geterrmsg.argtypes = [ctypes.c_int]
-        lib.pbs_geterrmsg.restype = ctypes.c_char_p
+        self._names: dict = {}
         try:
-            lib.pbs_strerror.argtypes = [ctypes.c_int]
-            lib.pbs_strerror.restype = ctypes.c_char_p
-        except AttributeError:
-            pass
+            self._bind(lib)
+        except AttributeError as exc:
+            raise ServerUnavailable(f"{self.path} is not a usable TORQUE client library: {exc}") from None
         try:
             self._errno = ctypes.c_int.in_dll(lib, "pbs_errno")
         except ValueError:
-            self._errno = None
+            raise ServerUnavailable(f"{self.path} does not export pbs_errno; not a TORQUE client library") from None
+        try:
+            self._tcp_timeout = ctypes.c_long.in_dll(lib, "pbs_tcp_timeout")  # time_t
+        except ValueError:
+            self._tcp_timeout = None
+        libc = ctypes.CDLL(None)
+        self._free = libc.free
+        self._free.argtypes = [ctypes.c_void_p]
+        self._free.restype = None
+
+    def _bind(self, lib: ctypes.CDLL) -> None:
+        stat_args = [ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(_Attrl), ctypes.c_char_p]
+        for fn in ("pbs_statjob", "pbs_statnode", "pbs_statque"):
+            f = getattr(lib, fn)
+            f.argtypes = stat_args
+            f.restype = ctypes.c_void_p  # the address: convert_status reads it raw
+        lib.pbs_statserver.argtypes = [ctypes.c_int, ctypes.POINTER(_Attrl), ctypes.c_char_p]
+        lib.pbs_statserver.restype = ctypes.c_void_p
+        lib.pbs_statfree.argtypes = [ctypes.c_void_p]
+        lib.pbs_statfree.restype = None
+        lib.pbs_connect.argtypes = [ctypes.c_char_p]
+        lib.pbs_connect.restype = ctypes.c_int
+        self._connect_ext = getattr(lib, "pbs_connect_ext", None)  # 6.x: can keep stderr quiet
+        if self._connect_ext is not None:
+            self._connect_ext.argtypes = [ctypes.c_char_p, ctypes.c_bool]
+            self._connect_ext.restype = ctypes.c_int
+        lib.pbs_disconnect.argtypes = [ctypes.c_int]
+        lib.pbs_disconnect.restype = ctypes.c_int
+        lib.pbs_default.argtypes = []
+        lib.pbs_default.restype = ctypes.c_char_p  # a static buffer
+        lib.pbs_runjob.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
+        lib.pbs_runjob.restype = ctypes.c_int
+        lib.pbs_geterrmsg.argtypes = [ctypes.c_int]
+        lib.pbs_geterrmsg.restype = ctypes.c_void_p  # maybe strdup'ed: see errmsg
+        self._strerror = getattr(lib, "pbs_strerror", None)
+        if self._strerror is not None:
+            self._strerror.argtypes = [ctypes.c_int]
+            self._strerror.restype = ctypes.c_char_p  # static table
 
     @staticmethod
-    def _select(attrs: Sequence[str]):
+    def _select(attrs: Sequence[str]) -> list[_Attrl]:
         """A linked attrl list naming the attributes to return (kept alive by the caller)."""
         items = [_Attrl() for _ in attrs]
         for i, (a, name) in enumerate(zip(items, attrs)):
@@ -123,39 +194,32 @@ class CtypesIFL:
                 a.next = ctypes.pointer(items[i + 1])
         return items
 
-    def _convert(self, head) -> StatResult:
-        out: StatResult = []
-        node = head
-        while node:
-            bs = node.contents
-            attrs: dict[str, str] = {}
-            a = bs.attribs
-            while a:
-                at = a.contents
-                name = (at.name or b"").decode(errors="replace")
-                if at.resource:
-                    name = f"{name}.{at.resource.decode(errors='replace')}"
-                attrs[name] = (at.value or b"").decode(errors="replace")
-                a = at.next
-            out.append(((bs.name or b"").decode(errors="replace"), attrs))
-            node = bs.next
-        return out
-
-    def _stat(self, fn, conn: int, ident: str, attrs: Sequence[str]) -> StatResult:
+    def _stat(self, fn, conn: int, ident: str | None, attrs: Sequence[str]) -> StatResult:
         sel = self._select(attrs)
+        first = ctypes.pointer(sel[0]) if sel else None
         with self.lock:
-            if self._errno is not None:
-                self._errno.value = 0
-            head = fn(conn, ident.encode(), ctypes.pointer(sel[0]) if sel else None, None)
+            self._errno.value = 0
+            head = fn(conn, ident.encode(), first, None) if ident is not None else fn(conn, first, None)
+            if not head:
+                return []
             try:
-                return self._convert(head)
+                return convert_status(head, self._names)
             finally:
-                if head:
-                    self.lib.pbs_statfree(head)
+                self.lib.pbs_statfree(head)
+
+    def default(self) -> str:
+        """The default server name (the client's server_name file), as pbs_default gives it."""
+        with self.lock:
+            return (self.lib.pbs_default() or b"").decode(errors="replace")
 
     def connect(self, server: str | None) -> int:
+        """A connection handle (>= 0), or a negative error code (-PBSE_* or -errno)."""
+        name = server.encode() if server else None
         with self.lock:
-            return self.lib.pbs_connect(server.encode() if server else None)
+            c = self._connect_ext(name, True) if self._connect_ext is not None else self.lib.pbs_connect(name)
+            if c >= 0 and self.timeout and self._tcp_timeout is not None:
+                self._tcp_timeout.value = max(1, int(self.timeout))
+            return c
 
     def disconnect(self, conn: int) -> None:
         with self.lock:
@@ -174,40 +238,54 @@ class CtypesIFL:
         return self._stat(self.lib.pbs_statque, conn, "", attrs)
 
     def statserver(self, conn: int, attrs: Sequence[str]) -> StatResult:
-        sel = self._select(attrs)
-        with self.lock:
-            head = self.lib.pbs_statserver(conn, ctypes.pointer(sel[0]) if sel else None, None)
-            try:
-                return self._convert(head)
-            finally:
-                if head:
-                    self.lib.pbs_statfree(head)
+        return self._stat(self.lib.pbs_statserver, conn, None, attrs)
 
     def runjob(self, conn: int, job_id: str, location: str | None) -> int:
+        """0, or the error code pbs_runjob returned (see also `errno`)."""
         with self.lock:
-            if self._errno is not None:
-                self._errno.value = 0
+            self._errno.value = 0
             return self.lib.pbs_runjob(conn, job_id.encode(), location.encode() if location else None, None)
 
     def errno(self) -> int:
-        return self._errno.value if self._errno is not None else 0
+        return self._errno.value
 
     def errmsg(self, conn: int) -> str:
+        """The server's text for the last error on `conn`, else libtorque's text for pbs_errno."""
         with self.lock:
-            msg = self.lib.pbs_geterrmsg(conn)
-            if not msg and self.errno():
-                try:
-                    msg = self.lib.pbs_strerror(self.errno())
-                except AttributeError:
-                    msg = None
-        return (msg or b"").decode(errors="replace").strip()
+            text = b""
+            if conn >= 0:
+                # Since TORQUE 4.2.5 pbs_geterrmsg returns a strdup'ed copy (ours to free),
+                # before it the connection's own buffer: two calls tell which.
+                p = self.lib.pbs_geterrmsg(conn)
+                if p:
+                    text = ctypes.string_at(p)
+                    q = self.lib.pbs_geterrmsg(conn)
+                    if q and q != p:
+                        self._free(p)
+                        self._free(q)
+            if not text and self._errno.value > 0 and self._strerror is not None:
+                text = self._strerror(self._errno.value) or b""
+        return text.decode(errors="replace").strip()
+
+    def strerror(self, code: int) -> str:
+        """libtorque's text for a PBSE_* code ('' if it has none)."""
+        if code <= 0 or self._strerror is None:
+            return ""
+        with self.lock:
+            return (self._strerror(code) or b"").decode(errors="replace").strip()
 
 
 class PbsModuleIFL:
-    """The same calls through pbs-python's `pbs` module (where its binary imports)."""
+    """The same calls through pbs-python's `pbs` module (where its binary imports).
 
-    def __init__(self, pbs) -> None:  # noqa: ANN001 - the imported module
+    Its stat calls hand back Python lists of C ``batch_status`` pointers, freed here with
+    ``pbs.pbs_statfree`` after conversion. Its `pbs.error()` texts use pre-TORQUE-2.4 error
+    numbers, so messages come from ``pbs_geterrmsg`` only.
+    """
+
+    def __init__(self, pbs, timeout: float | None = None) -> None:  # noqa: ANN001 - the imported module
         self.pbs = pbs
+        self.timeout = timeout
         self.lock = threading.Lock()
 
     def _attrl(self, attrs: Sequence[str]):
@@ -218,17 +296,33 @@ class PbsModuleIFL:
 
     def _convert(self, result) -> StatResult:
         out: StatResult = []
-        for bs in result or []:
-            attrs = {}
-            for a in bs.attribs:
-                name = f"{a.name}.{a.resource}" if a.resource else a.name
-                attrs[name] = a.value
-            out.append((bs.name, attrs))
+        if not result:
+            return out
+        try:
+            for bs in result:
+                attrs = {}
+                for a in bs.attribs:
+                    name = f"{a.name}.{a.resource}" if a.resource else a.name
+                    attrs[name] = a.value or ""
+                out.append((bs.name, attrs))
+        finally:
+            self.pbs.pbs_statfree(result)
         return out
+
+    def default(self) -> str:
+        with self.lock:
+            return self.pbs.pbs_default() or ""
 
     def connect(self, server: str | None) -> int:
         with self.lock:
-            return self.pbs.pbs_connect(server or self.pbs.pbs_default())
+            saved = os.environ.get("PBSAPITIMEOUT")
+            if self.timeout and saved is None:
+                os.environ["PBSAPITIMEOUT"] = str(max(3, int(self.timeout)))  # read by pbs_connect
+            try:
+                return self.pbs.pbs_connect(server or self.pbs.pbs_default())
+            finally:
+                if self.timeout and saved is None:
+                    os.environ.pop("PBSAPITIMEOUT", None)
 
     def disconnect(self, conn: int) -> None:
         with self.lock:
@@ -256,25 +350,26 @@ class PbsModuleIFL:
 
     def runjob(self, conn: int, job_id: str, location: str | None) -> int:
         with self.lock:
-            return self.pbs.pbs_runjob(conn, job_id, location, None)
+            return self.pbs.pbs_runjob(conn, job_id, location or "", None)
 
     def errno(self) -> int:
-        return int(getattr(self.pbs, "error", lambda: (0, ""))()[0])
+        return int(self.pbs.get_error())
 
     def errmsg(self, conn: int) -> str:
-        try:
-            return str(self.pbs.pbs_geterrmsg(conn) or self.pbs.error()[1])
-        except Exception:  # noqa: BLE001
+        if conn < 0:
             return ""
+        with self.lock:
+            return str(self.pbs.pbs_geterrmsg(conn) or "").strip()
 
 
-def load_ifl(libtorque: str | None = None) -> IFL:
-    """The `pbs` module where it imports (and no explicit library was asked for), else ctypes."""
-    if not libtorque:
+def load_ifl(libtorque: str | None = None, timeout: float | None = None) -> IFL:
+    """The `pbs` module where it imports (and no library path was asked for), else ctypes."""
+    if not libtorque and not os.environ.get(ENV):
         try:
             import pbs  # type: ignore[import-not-found]
 
-            return PbsModuleIFL(pbs)
+            if hasattr(pbs, "pbs_statfree") and hasattr(pbs, "get_error"):
+                return PbsModuleIFL(pbs, timeout)
         except Exception:  # noqa: BLE001 - ImportError or a broken binary: fall back to ctypes
             pass
-    return CtypesIFL(libtorque)
+    return CtypesIFL(libtorque, timeout)
