@@ -6,6 +6,16 @@ from .errors import InputError
 from .simulate import SimResult
 
 
+def _save(fig, plt, path: str, what: str, dpi: int = 100) -> None:  # noqa: ANN001 - matplotlib objects
+    """Write a figure and close it; an unwritable path is a clear `InputError`."""
+    try:
+        fig.savefig(path, dpi=dpi)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot write {what}: {getattr(exc, 'strerror', None) or exc}") from None
+    finally:
+        plt.close(fig)
+
+
 def plot_result(r: SimResult, path: str) -> None:
     """Running and queued jobs per VO and occupancy over time, as in Gellrich's figures."""
     import matplotlib
@@ -32,12 +42,7 @@ def plot_result(r: SimResult, path: str) -> None:
     if vos:
         axes[0].legend(loc="upper left", ncol=min(6, len(vos)), fontsize="small")
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=100)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot write plot: {exc}") from None
-    finally:
-        plt.close(fig)
+    _save(fig, plt, path, "plot")
 
 
 FREE_COLOUR = "#f2f2f2"
@@ -90,12 +95,7 @@ def write_frames(r: SimResult, directory: str, classes: list[str], movie: str | 
     for i, (t, cells) in enumerate(r.frames):
         fig, plt = _frame_figure(cells, classes, f"{r.policy}: t = {t / 3600:.1f} h")
         path = os.path.join(directory, f"farm-{r.policy}-{i:05d}.png")
-        try:
-            fig.savefig(path, dpi=80)
-        except OSError as exc:
-            raise InputError(f"{path}: cannot write frame: {exc.strerror}") from None
-        finally:
-            plt.close(fig)
+        _save(fig, plt, path, "frame", dpi=80)
         paths.append(path)
     if movie and paths:
         from PIL import Image
@@ -126,9 +126,4 @@ def plot_packing(results: list[SimResult], path: str) -> None:
     ax.set_xlabel("simulated time (hours)")
     ax.legend(fontsize="small")
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=100)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write plot: {exc.strerror}") from None
-    finally:
-        plt.close(fig)
+    _save(fig, plt, path, "plot")
