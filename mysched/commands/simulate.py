@@ -161,7 +161,19 @@ class _Progress:
         sys.stderr.flush()
 
 
+def _writable(path: str | None, option: str) -> None:
+    """Fail before a long simulation, not after it, if an output cannot be written."""
+    if not path or path == "-":
+        return
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d) or not os.access(d, os.W_OK):
+        raise UsageError(f"{option} {path}: directory {d} does not exist or is not writable")
+
+
 def run(args: argparse.Namespace) -> int:
+    _writable(args.json, "--json")
+    _writable(args.plot, "--plot")
+    _writable(args.farm_movie, "--farm-movie")
     workload, config, nodes, label = prepare(args)
     interval = args.interval or config.interval
     if args.compare and args.compare_packing:

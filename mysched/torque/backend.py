@@ -3,12 +3,14 @@
 Reads queues, jobs and nodes with pbs_stat*, maps TORQUE attributes to the model, starts
 jobs with pbs_runjob at the location the planner chose (``node:ppn=N`` — a bare node name
 would run an N-core job on one core), and translates IFL error codes into the project's
-exception tree here, at the boundary.
+exception tree here, at the boundary. Codes are TORQUE 6.1's (src/include/pbs_error_db.h).
 """
 
 from __future__ import annotations
 
 import gc
+import logging
+import os
 import re
 import time
 from typing import Callable
@@ -19,15 +21,46 @@ from ..model import Job, JobState, Node, NodeState, Placement, Queue, Snapshot
 from ..pbsvalues import parse_duration, parse_exec_host, parse_mem, parse_nodes
 from .ifl import IFL, StatResult, load_ifl
 
+log = logging.getLogger("mysched")
+
+# Only what the mapping below reads: the server sends nothing else (the attrl select list).
 JOB_ATTRS = ("job_state", "queue", "euser", "egroup", "Job_Owner", "Resource_List", "exec_host", "qtime",
              "ctime", "start_time", "Job_Name")
 NODE_ATTRS = ("state", "np", "jobs", "properties")
 QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running")
-SERVER_ATTRS = ("server_state", "scheduling", "total_jobs")
 
-PBSE_UNKJOBID, PBSE_PERM, PBSE_IFF_NOT_FOUND, PBSE_BADSTATE = 15001, 15007, 15008, 15018
-PBSE_RESCUNAV, PBSE_UNKNODE, PBSE_TIMEOUT = 15046, 15064, 15085
-UNAVAILABLE = {15010, 15033, 15035, 15036, 15096, 15097, 15098, 15099, 15072}
+PBSE_UNKJOBID = 15001
+PBSE_IVALREQ = 15004
+PBSE_PERM = 15007
+PBSE_IFF_NOT_FOUND = 15008
+PBSE_BADHOST = 15010
+PBSE_BADSTATE = 15018
+PBSE_PROTOCOL = 15033
+PBSE_RESCUNAV = 15046
+PBSE_ALRDYEXIT = 15052
+PBSE_SVRDOWN = 15062
+PBSE_UNKNODE = 15064
+PBSE_TIMEOUT = 15085
+PBSE_JOBNOTFOUND = 15086
+PBSE_SERVER_BUSY = 15134
+PBSE_EOF = 15171
+
+GONE = {PBSE_UNKJOBID, PBSE_JOBNOTFOUND}
+BAD_STATE = {PBSE_BADSTATE, PBSE_ALRDYEXIT}
+UNAUTHORIZED = {PBSE_PERM, PBSE_IFF_NOT_FOUND, 15176}  # 15176 PBSE_NO_PRIVILEGES
+REFUSED = {PBSE_RESCUNAV, PBSE_UNKNODE,
+           15043,  # PBSE_MOMREJECT: execution server rejected request
+           15072,  # PBSE_NORELYMOM: server could not connect to MOM
+           15110,  # PBSE_BADMOMSTATE: mom is down, cannot run job
+           15132}  # PBSE_NODE_DOWN
+LOST = {PBSE_PROTOCOL, PBSE_TIMEOUT, PBSE_EOF,
+        15035, 15036,  # PBSE_NOCONNECTS, PBSE_NOSERVER
+        15096, 15097, 15098, 15099,  # PBSE_SOCKET_FAULT/_WRITE/_READ/_CLOSE
+        15114, 15120, 15133}  # PBSE_PREMATURE_EOF, PBSE_CONNECT, PBSE_SERVER_NOT_FOUND
+"""The connection broke or timed out mid-request: what the server did is unknown."""
+DECLINED = {PBSE_SVRDOWN, PBSE_SERVER_BUSY}
+"""The server is up but turned the request away as a whole (shutting down, busy)."""
+
 _ARRAY_PARENT = re.compile(r"^\d+\[\]")
 
 
@@ -43,8 +76,10 @@ def parse_node_jobs(text: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def location(placement: Placement) -> str:
-    """The pbs_runjob location for a placement: ``node:ppn=N[+node:ppn=M]``."""
+def location(placement: Placement) -> str | None:
+    """The pbs_runjob location for a placement: ``node:ppn=N[+node:ppn=M]`` (None: server's choice)."""
+    if not placement:
+        return None
     return "+".join(f"{node}:ppn={cores}" for node, cores in placement)
 
 
@@ -54,8 +89,27 @@ def _bool(text: str | None, default: bool = True) -> bool:
     return text.strip().lower() in ("true", "t", "1", "yes", "y")
 
 
+def _cores(name: str, a: dict[str, str], warnings: list[str]) -> int:
+    """Cores a job asks for: nodes spec, else procs, else ncpus, else 1."""
+    nodes = a.get("Resource_List.nodes")
+    if nodes:
+        try:
+            return parse_nodes(nodes)
+        except ValueError as exc:
+            warnings.append(f"job {name}: {exc}; assuming 1 core")
+            return 1
+    for key in ("Resource_List.procs", "Resource_List.ncpus"):
+        v = a.get(key)
+        if v:
+            if v.strip().isdigit() and int(v) > 0:
+                return int(v)
+            warnings.append(f"job {name}: bad {key} {v!r}; ignored")
+    return 1
+
+
 def job_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Job | None:
-    """A model `Job` from pbs_statjob attributes; None for an array parent (not runnable)."""
+    """A model `Job` from pbs_statjob attributes; None for an array parent (not runnable) or
+    a job whose state cannot be read. Malformed values become None plus a warning."""
     if _ARRAY_PARENT.match(name):
         return None
     try:
@@ -63,42 +117,35 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Job | N
     except ValueError:
         warnings.append(f"job {name}: unknown state {a.get('job_state')!r}; skipped")
         return None
-    owner = a.get("Job_Owner", "")
-    user = a.get("euser") or owner.split("@")[0] or "unknown"
+    user = a.get("euser") or a.get("Job_Owner", "").partition("@")[0] or "unknown"
     group = a.get("egroup") or user
-    cores = 1
-    if a.get("Resource_List.nodes"):
-        try:
-            cores = parse_nodes(a["Resource_List.nodes"])
-        except ValueError as exc:
-            warnings.append(f"job {name}: {exc}; assuming 1 core")
-    elif a.get("Resource_List.procs", "").isdigit():
-        cores = max(1, int(a["Resource_List.procs"]))
-    elif a.get("Resource_List.ncpus", "").isdigit():
-        cores = max(1, int(a["Resource_List.ncpus"]))
+    cores = _cores(name, a, warnings)
     walltime = mem = None
-    if a.get("Resource_List.walltime"):
+    v = a.get("Resource_List.walltime")
+    if v:
         try:
-            walltime = parse_duration(a["Resource_List.walltime"])
+            walltime = parse_duration(v)
         except ValueError as exc:
             warnings.append(f"job {name}: {exc}")
-    if a.get("Resource_List.mem"):
+    v = a.get("Resource_List.mem")
+    if v:
         try:
-            mem = parse_mem(a["Resource_List.mem"])
+            mem = parse_mem(v)
         except ValueError as exc:
             warnings.append(f"job {name}: {exc}")
     placement: Placement = ()
-    if a.get("exec_host"):
+    v = a.get("exec_host")
+    if v:
         try:
-            placement = parse_exec_host(a["exec_host"])
+            placement = parse_exec_host(v)
         except ValueError as exc:
             warnings.append(f"job {name}: {exc}")
-    if placement and state == JobState.RUNNING:
-        cores = sum(c for _, c in placement)
+    if placement and state in (JobState.RUNNING, JobState.EXITING, JobState.SUSPENDED):
+        cores = sum(c for _, c in placement)  # what it holds, whatever it asked for
 
-    def num(key: str) -> float | None:
+    def stamp(key: str) -> float | None:
         v = a.get(key)
-        if v is None:
+        if not v:
             return None
         try:
             return float(v)
@@ -106,15 +153,18 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Job | N
             warnings.append(f"job {name}: bad {key} {v!r}")
             return None
 
-    submit = num("qtime") or num("ctime") or 0.0
-    return Job(name, a.get("queue", ""), user, group, cores, state, submit, num("start_time"), walltime, mem,
+    submit = stamp("qtime") or stamp("ctime") or 0.0
+    return Job(name, a.get("queue", ""), user, group, cores, state, submit, stamp("start_time"), walltime, mem,
                placement, None, a.get("Job_Name", ""))
 
 
 def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
+    """A model `Node`; an unreadable np makes it offline (0 slots) rather than guessed."""
     np_text = a.get("np", "1")
     try:
         slots = int(np_text)
+        if slots < 0:
+            raise ValueError
     except ValueError:
         warnings.append(f"node {name}: bad np {np_text!r}; taken as offline")
         return Node(name, 0, NodeState.OFFLINE)
@@ -123,8 +173,9 @@ def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
 
 
 def queue_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Queue | None:
-    if a.get("queue_type", "Execution").lower()[:1] == "r":
-        return None  # a routing queue holds no job the scheduler can run
+    """A model `Queue` for an execution queue; None for a routing queue (nothing runs there)."""
+    if a.get("queue_type", "Execution").strip().lower()[:1] == "r":
+        return None
     mr = a.get("max_running")
     max_running = None
     if mr:
@@ -136,15 +187,21 @@ def queue_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Queue
 
 
 class TorqueServer:
-    """A pbs_server reached through IFL; reconnects after failures."""
+    """A pbs_server reached through IFL.
+
+    Keeps one connection; when a stat call finds it broken (server restarted, idle
+    connection dropped) it reconnects and asks once more. `timeout` bounds each wait for the
+    server (libtorque's own default is 300 s, long enough to stall a cycle).
+    """
 
     def __init__(self, host: str | None = None, *, libtorque: str | None = None, ifl: IFL | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, timeout: float | None = 30.0) -> None:
         self.host = host
         self.name = f"torque://{host or 'localhost'}"
-        self.ifl = ifl if ifl is not None else load_ifl(libtorque)
+        self.ifl = ifl if ifl is not None else load_ifl(libtorque, timeout)
         self.clock = clock
         self.conn: int | None = None
+        self._warned: set[str] = set()
 
     # -- connection ------------------------------------------------------------------------
     def _connect(self) -> int:
@@ -152,9 +209,15 @@ class TorqueServer:
             return self.conn
         c = self.ifl.connect(self.host)
         if c is None or c < 0:
-            code = self.ifl.errno()
-            msg = self.ifl.errmsg(-1) if code else ""
-            raise ServerUnavailable(f"cannot connect to pbs_server at {self.host or 'the default server'}"
+            code = -c if isinstance(c, int) and c < -1 else self.ifl.errno()
+            if code >= 15000:
+                msg = _strerror(self.ifl, code)
+            elif code > 0:
+                msg = os.strerror(code)
+            else:
+                msg = ""
+            where = self.host or "the default server"
+            raise ServerUnavailable(f"cannot connect to pbs_server at {where}"
                                     f"{f': {msg}' if msg else ''}{f' (error {code})' if code else ''}",
                                     code=code or None, call="connect")
         self.conn = c
@@ -162,37 +225,52 @@ class TorqueServer:
 
     def close(self) -> None:
         if self.conn is not None:
+            conn, self.conn = self.conn, None
             try:
-                self.ifl.disconnect(self.conn)
-            finally:
-                self.conn = None
+                self.ifl.disconnect(conn)
+            except Exception:  # noqa: BLE001 - a dead connection may fail to say goodbye
+                pass
 
-    def _error(self, call: str, subject: str = "") -> ServerError:
-        code = self.ifl.errno()
+    def _error(self, call: str, code: int, subject: str = "", *, effect_unknown: bool = False) -> ServerError:
+        """The exception for IFL error `code`; drops the connection where it is no good."""
         msg = self.ifl.errmsg(self.conn) if self.conn is not None else ""
+        if not msg and code:
+            msg = _strerror(self.ifl, code)
         text = f"{call}{f' {subject}' if subject else ''}: {msg or 'failed'}" + (f" (error {code})" if code else "")
-        if code in UNAVAILABLE or code == 0:
-            self.close()  # the connection is no good: reconnect next time
-        if code == PBSE_UNKJOBID:
+        if code in LOST or code in DECLINED or code <= 0:
+            self.close()  # a reply may still be in flight: never reuse this connection
+        if code in GONE:
             return JobGone(text, code=code, call=call)
-        if code == PBSE_BADSTATE:
+        if code in BAD_STATE:
             return JobStateError(text, code=code, call=call)
-        if code in (PBSE_PERM, PBSE_IFF_NOT_FOUND):
+        if code in UNAUTHORIZED:
             return Unauthorized(text, code=code, call=call)
-        if code in (PBSE_RESCUNAV, PBSE_UNKNODE):
+        if code in REFUSED:
             return RunRefused(text, code=code, call=call)
-        if code == PBSE_TIMEOUT:
-            return ServerTimeout(text, code=code, call=call)
-        if code in UNAVAILABLE:
+        if code in DECLINED:
             return ServerUnavailable(text, code=code, call=call)
-        return ServerError(text, code=code or None, call=call)
+        if code in LOST or code <= 0:
+            cls = ServerTimeout if effect_unknown or code == PBSE_TIMEOUT else ServerUnavailable
+            return cls(text, code=code or None, call=call)
+        return ServerError(text, code=code, call=call)
 
-    def _stat(self, call: str, fn, attrs) -> StatResult:
-        conn = self._connect()
-        res = fn(conn, attrs)
-        if not res and self.ifl.errno() not in (0, PBSE_UNKJOBID):
-            raise self._error(call)
-        return res
+    def _stat(self, call: str, fn: Callable, *args, missing_ok: bool = False) -> StatResult:
+        """A stat call; one fresh connection and retry if the first broke. [] if `missing_ok`
+        and the server says the object is unknown."""
+        for attempt in (1, 2):
+            conn = self._connect()
+            res = fn(conn, *args)
+            if res:
+                return res
+            code = self.ifl.errno()
+            if code == 0 or (missing_ok and code in GONE):
+                return []
+            err = self._error(call, code, args[0] if len(args) > 1 else "")
+            if attempt == 1 and isinstance(err, ServerUnavailable) and not isinstance(err, ServerTimeout):
+                log.debug("%s; reconnecting", err)
+                continue
+            raise err
+        raise AssertionError("unreachable")
 
     # -- BatchServer -----------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -207,29 +285,42 @@ class TorqueServer:
     def _snapshot(self) -> Snapshot:
         warnings: list[str] = []
         t = self.clock()
-        server = self._stat("statserver", self.ifl.statserver, SERVER_ATTRS)
-        server_attrs = server[0][1] if server else {}
         queues = [q for name, a in self._stat("statque", self.ifl.statque, QUEUE_ATTRS)
                   if (q := queue_from_attrs(name, a, warnings)) is not None]
-        nodes = [node_from_attrs(name, a, warnings) for name, a in self._stat("statnode", self.ifl.statnode,
-                                                                             NODE_ATTRS)]
+        nodes = [node_from_attrs(name, a, warnings)
+                 for name, a in self._stat("statnode", self.ifl.statnode, NODE_ATTRS)]
         jobs = [j for name, a in self._stat("statjob", self.ifl.statjob, JOB_ATTRS)
                 if (j := job_from_attrs(name, a, warnings)) is not None]
-        return Snapshot(t, tuple(jobs), tuple(nodes), tuple(queues), self.name,
-                        {"warnings": warnings, "server": server_attrs})
+        self._report(warnings)
+        return Snapshot(t, tuple(jobs), tuple(nodes), tuple(queues), self.name, {"warnings": warnings})
+
+    def _report(self, warnings: list[str]) -> None:
+        """Log each distinct malformed value once, not every cycle."""
+        for w in warnings:
+            if w not in self._warned:
+                if len(self._warned) < 10000:
+                    self._warned.add(w)
+                log.warning("pbs_server reply: %s", w)
 
     def run_job(self, job_id: str, placement: Placement) -> None:
+        """pbs_runjob at ``node:ppn=N``. A broken or timed-out call raises `ServerTimeout`:
+        the job may have started, so re-read it (`get_job`) before trying again."""
         conn = self._connect()
         rc = self.ifl.runjob(conn, job_id, location(placement))
-        if rc != 0:
-            raise self._error("runjob", job_id)
+        if rc == 0:
+            return
+        # pbs_runjob returns the PBSE code; pbs_errno can be -1 when the socket broke.
+        errno = self.ifl.errno()
+        code = rc if rc >= 15000 else errno if errno >= 15000 else -abs(rc)
+        raise self._error("runjob", code, job_id, effect_unknown=True)
 
     def get_job(self, job_id: str) -> Job | None:
-        conn = self._connect()
-        res = self.ifl.statjob_one(conn, job_id, JOB_ATTRS)
+        res = self._stat("statjob", self.ifl.statjob_one, job_id, JOB_ATTRS, missing_ok=True)
         if not res:
-            code = self.ifl.errno()
-            if code in (0, PBSE_UNKJOBID):
-                return None
-            raise self._error("statjob", job_id)
+            return None
         return job_from_attrs(res[0][0], res[0][1], [])
+
+
+def _strerror(ifl: IFL, code: int) -> str:
+    fn = getattr(ifl, "strerror", None)
+    return fn(code) if fn is not None else ""
