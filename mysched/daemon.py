@@ -74,6 +74,9 @@ class Daemon:
         """Jobs whose pbs_runjob timed out: re-read before any new attempt."""
         self.last_ok: float | None = None
         self.consecutive_failures = 0
+        self.events_expected = False
+        """Set by the service when it listens for pbs_server's scheduler contacts."""
+        self._warned_scheduling = False
 
     # -- configuration ---------------------------------------------------------------------
     def reload(self) -> bool:
@@ -147,6 +150,11 @@ class Daemon:
         except ServerError as exc:
             return self._failed(t0, f"batch server: {exc}")
         now = snapshot.time or self.wall()
+        scheduling = (snapshot.extra.get("server") or {}).get("scheduling", "")
+        if self.events_expected and scheduling.lower() == "false" and not self._warned_scheduling:
+            log.warning("listening for job events, but pbs_server has scheduling = False and will send none; "
+                        "cycles run on the fixed interval (qmgr -c 'set server scheduling = True')")
+            self._warned_scheduling = True
         try:
             ledger = self._history(now, snapshot)
             running = [j for j in snapshot.jobs if j.state in (JobState.RUNNING, JobState.EXITING)]

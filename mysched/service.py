@@ -133,6 +133,7 @@ class Service:
         if self.listener_factory is not None:
             try:
                 self.listener = self.listener_factory(self.on_event)
+                self.daemon.events_expected = True
             except Exception as exc:  # noqa: BLE001 - events are an optimisation; the interval remains
                 log.error("event listener not started (%s); cycles run on the fixed interval only", exc)
         self._sched = BackgroundScheduler(job_defaults={"coalesce": True, "max_instances": 1})
