@@ -188,29 +188,36 @@ class Store:
                  "nodes": ",".join(r.nodes), "source": source} for r in records if r.end is not None]
         if not rows:
             return 0, 0
-        dialect = self.engine.dialect.name
-        if dialect in ("sqlite", "postgresql"):
-            if dialect == "sqlite":
-                from sqlalchemy.dialects.sqlite import insert as dinsert
-            else:
-                from sqlalchemy.dialects.postgresql import insert as dinsert
-            for r in rows:
-                res = c.execute(dinsert(finished_jobs).values(**r).on_conflict_do_nothing(
-                    index_elements=["job_id", "start"]))
-                if res.rowcount:
-                    added += 1
-                else:
-                    dups += 1
-            return added, dups
-        for r in rows:  # other databases: look first
-            exists = c.execute(select(finished_jobs.c.id).where(finished_jobs.c.job_id == r["job_id"],
-                                                                finished_jobs.c.start == r["start"])).first()
-            if exists:
+        # Look the batch's jobs up once, insert only the new ones in one executemany; the
+        # unique key still guards against a concurrent writer (conflicts are ignored).
+        existing: set[tuple[str, float]] = set()
+        ids = list({r["job_id"] for r in rows})
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            existing.update((j, st) for j, st in c.execute(
+                select(finished_jobs.c.job_id, finished_jobs.c.start).where(finished_jobs.c.job_id.in_(chunk))))
+        new = []
+        for r in rows:
+            k = (r["job_id"], r["start"])
+            if k in existing:
                 dups += 1
             else:
-                c.execute(insert(finished_jobs).values(**r))
-                added += 1
+                existing.add(k)
+                new.append(r)
+        if new:
+            c.execute(self._insert_ignore(), new)
+            added = len(new)
         return added, dups
+
+    def _insert_ignore(self):
+        dialect = self.engine.dialect.name
+        if dialect == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as dinsert
+        elif dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as dinsert
+        else:
+            return insert(finished_jobs)
+        return dinsert(finished_jobs).on_conflict_do_nothing(index_elements=["job_id", "start"])
 
     def add_finished(self, records: list[FinishedJob], source: str = "sim") -> int:
         """Store wall-clock records (one transaction); duplicates are ignored. Returns how many were new."""

