@@ -20,7 +20,6 @@ from .model import FinishedJob
 from .pbsvalues import parse_duration, parse_exec_host, parse_nodes
 
 _PREFIX = re.compile(r"^\d{8}:(?=\d\d/)")
-_KV = re.compile(r"(?:^|\s)([A-Za-z_][\w.]*)=")
 
 
 @dataclass(frozen=True)
@@ -42,10 +41,16 @@ def parse_stamp(text: str) -> float:
 def parse_attrs(text: str) -> dict[str, str]:
     """``a=1 b=two words c=3`` -> dict; a value runs until the next `` key=``."""
     out: dict[str, str] = {}
-    matches = list(_KV.finditer(text))
-    for i, m in enumerate(matches):
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-        out[m.group(1)] = text[m.end():end].strip()
+    key = None
+    for tok in text.split(" "):
+        k, eq, v = tok.partition("=")
+        if eq and k and not k[0].isdigit() and k.replace(".", "").replace("_", "").isalnum():
+            key = k
+            out[k] = v
+        elif key is not None and tok:
+            out[key] += " " + tok
+    for k in out:
+        out[k] = out[k].strip()
     return out
 
 
