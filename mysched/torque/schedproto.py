@@ -1,10 +1,19 @@
 """Listen for pbs_server's scheduler contacts, for event-driven cycles.
 
-With ``scheduling = True`` pbs_server connects to its scheduler's port (15004 by default)
-whenever a job is queued or ends, writes the command as one 4-byte big-endian integer and
-closes the connection (TORQUE's src/server/run_sched.c, ``contact_sched``/``put_4byte``).
-This listener accepts those connections and calls `on_event` with the command's name; the
-service then brings the next cycle forward. Only loopback or configured addresses are bound.
+With ``scheduling = True`` pbs_server connects to its scheduler's port (15004, or
+$PBS_SCHEDULER_SERVICE_PORT) on the address its own host name resolves to, from a
+reserved source port, writes the command as ONE 4-byte big-endian integer and closes the
+connection at once. This is not DIS: ``contact_sched``/``put_4byte`` in TORQUE's
+src/server/run_sched.c (every branch from 2.5 to 6.1), read by ``get_4byte`` in
+src/scheduler.cc/pbs_sched.c. No reply is expected; reading the 4 bytes and closing is the
+whole handshake.
+
+Commands seen against TORQUE 6.1: ``first`` (10) on the first contact after the server
+starts, ``command`` (5) when ``scheduling`` is set to True, ``new`` (1) when a job is queued,
+``term`` (2) some seconds after a job ends (its obituary), ``time`` (3) every
+``scheduler_iteration`` seconds (600 by default). This listener accepts those connections
+and calls `on_event` with the command's name; the service then brings the next cycle
+forward.
 """
 
 from __future__ import annotations
@@ -17,13 +26,14 @@ from typing import Callable
 
 log = logging.getLogger("mysched")
 
-# src/include/sched_cmds.h
+# src/include/sched_cmds.h (SCH_SCHEDULE_NULL .. SCH_SCHEDULE_FIRST; 6 is unused)
 COMMANDS = {0: "null", 1: "new", 2: "term", 3: "time", 4: "recycle", 5: "command", 7: "configure",
             8: "quit", 9: "ruleset", 10: "first"}
 
 
 def decode_command(data: bytes) -> str:
-    """The command name for the 4 bytes pbs_server sends; ValueError if incomplete."""
+    """The command name for the 4 bytes pbs_server sends (network byte order, as htonl
+    wrote them); ValueError if fewer arrived."""
     if len(data) < 4:
         raise ValueError(f"expected 4 bytes, got {len(data)}")
     (code,) = struct.unpack("!I", data[:4])
@@ -79,7 +89,7 @@ class SchedulerListener:
                     log.debug("scheduler contact from %s ignored: %s", peer, exc)
                     continue
             self.events += 1
-            log.debug("pbs_server event %s from %s", reason, peer[0])
+            log.debug("pbs_server event %s from %s:%d", reason, peer[0], peer[1])
             try:
                 self.on_event(reason)
             except Exception:  # noqa: BLE001 - a failing callback must not kill the listener
