@@ -78,10 +78,35 @@ class NodeIndex:
             if usable:
                 max_slots = max(max_slots, node.slots)
         self.entries = entries
+        self.by_name = {e[0].name: e for e in entries}
         self.pool_keys = list(keys)
         self.total_slots = total
         self.max_slots = max_slots
+        self.usable_free = {e[0].name: e[0].slots for e in entries if e[3] and e[0].state is NodeState.FREE}
+        self._templates: dict[tuple[str, tuple], tuple[list[tuple], dict[str, tuple]]] = {}
         self._config, self._nodes = config, nodes
+
+    def empty_ranking(self, policy: str, pool_key: tuple) -> tuple[list[tuple], dict[str, tuple]]:
+        """Sorted keys (and name -> key) of the pool's nodes as if no job ran anywhere.
+
+        A cycle copies this and corrects only the nodes that run jobs, instead of scoring
+        every node again: on a mostly idle farm that is most of a cycle's work.
+        """
+        t = self._templates.get((policy, pool_key))
+        if t is None:
+            items = [empty_key(policy, e[0]) for e in self.entries
+                     if e[2] == pool_key and e[0].name in self.usable_free and e[0].slots > 0]
+            t = self._templates[(policy, pool_key)] = (sorted(items), {k[-1]: k for k in items})
+        return t
+
+
+def empty_key(policy: str, node: Node) -> tuple:
+    """A node's placement score when it runs nothing (see `_Planner._key_fn`)."""
+    if policy == "fifo":
+        return (node.name,)
+    if policy == "least-loaded":
+        return (-node.slots, node.name)
+    return (-1.0, 0, node.name)
 
 
 def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy: str = "mysched",
@@ -143,6 +168,24 @@ class _Load:
             self.classes[cls] = self.classes.get(cls, 0) + 1
             if start is not None and start > self.class_start.get(cls, -math.inf):
                 self.class_start[cls] = start
+
+
+class _Loads(dict):
+    """Per-node loads, made on first use: nodes that run nothing need no work until touched."""
+
+    def __init__(self, index: "NodeIndex", pools: dict) -> None:
+        super().__init__()
+        self.index = index
+        self.pools = pools
+
+    def __missing__(self, name: str) -> "_Load":
+        node, ntype, key, usable, _counted = self.index.by_name[name]
+        load = _Load(node, ntype, usable)
+        if node.state is NodeState.FULL:
+            load.free = 0
+        load.pool = self.pools[key]
+        self[name] = load
+        return load
 
 
 class _Ranking:
@@ -270,25 +313,11 @@ class _Planner:
             return pc
 
     def _setup_nodes(self) -> None:
-        """Per-node loads; static node facts (type, pool) come from the index."""
+        """Pools from the index; per-node loads only for nodes that run jobs (others lazily)."""
         idx = self.index
-        self.loads: dict[str, _Load] = {}
-        self.counted: list[_Load] = []
-        pools: dict[tuple, _Pool] = {}
-        loads = self.loads
-        full = NodeState.FULL
-        for node, ntype, key, usable, counted in idx.entries:
-            load = _Load(node, ntype, usable)
-            if node.state is full:
-                load.free = 0
-            pool = pools.get(key)
-            if pool is None:
-                pool = pools[key] = _Pool(*key)
-            load.pool = pool
-            loads[node.name] = load
-            if counted:
-                self.counted.append(load)
-        self.pools = [pools.get(k) or _Pool(*k) for k in idx.pool_keys]
+        pools = {k: _Pool(*k) for k in idx.pool_keys}
+        self.pools = list(pools.values())
+        self.loads = _Loads(idx, pools)
         self.total_slots = idx.total_slots
         self.max_slots = idx.max_slots
 
@@ -300,6 +329,7 @@ class _Planner:
         waiting = (JobState.QUEUED, JobState.HELD, JobState.WAITING, JobState.TRANSIT)
         vo_cache: dict[str, str] = {}
         vo_of = self.vo_of
+        by_name = self.index.by_name
         packing = bool(self.packing)
         # Running jobs counted once per (queue, vo, group, user), aggregated below: far
         # fewer dictionary updates than one per counter per job.
@@ -327,9 +357,8 @@ class _Planner:
                 else:
                     cls = None
                 for name, cores in job.placement:
-                    ld = loads.get(name)
-                    if ld is not None:
-                        ld.add(job.user, vo, job.group, cls, cores, job.start_time)
+                    if name in by_name:
+                        loads[name].add(job.user, vo, job.group, cls, cores, job.start_time)
             elif st in waiting:
                 vo_queued[vo] = vo_queued.get(vo, 0) + 1
                 queued.append((job, vo))
@@ -352,8 +381,13 @@ class _Planner:
         self.keyf = keyf
         packing = self.packing
         exclusive = self.exclusive_packing
-        per_pool: dict[int, tuple[_Pool, list[tuple]]] = {}
-        for ld in self.loads.values():
+        idx = self.index
+        for pool in self.pools:
+            keys, of = idx.empty_ranking(self.policy, (pool.ntype, pool.queues, pool.owners))
+            pool.ranking.keys = list(keys)
+            pool.ranking.of = dict(of)
+        busy = list(self.loads.values())  # the nodes that run jobs
+        for ld in busy:
             if exclusive:
                 # Exclusive reservations follow from the running class jobs' start times.
                 best = None
@@ -369,18 +403,22 @@ class _Planner:
                     self._wake(best[1] + packing[best[0]].ttl)
             if ld.usable and ld.free > 0:
                 k = keyf(ld)
-                entry = per_pool.get(id(ld.pool))
-                if entry is None:
-                    entry = per_pool[id(ld.pool)] = (ld.pool, [])
-                entry[1].append(k)
+                ld.pool.ranking.put(ld.name, k)
                 if packing:
                     for cls, n in ld.classes.items():
                         if n and cls in packing:
                             ld.pool.by_class.setdefault(cls, _Ranking()).put(ld.name, k)
-        for pool, keys in per_pool.values():
-            pool.ranking.build(keys)
-        self.free_total = sum(ld.free for ld in self.loads.values() if ld.usable)
-        self.used_before = sum(min(ld.used, ld.slots) for ld in self.counted)
+            else:
+                ld.pool.ranking.drop(ld.name)
+        used = 0
+        free = 0
+        for ld in busy:
+            if idx.by_name[ld.name][4]:
+                used += min(ld.used, ld.slots)
+            if ld.usable:
+                free += ld.free
+        self.used_before = used
+        self.free_total = free + sum(slots for name, slots in idx.usable_free.items() if name not in self.loads)
 
     def _wake(self, t: float) -> None:
         if math.isfinite(t) and (self.out.wake_at is None or t < self.out.wake_at):
@@ -656,7 +694,8 @@ class _Planner:
         gmax = gmax.max_per_node if gmax is not None else None
         counts: dict[str, int] = {}
         loads = self.loads
-        for ld in loads.values():
+        for name in self.index.by_name:
+            ld = loads[name]
             if not ld.usable:
                 r = "node_down"
             elif ld.free < cores:

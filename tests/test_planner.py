@@ -226,3 +226,54 @@ def test_plan_is_deterministic_and_pure():
     assert [(x.job_id, x.placement) for x in a.starts] == [(x.job_id, x.placement) for x in b.starts]
     assert all(j.state == JobState.QUEUED for j in s.jobs)
 
+
+
+def test_random_farms_never_overfill_nodes_or_break_limits():
+    """Property check on random farms: capacity, per-node limits, one answer per job, and a
+    reused NodeIndex changes nothing."""
+    import random
+
+    from mysched.model import Job, Snapshot
+    from mysched.planner import NodeIndex
+    c = cfg('groups = { atlassgm = { max_per_node = 1; }; };',
+            base='vos = { atlas = { groups = ["atlas", "atlassgm"]; share = 50; max_per_node = 3; }; '
+                 'cms = { groups = ["cms"]; share = 30; }; };')
+    index = NodeIndex()
+    ns = tuple(Node(f"wn{i:02d}", [1, 2, 4, 8][i % 4], NodeState.DOWN if i % 7 == 6 else NodeState.FREE)
+               for i in range(14))
+    for trial in range(60):
+        rnd = random.Random(trial)
+        free = {n.name: n.slots for n in ns}
+        jobs = []
+        for i in range(rnd.randint(0, 40)):
+            n = rnd.choice(ns)
+            if free[n.name] and n.state == NodeState.FREE:
+                free[n.name] -= 1
+                jobs.append(running(f"r{i}", f"u{rnd.randrange(5)}", rnd.choice(["atlas", "cms", "atlassgm"]), n.name))
+        jobs += [queued(f"q{i}", f"u{rnd.randrange(5)}", rnd.choice(["atlas", "cms", "atlassgm", "other"]),
+                        cores=rnd.choice([1, 1, 2, 4]), submit=i) for i in range(rnd.randint(1, 50))]
+        s = Snapshot(1000.0, tuple(jobs), ns)
+        p = plan(s, c, Usage(), 1000, index=index)
+        q = plan(s, c, Usage(), 1000)
+        assert [(x.job_id, x.placement) for x in p.starts] == [(x.job_id, x.placement) for x in q.starts]
+        assert {x.job_id for x in p.starts} | set(p.waits) == {j.id for j in jobs if j.state == JobState.QUEUED}
+        used = {n.name: n.slots - free[n.name] for n in ns}
+        vo_on: dict[tuple[str, str], int] = {}
+        sgm_on: dict[str, int] = {}
+        for j in jobs:
+            if j.state == JobState.RUNNING:
+                vo = c.vo_of(j.group)
+                vo_on[(vo, j.placement[0][0])] = vo_on.get((vo, j.placement[0][0]), 0) + 1
+                if j.group == "atlassgm":
+                    sgm_on[j.placement[0][0]] = sgm_on.get(j.placement[0][0], 0) + 1
+        for x in p.starts:
+            node = x.placement[0][0]
+            used[node] += x.cores
+            assert next(n for n in ns if n.name == node).state == NodeState.FREE
+            if x.vo == "atlas":
+                assert vo_on.get(("atlas", node), 0) < 3
+                vo_on[("atlas", node)] = vo_on.get(("atlas", node), 0) + 1
+            if x.group == "atlassgm":
+                assert sgm_on.get(node, 0) == 0
+                sgm_on[node] = sgm_on.get(node, 0) + 1
+        assert all(used[n.name] <= n.slots for n in ns)
