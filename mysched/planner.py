@@ -83,6 +83,8 @@ class NodeIndex:
         self.total_slots = total
         self.max_slots = max_slots
         self.usable_free = {e[0].name: e[0].slots for e in entries if e[3] and e[0].state is NodeState.FREE}
+        self.idle_free = sum(self.usable_free.values())
+        """Free slots of the farm if no job ran: a cycle corrects it for the busy nodes only."""
         self._templates: dict[tuple[str, tuple], tuple[list[tuple], dict[str, tuple]]] = {}
         self._config, self._nodes = config, nodes
 
@@ -411,14 +413,14 @@ class _Planner:
             else:
                 ld.pool.ranking.drop(ld.name)
         used = 0
-        free = 0
+        free = idx.idle_free
+        idle = idx.usable_free
         for ld in busy:
             if idx.by_name[ld.name][4]:
                 used += min(ld.used, ld.slots)
-            if ld.usable:
-                free += ld.free
+            free += (ld.free if ld.usable else 0) - idle.get(ld.name, 0)
         self.used_before = used
-        self.free_total = free + sum(slots for name, slots in idx.usable_free.items() if name not in self.loads)
+        self.free_total = free
 
     def _wake(self, t: float) -> None:
         if math.isfinite(t) and (self.out.wake_at is None or t < self.out.wake_at):

@@ -1,7 +1,9 @@
-"""The TORQUE adapter against a scripted IFL: attribute mapping, locations, error translation."""
+"""The TORQUE adapter against a scripted IFL: attribute mapping, locations, error translation,
+C struct conversion, and the scheduler-contact decoding. No TORQUE needed."""
 
 from __future__ import annotations
 
+import ctypes
 import socket
 import struct
 import threading
@@ -11,12 +13,17 @@ import pytest
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
                             Unauthorized)
 from mysched.model import JobState, NodeState
-from mysched.torque.backend import (TorqueServer, location, parse_duration, parse_exec_host, parse_mem,
-                                    parse_nodes)
+from mysched.pbsvalues import parse_duration, parse_exec_host, parse_mem, parse_nodes
+from mysched.torque import ifl as ifl_mod
+from mysched.torque.backend import (TorqueServer, job_from_attrs, location, node_from_attrs, parse_node_jobs,
+                                    queue_from_attrs)
+from mysched.torque.ifl import CtypesIFL, PbsModuleIFL, _Attrl, _BatchStatus, convert_status
 from mysched.torque.schedproto import SchedulerListener, decode_command
 
 
 class FakeIFL:
+    """Answers like libtorque 6.1 does: stat calls [] plus pbs_errno on error, runjob the code."""
+
     def __init__(self):
         self.jobs = [
             ("12.srv", {"job_state": "Q", "queue": "atlas", "euser": "bob", "egroup": "atlasprd",
@@ -34,28 +41,45 @@ class FakeIFL:
                                   "max_running": "40"}),
                        ("route", {"queue_type": "Route", "enabled": "True", "started": "True"})]
         self.err = 0
+        self.connect_rc: list[int] = []  # handed out first, then 1
+        self.fail_stat: list[int] = []  # pbs_errno of the next failing stat calls
         self.runs = []
-        self.connects = 0
         self.run_rc = {}
+        self.run_errno = {}
+        self.connects = 0
+        self.disconnects = 0
+        self.selects = []
 
     def connect(self, server):
         self.connects += 1
-        return -1 if self.err == 15010 else 1
+        return self.connect_rc.pop(0) if self.connect_rc else 1
 
     def disconnect(self, conn):
-        pass
+        self.disconnects += 1
+
+    def _stat(self, rows, attrs):
+        self.selects.append(tuple(attrs))
+        if self.fail_stat:
+            self.err = self.fail_stat.pop(0)
+            return []
+        self.err = 0
+        return rows
 
     def statjob(self, conn, attrs):
-        return self.jobs
+        return self._stat(self.jobs, attrs)
 
     def statjob_one(self, conn, job_id, attrs):
-        return [j for j in self.jobs if j[0] == job_id]
+        rows = [j for j in self.jobs if j[0] == job_id]
+        res = self._stat(rows, attrs)
+        if not res and not self.err:
+            self.err = 15001
+        return res
 
     def statnode(self, conn, attrs):
-        return self.nodes
+        return self._stat(self.nodes, attrs)
 
     def statque(self, conn, attrs):
-        return self.queues
+        return self._stat(self.queues, attrs)
 
     def statserver(self, conn, attrs):
         return []
@@ -63,97 +87,421 @@ class FakeIFL:
     def runjob(self, conn, job_id, loc):
         self.runs.append((job_id, loc))
         code = self.run_rc.get(job_id, 0)
-        self.err = code
-        return -1 if code else 0
+        self.err = self.run_errno.get(job_id, code)
+        return code
 
     def errno(self):
         return self.err
 
     def errmsg(self, conn):
-        return {15001: "Unknown Job Id Error", 15046: "Resource temporarily unavailable"}.get(self.err, "error")
+        return {15001: "Unknown Job Id Error", 15046: "Resource temporarily unavailable"}.get(self.err, "")
+
+    def strerror(self, code):
+        return {15033: "Batch protocol error", 15010: "Access from host not allowed, or unknown host"}.get(code, "")
 
 
+# -- attribute mapping -----------------------------------------------------------------------
 def test_snapshot_maps_jobs_nodes_and_queues():
-    s = TorqueServer("batch", ifl=FakeIFL(), clock=lambda: 5.0).snapshot()
+    ifl = FakeIFL()
+    s = TorqueServer("batch", ifl=ifl, clock=lambda: 5.0).snapshot()
     jobs = {j.id: j for j in s.jobs}
     assert set(jobs) == {"12.srv", "13.srv", "14[0].srv"}  # the array parent is not runnable
     q = jobs["12.srv"]
-    assert (q.user, q.group, q.cores, q.walltime, q.mem, q.state) == ("bob", "atlasprd", 2, 5400.0, 2 << 30,
-                                                                      JobState.QUEUED)
+    assert (q.user, q.group, q.cores, q.walltime, q.mem, q.state, q.submit_time) == (
+        "bob", "atlasprd", 2, 5400.0, 2 << 30, JobState.QUEUED, 1795337386.0)
     r = jobs["13.srv"]
-    assert r.user == "alice" and r.placement == (("node03", 2), ("node04", 1)) and r.cores == 3
+    assert r.user == "alice" and r.group == "alice" and r.placement == (("node03", 2), ("node04", 1))
+    assert r.cores == 3 and r.start_time == 1795337400.0
     assert r.walltime is None and any("bogus" in w for w in s.extra["warnings"])
     nodes = {n.name: n for n in s.nodes}
     assert nodes["node03"].state == NodeState.FULL and nodes["node03"].properties == {"sw", "big"}
     assert nodes["node05"].state == NodeState.DOWN and nodes["node04"].jobs == ("13.srv",)
     assert [q.name for q in s.queues] == ["atlas"] and s.queues[0].max_running == 40
+    assert s.time == 5.0 and s.server == "torque://batch"
+    # only the attributes the mapping reads are asked for
+    assert all("Variable_List" not in sel and sel for sel in ifl.selects)
 
 
+@pytest.mark.parametrize("attrs, cores", [
+    ({"Resource_List.nodes": "2:ppn=4"}, 8),
+    ({"Resource_List.nodes": "node03:ppn=2"}, 2),
+    ({"Resource_List.nodes": "a:ppn=2+b:ppn=2"}, 4),
+    ({"Resource_List.nodes": "1"}, 1),
+    ({"Resource_List.procs": "3"}, 3),
+    ({"Resource_List.ncpus": "6"}, 6),
+    ({}, 1),
+])
+def test_cores_from_nodes_procs_ncpus(attrs, cores):
+    j = job_from_attrs("1.s", {"job_state": "Q", "euser": "u", **attrs}, [])
+    assert j.cores == cores
+
+
+def test_owner_fallback_and_time_fallback():
+    j = job_from_attrs("1.s", {"job_state": "W", "Job_Owner": "carol@ui.example", "ctime": "100"}, [])
+    assert (j.user, j.group, j.submit_time, j.state) == ("carol", "carol", 100.0, JobState.WAITING)
+
+
+@pytest.mark.parametrize("attrs, needle", [
+    ({"Resource_List.walltime": "12:xx:00"}, "duration"),
+    ({"Resource_List.mem": "lots"}, "size"),
+    ({"Resource_List.nodes": "x:ppn=y"}, "nodes spec"),
+    ({"Resource_List.procs": "-2"}, "procs"),
+    ({"exec_host": "node01/a-b"}, "exec_host"),
+    ({"qtime": "yesterday"}, "qtime"),
+    ({"start_time": "soon"}, "start_time"),
+])
+def test_malformed_job_values_warn_and_leave_the_rest(attrs, needle):
+    warnings: list[str] = []
+    j = job_from_attrs("7.s", {"job_state": "R", "queue": "q", "euser": "u", "egroup": "g", **attrs}, warnings)
+    assert j is not None and j.id == "7.s" and j.user == "u"
+    assert len(warnings) == 1 and needle in warnings[0] and "7.s" in warnings[0]
+
+
+def test_unknown_state_skips_the_job_with_a_warning():
+    warnings: list[str] = []
+    assert job_from_attrs("8.s", {"job_state": "Z"}, warnings) is None
+    assert "unknown state" in warnings[0]
+
+
+def test_malformed_values_in_a_whole_snapshot_do_not_raise():
+    ifl = FakeIFL()
+    ifl.jobs = [("1.s", {"job_state": "?", "queue": "q"}),
+                ("2.s", {"job_state": "Q", "queue": "q", "euser": "u", "Resource_List.walltime": "1:2:3:4:5",
+                         "Resource_List.mem": "12qb"}),
+                ("3.s", {"job_state": "R", "queue": "q", "euser": "u", "exec_host": "+/+"})]
+    ifl.nodes = [("n1", {"state": "free", "np": "four"}), ("n2", {"state": "weird-flag", "np": "2"})]
+    ifl.queues = [("q", {"queue_type": "Execution", "max_running": "many"})]
+    s = TorqueServer(ifl=ifl).snapshot()
+    assert [j.id for j in s.jobs] == ["2.s", "3.s"]
+    assert s.jobs[0].walltime is None and s.jobs[0].mem is None
+    n1, n2 = s.nodes
+    assert (n1.slots, n1.state) == (0, NodeState.OFFLINE) and n2.slots == 2
+    assert s.queues[0].max_running is None
+    assert len(s.extra["warnings"]) == 6
+
+
+@pytest.mark.parametrize("flags, state", [
+    ("free", NodeState.FREE), ("job-exclusive", NodeState.FULL), ("job-exclusive,busy", NodeState.BUSY),
+    ("offline", NodeState.OFFLINE), ("down,offline", NodeState.DOWN), ("state-unknown,down", NodeState.DOWN),
+    ("", NodeState.DOWN), ("free,time-shared", NodeState.FREE),
+])
+def test_node_states(flags, state):
+    assert node_from_attrs("n", {"state": flags, "np": "8"}, []).state == state
+
+
+def test_node_jobs_and_queue_flags():
+    assert parse_node_jobs("0-1/12.srv, 2/13.srv,3/12.srv") == ("12.srv", "13.srv")
+    assert parse_node_jobs("") == ()
+    q = queue_from_attrs("ops", {"queue_type": "Execution", "enabled": "False", "started": "True"}, [])
+    assert (q.enabled, q.started, q.max_running) == (False, True, None)
+    assert queue_from_attrs("r", {"queue_type": "Route"}, []) is None
+
+
+def test_value_parsers():
+    assert parse_nodes("2:ppn=4") == 8 and parse_nodes("node03:ppn=2") == 2 and parse_nodes("1") == 1
+    assert parse_nodes("2:ppn=2:gpus=1+node01") == 5
+    assert parse_exec_host("b391/0-3") == (("b391", 4),)
+    assert parse_exec_host("n1/0,2-3+n2/1") == (("n1", 3), ("n2", 1))
+    assert parse_exec_host("node03/0+node03/1") == (("node03", 2),)
+    assert parse_duration("96:00:00") == 345600 and parse_duration("90") == 90 and parse_duration("01:30") == 90
+    assert parse_mem("512kb") == 512 << 10 and parse_mem("2000mb") == 2000 << 20 and parse_mem("4gb") == 4 << 30
+    assert parse_mem("100") == 100 and parse_mem("1kw") == 8 << 10
+    for bad in ("x:ppn=y", "", "1:ppn="):
+        with pytest.raises(ValueError):
+            parse_nodes(bad)
+    for bad in ("19:2x", "", "-5"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+    with pytest.raises(ValueError):
+        parse_mem("1.5gb")
+    with pytest.raises(ValueError):
+        parse_exec_host("/0")
+
+
+# -- starting jobs ---------------------------------------------------------------------------
 def test_run_job_passes_node_ppn_location():
     ifl = FakeIFL()
     TorqueServer(ifl=ifl).run_job("12.srv", (("node04", 2),))
     assert ifl.runs == [("12.srv", "node04:ppn=2")]
     assert location((("a", 2), ("b", 2))) == "a:ppn=2+b:ppn=2"
+    assert location((("n1", 1),)) == "n1:ppn=1"  # never a bare name
+    assert location(()) is None  # the server's own choice
 
 
-@pytest.mark.parametrize("code, exc", [(15001, JobGone), (15018, JobStateError), (15007, Unauthorized),
-                                       (15046, RunRefused), (15064, RunRefused), (15085, ServerTimeout),
-                                       (15099, ServerUnavailable), (15999, ServerError)])
-def test_ifl_errors_are_translated(code, exc):
+@pytest.mark.parametrize("code, exc", [
+    (15001, JobGone), (15086, JobGone), (15018, JobStateError), (15052, JobStateError),
+    (15007, Unauthorized), (15008, Unauthorized), (15046, RunRefused), (15064, RunRefused),
+    (15072, RunRefused), (15110, RunRefused), (15085, ServerTimeout), (15033, ServerTimeout),
+    (15099, ServerTimeout), (15171, ServerTimeout), (15062, ServerUnavailable), (15004, ServerError),
+    (15999, ServerError),
+])
+def test_runjob_errors_are_translated(code, exc):
     ifl = FakeIFL()
     ifl.run_rc["12.srv"] = code
     with pytest.raises(exc) as info:
         TorqueServer(ifl=ifl).run_job("12.srv", (("node04", 1),))
-    assert info.value.code == code and "12.srv" in str(info.value)
+    assert type(info.value) is exc
+    assert info.value.code == code and "12.srv" in str(info.value) and info.value.call == "runjob"
 
 
-def test_unreachable_server_is_unavailable_and_reconnects_later():
+def test_runjob_on_a_broken_connection_is_a_timeout_and_reconnects():
+    """libtorque 6.1 returns 15033 with pbs_errno -1 when the socket died (seen live)."""
     ifl = FakeIFL()
-    ifl.err = 15010
+    ifl.run_rc["12.srv"] = 15033
+    ifl.run_errno["12.srv"] = -1
+    srv = TorqueServer(ifl=ifl)
+    with pytest.raises(ServerTimeout, match="Batch protocol error"):
+        srv.run_job("12.srv", (("node04", 1),))
+    assert srv.conn is None and ifl.disconnects == 1
+    del ifl.run_rc["12.srv"]
+    srv.run_job("12.srv", (("node04", 1),))
+    assert ifl.connects == 2
+
+
+def test_job_errors_keep_the_connection():
+    ifl = FakeIFL()
+    ifl.run_rc["12.srv"] = 15018
+    srv = TorqueServer(ifl=ifl)
+    with pytest.raises(JobStateError):
+        srv.run_job("12.srv", (("node04", 1),))
+    assert srv.conn == 1 and ifl.disconnects == 0
+
+
+# -- connection handling ---------------------------------------------------------------------
+@pytest.mark.parametrize("rc, text", [(-111, "Connection refused (error 111)"),
+                                      (-15010, "unknown host (error 15010)")])
+def test_connect_failures_name_the_cause(rc, text):
+    ifl = FakeIFL()
+    ifl.connect_rc = [rc]
     srv = TorqueServer("nohost", ifl=ifl)
-    with pytest.raises(ServerUnavailable, match="cannot connect to pbs_server at nohost"):
+    with pytest.raises(ServerUnavailable, match="cannot connect to pbs_server at nohost") as info:
         srv.snapshot()
-    ifl.err = 0
+    assert text in str(info.value) and info.value.code == -rc
+    assert len(srv.snapshot().jobs) == 3  # and it connects again next time
+
+
+def test_stat_on_a_stale_connection_reconnects_once():
+    ifl = FakeIFL()
+    srv = TorqueServer(ifl=ifl)
+    srv.snapshot()
+    ifl.fail_stat = [15033]  # the server restarted under the open connection
     assert len(srv.snapshot().jobs) == 3
+    assert ifl.connects == 2 and ifl.disconnects == 1
 
 
-def test_get_job_of_unknown_job_is_none():
-    assert TorqueServer(ifl=FakeIFL()).get_job("99.srv") is None
+def test_stat_that_keeps_failing_is_unavailable():
+    ifl = FakeIFL()
+    ifl.fail_stat = [15033, 15033]
+    with pytest.raises(ServerUnavailable) as info:
+        TorqueServer(ifl=ifl).snapshot()
+    assert not isinstance(info.value, ServerTimeout) and info.value.call == "statque"
 
 
-def test_value_parsers():
-    assert parse_nodes("2:ppn=4") == 8 and parse_nodes("node03:ppn=2") == 2 and parse_nodes("1") == 1
-    assert parse_exec_host("b391/0-3") == (("b391", 4),)
-    assert parse_exec_host("n1/0,2-3+n2/1") == (("n1", 3), ("n2", 1))
-    assert parse_duration("96:00:00") == 345600 and parse_duration("90") == 90
-    assert parse_mem("512kb") == 512 * 1024 and parse_mem("100") == 100
-    for bad in ("x:ppn=y",):
-        with pytest.raises(ValueError):
-            parse_nodes(bad)
-    with pytest.raises(ValueError):
-        parse_duration("19:2x")
+def test_stat_timeout_is_not_retried():
+    ifl = FakeIFL()
+    ifl.fail_stat = [15085]
+    with pytest.raises(ServerTimeout):
+        TorqueServer(ifl=ifl).snapshot()
+    assert ifl.connects == 1
+
+
+def test_stat_refused_for_rights_is_unauthorized():
+    ifl = FakeIFL()
+    ifl.fail_stat = [15007]
+    with pytest.raises(Unauthorized):
+        TorqueServer(ifl=ifl).snapshot()
+
+
+def test_get_job():
+    ifl = FakeIFL()
+    srv = TorqueServer(ifl=ifl)
+    assert srv.get_job("99.srv") is None
+    assert srv.get_job("13.srv").state == JobState.RUNNING
+    ifl.fail_stat = [15099]
+    assert srv.get_job("12.srv").cores == 2  # reconnected and asked again
+
+
+# -- the C side: struct conversion and freeing ----------------------------------------------
+def _c_status(rows):
+    """Build a C batch_status list like libtorque's; returns (head, keepalive)."""
+    keep = []
+    head = prev = None
+    for name, attrs in rows:
+        bs = _BatchStatus()
+        bs.name = name.encode()
+        a_prev = None
+        for key, value in attrs:
+            at = _Attrl()
+            n, _, r = key.partition(".")
+            at.name, at.resource, at.value = n.encode(), (r.encode() if r else None), value
+            keep.append(at)
+            if a_prev is None:
+                bs.attribs = ctypes.pointer(at)
+            else:
+                a_prev.next = ctypes.pointer(at)
+            a_prev = at
+        keep.append(bs)
+        if prev is None:
+            head = ctypes.pointer(bs)
+        else:
+            prev.next = ctypes.pointer(bs)
+        prev = bs
+    return head, keep
+
+
+def test_convert_status_reads_names_resources_and_values():
+    head, _keep = _c_status([("12.srv", [("job_state", b"Q"), ("Resource_List.nodes", b"1:ppn=2"),
+                                         ("Resource_List.walltime", b"01:00:00"), ("exec_host", None)]),
+                             ("13.srv", [])])
+    assert convert_status(head) == [("12.srv", {"job_state": "Q", "Resource_List.nodes": "1:ppn=2",
+                                                "Resource_List.walltime": "01:00:00", "exec_host": ""}),
+                                    ("13.srv", {})]
+    assert convert_status(ctypes.POINTER(_BatchStatus)()) == []
+
+
+class _FakeLib:
+    """Stands in for the CDLL: hands out a C list, records what was freed."""
+
+    def __init__(self, head):
+        self.head, self.freed = head, []
+        self.pbs_statjob = lambda conn, ident, attrs, extend: self.head
+        self.pbs_statfree = lambda p: self.freed.append(ctypes.addressof(p.contents))
+
+
+def _ctypes_ifl(lib):
+    ifl = object.__new__(CtypesIFL)
+    ifl.lib, ifl.lock, ifl._names = lib, threading.Lock(), {}
+    ifl._errno = ctypes.c_int(0)
+    return ifl
+
+
+def test_ctypes_stat_always_frees(monkeypatch):
+    head, _keep = _c_status([("1.s", [("job_state", b"R")])])
+    lib = _FakeLib(head)
+    ifl = _ctypes_ifl(lib)
+    assert ifl.statjob(1, ["job_state"]) == [("1.s", {"job_state": "R"})]
+    assert lib.freed == [ctypes.addressof(head.contents)]
+
+    def boom(head, names=None):
+        raise UnicodeError("conversion failed")
+    monkeypatch.setattr(ifl_mod, "convert_status", boom)
+    with pytest.raises(UnicodeError):
+        ifl.statjob(1, ["job_state"])
+    assert len(lib.freed) == 2  # freed even when the conversion failed
+
+
+def test_pbs_module_results_are_freed_and_errors_read_from_get_error():
+    class Attr:
+        def __init__(self, name, resource, value):
+            self.name, self.resource, self.value = name, resource, value
+
+    class Status:
+        def __init__(self, name, attribs):
+            self.name, self.attribs = name, attribs
+
+    class Pbs:
+        freed = []
+
+        def new_attrl(self, n):
+            return [type("A", (), {"name": None})() for _ in range(n)]
+
+        def pbs_statjob(self, conn, ident, attrl, extend):
+            return [Status("1.s", [Attr("Resource_List", "nodes", "1:ppn=2"), Attr("job_state", None, "Q")])]
+
+        def pbs_statfree(self, result):
+            self.freed.append(result)
+
+        def get_error(self):
+            return 15001
+
+        def pbs_geterrmsg(self, conn):
+            return "Unknown Job Id Error"
+
+    pbs = Pbs()
+    ifl = PbsModuleIFL(pbs)
+    assert ifl.statjob(1, ["job_state"]) == [("1.s", {"Resource_List.nodes": "1:ppn=2", "job_state": "Q"})]
+    assert len(pbs.freed) == 1
+    assert (ifl.errno(), ifl.errmsg(1)) == (15001, "Unknown Job Id Error")
 
 
 def test_missing_libtorque_is_a_clear_error(monkeypatch):
-    from mysched.torque import ifl
-    monkeypatch.setattr(ifl, "SEARCH", ())
-    monkeypatch.setattr(ifl.ctypes.util, "find_library", lambda name: None)
-    monkeypatch.setattr(ifl.glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(ifl_mod, "SEARCH", ())
+    monkeypatch.setattr(ifl_mod.ctypes.util, "find_library", lambda name: None)
+    monkeypatch.setattr(ifl_mod.glob, "glob", lambda pattern: [])
     monkeypatch.delenv("MYSCHED_LIBTORQUE", raising=False)
-    with pytest.raises(ServerUnavailable, match="libtorque.so.2 not found"):
-        ifl.CtypesIFL(None)
+    with pytest.raises(ServerUnavailable, match="libtorque.so.2 not found; install"):
+        CtypesIFL(None)
+    monkeypatch.setenv("MYSCHED_LIBTORQUE", "/nonexistent/libtorque.so.2")
+    with pytest.raises(ServerUnavailable, match=r"/nonexistent/libtorque.so.2 \(\$MYSCHED_LIBTORQUE\) does not"):
+        CtypesIFL(None)
+    with pytest.raises(ServerUnavailable, match=r"server.libtorque"):
+        TorqueServer(libtorque="/nonexistent/x.so")
+
+
+def test_a_library_that_is_not_libtorque_is_refused(monkeypatch):
+    monkeypatch.setenv("MYSCHED_LIBTORQUE", ctypes.util.find_library("c") or "libc.so.6")
+    with pytest.raises(ServerUnavailable, match="not a usable TORQUE client library"):
+        CtypesIFL(None)
+
+
+# -- scheduler contacts ------------------------------------------------------------------------
+def test_decode_command_of_captured_server_bytes():
+    # bytes pbs_server 6.1 sent to port 15004 (captured): set scheduling=True, qsub, job end
+    assert decode_command(b"\x00\x00\x00\x05") == "command"
+    assert decode_command(b"\x00\x00\x00\x01") == "new"
+    assert decode_command(b"\x00\x00\x00\x02") == "term"
+    assert decode_command(struct.pack("!I", 10)) == "first"
+    assert decode_command(struct.pack("!I", 3)) == "time"
+    assert decode_command(struct.pack("!I", 42)) == "unknown(42)"
+    with pytest.raises(ValueError):
+        decode_command(b"\x00\x00")
 
 
 def test_scheduler_listener_decodes_server_contacts():
-    assert decode_command(struct.pack("!I", 1)) == "new"
-    assert decode_command(struct.pack("!I", 2)) == "term"
     got = []
     done = threading.Event()
-    lst = SchedulerListener(("127.0.0.1", 0), on_event=lambda r: (got.append(r), done.set())).start()
+
+    def on_event(reason):
+        got.append(reason)
+        if len(got) == 2:
+            done.set()
+    lst = SchedulerListener(("127.0.0.1", 0), on_event=on_event).start()
     try:
         with socket.create_connection(("127.0.0.1", lst.port)) as s:
-            s.sendall(struct.pack("!I", 2))
+            s.sendall(b"\x00\x00")  # a contact cut short is ignored
+        for code in (2, 1):
+            with socket.create_connection(("127.0.0.1", lst.port)) as s:
+                s.sendall(struct.pack("!I", code))
+                assert s.recv(1) == b""  # the listener closes: no reply is part of the protocol
         assert done.wait(5)
-        assert got == ["term"]
+        assert got == ["term", "new"] and lst.events == 2
+    finally:
+        lst.close()
+
+
+def test_listener_survives_a_failing_callback():
+    calls = []
+    done = threading.Event()
+
+    def on_event(reason):
+        calls.append(reason)
+        if len(calls) == 2:
+            done.set()
+        raise RuntimeError("callback bug")
+    lst = SchedulerListener(("127.0.0.1", 0), on_event=on_event).start()
+    try:
+        for _ in range(2):
+            with socket.create_connection(("127.0.0.1", lst.port)) as s:
+                s.sendall(struct.pack("!I", 1))
+        assert done.wait(5)
+    finally:
+        lst.close()
+
+
+def test_listener_port_in_use_is_a_clear_error():
+    lst = SchedulerListener(("127.0.0.1", 0))
+    try:
+        with pytest.raises(OSError, match="cannot listen for pbs_server events on 127.0.0.1"):
+            SchedulerListener(("127.0.0.1", lst.port))
     finally:
         lst.close()
