@@ -157,15 +157,19 @@ class _Load:
         self.reserved: str | None = None
         self.usable = usable
 
-    def add(self, user: str, vo: str, group: str, cls: str | None, cores: int, start: float | None) -> None:
-        """Count a job on this node; `cls` is None when no packing class is configured."""
+    def add(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
+            start: float | None) -> None:
+        """Count a job on this node. A None user, VO, group or class is one nothing reads in
+        this plan (no diversity score, no per-node limit, no packing): not counted."""
         self.free = max(0, self.free - cores)
         self.used += cores
         self.njobs += 1
-        users, vos, groups = self.users, self.vos, self.groups
-        users[user] = users.get(user, 0) + 1
-        vos[vo] = vos.get(vo, 0) + 1
-        groups[group] = groups.get(group, 0) + 1
+        if user is not None:
+            self.users[user] = self.users.get(user, 0) + 1
+        if vo is not None:
+            self.vos[vo] = self.vos.get(vo, 0) + 1
+        if group is not None:
+            self.groups[group] = self.groups.get(group, 0) + 1
         if cls is not None:
             self.classes[cls] = self.classes.get(cls, 0) + 1
             if start is not None and start > self.class_start.get(cls, -math.inf):
@@ -303,6 +307,11 @@ class _Planner:
         self._pclass_of: dict[tuple, PackingClass | None] = {}
         self.packing = {pc.name: pc for pc in config.packing}
         self.exclusive_packing = any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing)
+        # What per-node counts this plan reads: users for the diversity score, VOs and
+        # groups only where a per-node limit exists.
+        self.track = (policy == "mysched",
+                      any(v.max_per_node is not None for v in config.vos.values()),
+                      any(g.max_per_node is not None for g in config.groups.values()))
 
     # -- set-up ---------------------------------------------------------------------------
     def _job_class(self, queue: str, vo: str, group: str, user: str) -> PackingClass | None:
@@ -332,6 +341,7 @@ class _Planner:
         vo_cache: dict[str, str] = {}
         vo_of = self.vo_of
         by_name = self.index.by_name
+        t_users, t_vos, t_groups = self.track
         packing = bool(self.packing)
         # Running jobs counted once per (queue, vo, group, user), aggregated below: far
         # fewer dictionary updates than one per counter per job.
@@ -360,7 +370,8 @@ class _Planner:
                     cls = None
                 for name, cores in job.placement:
                     if name in by_name:
-                        loads[name].add(job.user, vo, job.group, cls, cores, job.start_time)
+                        loads[name].add(job.user if t_users else None, vo if t_vos else None,
+                                        job.group if t_groups else None, cls, cores, job.start_time)
             elif st in waiting:
                 vo_queued[vo] = vo_queued.get(vo, 0) + 1
                 queued.append((job, vo))
@@ -556,7 +567,9 @@ class _Planner:
 
     def _commit(self, job: Job, vo: str, pc: PackingClass | None, ld: _Load, reason: str) -> None:
         cls = (pc.name if pc else DEFAULT_CLASS) if self.packing else None
-        ld.add(job.user, vo, job.group, cls, job.cores, self.now)
+        t_users, t_vos, t_groups = self.track
+        ld.add(job.user if t_users else None, vo if t_vos else None, job.group if t_groups else None, cls,
+               job.cores, self.now)
         self.free_total -= job.cores
         if pc is not None and pc.policy == "exclusive" and pc.ttl > 0:
             ld.reserved = cls

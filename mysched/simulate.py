@@ -328,7 +328,17 @@ def _violations(p, snap, config: Config, farm: SimulatedFarm) -> int:
     for vo, st in p.vos.items():
         if st.running_slots < st.guarantee and st.queued_jobs:
             below_waiting[vo] = []
-    if not below_waiting:
+    if not below_waiting or not p.waits:
+        return 0
+    # Cheap test first: did any start go to a VO already at its guarantee?
+    run = {vo: st.running_slots for vo, st in p.vos.items()}
+    over = False
+    for s in sorted(p.starts, key=lambda s: s.rank):
+        if s.reason != "hot" and run.get(s.vo, 0) >= p.vos[s.vo].guarantee:
+            over = True
+            break
+        run[s.vo] = run.get(s.vo, 0) + s.cores
+    if not over:
         return 0
     jobs = {j.id: j for j in snap.jobs}
     for w in p.waits.values():
