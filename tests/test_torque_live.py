@@ -267,3 +267,26 @@ def test_scheduler_events_arrive_when_scheduling_is_on(server, cleanup):
         lst.close()
     out = subprocess.run([tool("qmgr"), "-c", "list server scheduling"], capture_output=True, text=True).stdout
     assert "False" in out
+
+
+def test_status_commands_match_the_live_server(server, cleanup, tmp_path, capsys):
+    import json
+
+    from mysched.cli import main
+    cleanup.append(qsub("alice", "atlas", "walltime=00:10:00"))
+    cleanup.append(qsub("carol", "cms", "nodes=1:ppn=2,walltime=00:10:00"))
+    d = Daemon(CFG, server, state_dir=str(tmp_path))
+    assert d.cycle().result == "ok"
+    snap = server.snapshot()
+    assert snap.extra["server"].get("scheduling") in ("True", "False")
+    assert main(["jobs", "--state-dir", str(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    running = [j for j in snap.jobs if j.state in (JobState.RUNNING, JobState.EXITING)]
+    assert doc["counts"]["running"] == len(running)
+    assert doc["farm"]["used_slots"] == sum(j.cores for j in running)
+    assert doc["farm"]["total_slots"] == sum(n.slots for n in snap.nodes if n.state.value not in ("down", "offline"))
+    assert main(["nodes", "--state-dir", str(tmp_path), "--json"]) == 0
+    nodes = {n["name"]: n for n in json.loads(capsys.readouterr().out)["nodes"]}
+    for n in snap.nodes:
+        used = sum(c for j in running for name, c in j.placement if name == n.name)
+        assert nodes[n.name]["used"] == used

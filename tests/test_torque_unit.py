@@ -82,7 +82,7 @@ class FakeIFL:
         return self._stat(self.queues, attrs)
 
     def statserver(self, conn, attrs):
-        return []
+        return self._stat([("srv", {"server_state": "Active", "scheduling": "False", "total_jobs": "4"})], attrs)
 
     def runjob(self, conn, job_id, loc):
         self.runs.append((job_id, loc))
@@ -118,6 +118,7 @@ def test_snapshot_maps_jobs_nodes_and_queues():
     assert nodes["node05"].state == NodeState.DOWN and nodes["node04"].jobs == ("13.srv",)
     assert [q.name for q in s.queues] == ["atlas"] and s.queues[0].max_running == 40
     assert s.time == 5.0 and s.server == "torque://batch"
+    assert s.extra["server"] == {"server_state": "Active", "scheduling": "False", "total_jobs": "4"}
     # only the attributes the mapping reads are asked for
     assert all("Variable_List" not in sel and sel for sel in ifl.selects)
 
@@ -294,7 +295,7 @@ def test_stat_that_keeps_failing_is_unavailable():
     ifl.fail_stat = [15033, 15033]
     with pytest.raises(ServerUnavailable) as info:
         TorqueServer(ifl=ifl).snapshot()
-    assert not isinstance(info.value, ServerTimeout) and info.value.call == "statque"
+    assert not isinstance(info.value, ServerTimeout) and info.value.call == "statserver"
 
 
 def test_stat_timeout_is_not_retried():
@@ -303,6 +304,29 @@ def test_stat_timeout_is_not_retried():
     with pytest.raises(ServerTimeout):
         TorqueServer(ifl=ifl).snapshot()
     assert ifl.connects == 1
+
+
+def test_a_call_that_ran_into_the_timeout_is_a_timeout_not_retried():
+    """libtorque 6.1 reports its own read timeout as 15033, like a dropped connection."""
+    import time
+
+    class Slow(FakeIFL):
+        def statserver(self, conn, attrs):
+            time.sleep(0.12)
+            return super().statserver(conn, attrs)
+
+        def runjob(self, conn, job_id, loc):
+            time.sleep(0.12)
+            return super().runjob(conn, job_id, loc)
+    ifl = Slow()
+    ifl.fail_stat = [15033]
+    srv = TorqueServer(ifl=ifl, timeout=0.1)
+    with pytest.raises(ServerTimeout, match="no answer within 0.1 s") as info:
+        srv.snapshot()
+    assert info.value.code == 15085 and ifl.connects == 1 and srv.conn is None
+    ifl.run_rc["12.srv"] = 15033
+    with pytest.raises(ServerTimeout, match="runjob 12.srv: no answer"):
+        srv.run_job("12.srv", (("node04", 1),))
 
 
 def test_stat_refused_for_rights_is_unauthorized():

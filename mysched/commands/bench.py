@@ -74,6 +74,9 @@ def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, pack
         def statque(self, conn, attrs):
             return []
 
+        def statserver(self, conn, attrs):
+            return []
+
         def errno(self):
             return 0
 

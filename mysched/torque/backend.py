@@ -28,6 +28,7 @@ JOB_ATTRS = ("job_state", "queue", "euser", "egroup", "Job_Owner", "Resource_Lis
              "ctime", "start_time", "Job_Name")
 NODE_ATTRS = ("state", "np", "jobs", "properties")
 QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running")
+SERVER_ATTRS = ("server_state", "scheduling", "total_jobs")
 
 PBSE_UNKJOBID = 15001
 PBSE_IVALREQ = 15004
@@ -189,9 +190,11 @@ def queue_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Queue
 class TorqueServer:
     """A pbs_server reached through IFL.
 
-    Keeps one connection; when a stat call finds it broken (server restarted, idle
-    connection dropped) it reconnects and asks once more. `timeout` bounds each wait for the
-    server (libtorque's own default is 300 s, long enough to stall a cycle).
+    Keeps one connection; when a stat call finds it broken (server restarted, connection
+    dropped) it reconnects and asks once more. `timeout` bounds each wait for the server
+    (libtorque's own default is 300 s, long enough to stall a cycle). A server that hangs
+    costs timeout + 5 s per failing call: pbs_disconnect waits up to 5 s (its own alarm) for
+    the server to close the abandoned connection. Not thread-safe: one caller at a time.
     """
 
     def __init__(self, host: str | None = None, *, libtorque: str | None = None, ifl: IFL | None = None,
@@ -200,6 +203,7 @@ class TorqueServer:
         self.name = f"torque://{host or 'localhost'}"
         self.ifl = ifl if ifl is not None else load_ifl(libtorque, timeout)
         self.clock = clock
+        self.timeout = timeout
         self.conn: int | None = None
         self._warned: set[str] = set()
 
@@ -231,9 +235,19 @@ class TorqueServer:
             except Exception:  # noqa: BLE001 - a dead connection may fail to say goodbye
                 pass
 
-    def _error(self, call: str, code: int, subject: str = "", *, effect_unknown: bool = False) -> ServerError:
+    def _timed_out(self, started: float) -> bool:
+        """libtorque reports a call that ran into its timeout like a broken connection
+        (15033), so the time it took tells the two apart."""
+        return bool(self.timeout) and time.monotonic() - started >= 0.9 * self.timeout
+
+    def _error(self, call: str, code: int, subject: str = "", *, effect_unknown: bool = False,
+               timed_out: bool = False) -> ServerError:
         """The exception for IFL error `code`; drops the connection where it is no good."""
-        msg = self.ifl.errmsg(self.conn) if self.conn is not None else ""
+        if timed_out and code in LOST:
+            code = PBSE_TIMEOUT
+            msg = f"no answer within {self.timeout:g} s"
+        else:
+            msg = self.ifl.errmsg(self.conn) if self.conn is not None else ""
         if not msg and code:
             msg = _strerror(self.ifl, code)
         text = f"{call}{f' {subject}' if subject else ''}: {msg or 'failed'}" + (f" (error {code})" if code else "")
@@ -259,13 +273,14 @@ class TorqueServer:
         and the server says the object is unknown."""
         for attempt in (1, 2):
             conn = self._connect()
+            started = time.monotonic()
             res = fn(conn, *args)
             if res:
                 return res
             code = self.ifl.errno()
             if code == 0 or (missing_ok and code in GONE):
                 return []
-            err = self._error(call, code, args[0] if len(args) > 1 else "")
+            err = self._error(call, code, args[0] if len(args) > 1 else "", timed_out=self._timed_out(started))
             if attempt == 1 and isinstance(err, ServerUnavailable) and not isinstance(err, ServerTimeout):
                 log.debug("%s; reconnecting", err)
                 continue
@@ -285,6 +300,7 @@ class TorqueServer:
     def _snapshot(self) -> Snapshot:
         warnings: list[str] = []
         t = self.clock()
+        server = self._stat("statserver", self.ifl.statserver, SERVER_ATTRS)
         queues = [q for name, a in self._stat("statque", self.ifl.statque, QUEUE_ATTRS)
                   if (q := queue_from_attrs(name, a, warnings)) is not None]
         nodes = [node_from_attrs(name, a, warnings)
@@ -292,7 +308,8 @@ class TorqueServer:
         jobs = [j for name, a in self._stat("statjob", self.ifl.statjob, JOB_ATTRS)
                 if (j := job_from_attrs(name, a, warnings)) is not None]
         self._report(warnings)
-        return Snapshot(t, tuple(jobs), tuple(nodes), tuple(queues), self.name, {"warnings": warnings})
+        return Snapshot(t, tuple(jobs), tuple(nodes), tuple(queues), self.name,
+                        {"warnings": warnings, "server": server[0][1] if server else {}})
 
     def _report(self, warnings: list[str]) -> None:
         """Log each distinct malformed value once, not every cycle."""
@@ -306,13 +323,14 @@ class TorqueServer:
         """pbs_runjob at ``node:ppn=N``. A broken or timed-out call raises `ServerTimeout`:
         the job may have started, so re-read it (`get_job`) before trying again."""
         conn = self._connect()
+        started = time.monotonic()
         rc = self.ifl.runjob(conn, job_id, location(placement))
         if rc == 0:
             return
         # pbs_runjob returns the PBSE code; pbs_errno can be -1 when the socket broke.
         errno = self.ifl.errno()
         code = rc if rc >= 15000 else errno if errno >= 15000 else -abs(rc)
-        raise self._error("runjob", code, job_id, effect_unknown=True)
+        raise self._error("runjob", code, job_id, effect_unknown=True, timed_out=self._timed_out(started))
 
     def get_job(self, job_id: str) -> Job | None:
         res = self._stat("statjob", self.ifl.statjob_one, job_id, JOB_ATTRS, missing_ok=True)

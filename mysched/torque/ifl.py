@@ -111,11 +111,20 @@ def convert_status(head, names: dict | None = None) -> StatResult:
     return out
 
 
+def _api_timeout(timeout: float | None) -> None:
+    """Bound pbs_connect's waits: it reads $PBSAPITIMEOUT on every call (300 s without it),
+    also for the trqauthd exchange, where a stopped pbs_server otherwise hangs it for minutes.
+    Set once, before the daemon's other threads start; an administrator's value is kept."""
+    if timeout:
+        os.environ.setdefault("PBSAPITIMEOUT", str(max(1, int(timeout))))
+
+
 class CtypesIFL:
     """libtorque through ctypes. Calls are serialised: IFL keeps global state (pbs_errno).
 
-    `timeout` (seconds) bounds every wait for the server once connected (libtorque's
-    ``pbs_tcp_timeout``, 300 s by default, which pbs_connect resets from $PBSAPITIMEOUT).
+    `timeout` (seconds) bounds every wait for the server: each call's (libtorque's global
+    ``pbs_tcp_timeout``, set after each connect) and pbs_connect's ($PBSAPITIMEOUT). A call
+    that times out fails like a broken connection (pbs_errno 15033), after `timeout` seconds.
     """
 
     def __init__(self, path: str | None = None, timeout: float | None = None) -> None:
@@ -126,6 +135,7 @@ class CtypesIFL:
             raise ServerUnavailable(f"cannot load TORQUE client library {self.path}: {exc}") from None
         self.lib = lib
         self.timeout = timeout
+        _api_timeout(timeout)
         self.lock = threading.Lock()
         self._names: dict = {}
         try:
@@ -276,6 +286,7 @@ class PbsModuleIFL:
     def __init__(self, pbs, timeout: float | None = None) -> None:  # noqa: ANN001 - the imported module
         self.pbs = pbs
         self.timeout = timeout
+        _api_timeout(timeout)  # pbs_connect also sets pbs_tcp_timeout from it
         self.lock = threading.Lock()
 
     def _attrl(self, attrs: Sequence[str]):
@@ -305,14 +316,7 @@ class PbsModuleIFL:
 
     def connect(self, server: str | None) -> int:
         with self.lock:
-            saved = os.environ.get("PBSAPITIMEOUT")
-            if self.timeout and saved is None:
-                os.environ["PBSAPITIMEOUT"] = str(max(3, int(self.timeout)))  # read by pbs_connect
-            try:
-                return self.pbs.pbs_connect(server or self.pbs.pbs_default())
-            finally:
-                if self.timeout and saved is None:
-                    os.environ.pop("PBSAPITIMEOUT", None)
+            return self.pbs.pbs_connect(server or self.pbs.pbs_default())
 
     def disconnect(self, conn: int) -> None:
         with self.lock:
