@@ -173,6 +173,7 @@ class Config:
     accounting_dir: str = "/var/spool/torque/server_priv/accounting"
     server: str = "torque://localhost"
     libtorque: str = ""
+    server_timeout: float = 30.0
     state_dir: str = "/var/lib/mysched"
     metrics_address: str = "127.0.0.1:9720"
     event_address: str = ""
@@ -330,9 +331,12 @@ def build_config(parsed: ParsedConfig) -> Config:
     fs = c.group(top.get("fairshare"), ("fairshare",), dict.fromkeys(["eps"]))
     eps = c.get(fs, ("fairshare",), "eps", _number(1e-9, 10.0), 0.01)
 
-    srv = c.group(top.get("server"), ("server",), dict.fromkeys(["url", "libtorque"]))
+    srv = c.group(top.get("server"), ("server",), dict.fromkeys(["url", "libtorque", "timeout"]))
     server = c.get(srv, ("server",), "url", _str, Config.server)
     libtorque = c.get(srv, ("server",), "libtorque", _str, "")
+    server_timeout = c.get(srv, ("server",), "timeout", parse_duration, 30.0)
+    if not 0 < server_timeout < math.inf:
+        c.problem(("server", "timeout"), "must be a positive, finite duration")
 
     dmn = c.group(top.get("daemon"), ("daemon",),
                   dict.fromkeys(["state_dir", "metrics_address", "event_address"]))
@@ -505,7 +509,7 @@ def build_config(parsed: ParsedConfig) -> Config:
         node_types=tuple(node_types), hot=hot, packing=tuple(packing), interval=interval,
         min_interval=min_interval, max_starts_per_cycle=max_starts, history_window=window,
         half_life=half_life, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
-        server=server, libtorque=libtorque, state_dir=state_dir, metrics_address=metrics_address,
+        server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
         event_address=event_address, farm=farm, source=parsed.filename, group_vo=group_vo,
     )
 

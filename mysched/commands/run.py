@@ -51,7 +51,7 @@ def make_server(url: str, config: Config):
         host = url[len("torque://"):] if url.startswith("torque://") else url
         from ..torque.backend import TorqueServer
 
-        return TorqueServer(host or None, libtorque=config.libtorque or None)
+        return TorqueServer(host or None, libtorque=config.libtorque or None, timeout=config.server_timeout)
     raise UsageError(f"unknown server URL {url!r}: use torque://HOST or sim://")
 
 
