@@ -79,7 +79,9 @@ def run(args: argparse.Namespace) -> int:
         store = Store(db)
         if not url.startswith("sim:") and config.accounting_dir:
             if os.path.isdir(config.accounting_dir):
-                ingest = lambda: store.ingest_accounting([config.accounting_dir]).records_added  # noqa: E731
+                def ingest() -> int:
+                    rep = store.ingest_accounting([config.accounting_dir], on_problem=log.warning)
+                    return rep.records_added
             else:
                 log.warning("accounting directory %s not found: usage history comes from nothing but "
                             "running jobs (set history.accounting_dir)", config.accounting_dir)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Mapping
 
-from ..accounting import parse_line, to_finished_job
+from ..accounting import NotRun, parse_line, to_finished_job
 from ..pbsvalues import parse_duration
 from ..errors import InputError
 from ..model import Job, JobState, TraceJob
@@ -36,6 +36,8 @@ def read_accounting_trace(path: str, *, first: int | None = None, start_from: fl
                     if rec is None or rec.type != "E":
                         continue
                     fj = to_finished_job(rec)
+                except NotRun:
+                    continue  # deleted before it started: nothing to replay
                 except ValueError as exc:
                     malformed += 1
                     if warn is not None and malformed <= MAX_PROBLEMS:
