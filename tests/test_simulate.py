@@ -85,7 +85,7 @@ def test_swf_malformed_lines_are_reported_and_skipped(tmp_path):
     good = "1 0 5 100 1 -1 -1 1 200 -1 1 3 2 -1 1 -1 -1 -1\n"
     with gzip.open(f, "wt") as fh:
         fh.write("; UnixStartTime: 1000000000\n" + good + "2 10 x 100 1\n" + good.replace("1 0 5", "3 20 5")
-                 + "4 30 5 100 1 -1 -1 1 200 -1 5 -1 -1 -1 1 -1 -1 -1\n")
+                 + "4 30 5 -1 0 -1 -1 1 -1 -1 5 -1 -1 -1 1 -1 -1 -1\n")
     problems = []
     tr = read_swf(str(f), on_problem=problems.append)
     assert [t.job.id for t in tr.jobs] == ["1", "3"]

@@ -7,25 +7,22 @@ from typing import Callable, Mapping
 
 from ..errors import InputError
 from ..model import TraceJob
-from .swf import open_text, read_swf
+from .swf import READ_ERRORS, open_text, read_swf
 
 _ACCOUNTING = re.compile(r"^(\d{8}:)?\d\d/\d\d/\d{4} \d\d:\d\d:\d\d;[A-Z];")
 
 
 def detect_format(path: str) -> str:
-    """"swf" or "accounting", from the first meaningful line."""
+    """"swf" or "accounting", from the first line that is not blank."""
     with open_text(path) as f:
-        for i, line in enumerate(f):
-            s = line.strip()
-            if not s or s.startswith(";"):
-                if s.startswith(";"):
-                    return "swf"
-                continue
-            if _ACCOUNTING.match(s):
-                return "accounting"
-            return "swf"
-            if i > 50:
-                break
+        try:
+            for line in f:
+                s = line.strip()
+                if not s:
+                    continue
+                return "accounting" if _ACCOUNTING.match(s) else "swf"
+        except READ_ERRORS as exc:
+            raise InputError(f"{path}: cannot read: {exc}") from None
     raise InputError(f"{path}: empty file")
 
 
