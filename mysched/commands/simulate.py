@@ -55,6 +55,9 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=positive_float, metavar="HOURS", default=48.0,
                    help="synthetic workload: hours of submissions (default 48)")
     p.add_argument("--seed", type=int, default=1, help="synthetic workload: random seed (default 1)")
+    p.add_argument("--mcore-fraction", type=float, default=0.0, metavar="F",
+                   help="synthetic workload: fraction of atlas/cms production jobs asking for 8 cores "
+                        "(fewer if the nodes are smaller) on one node (default 0: single-core, as at DESY-HH)")
     p.add_argument("--pack", metavar="NAME", help="pack the jobs of VO or group NAME as a job class "
                    "(adds to the configuration's packing classes)")
     p.add_argument("--pack-policy", choices=PACKING_POLICIES, default="exclusive",
@@ -126,7 +129,10 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
         nodes_default = slots_default = None
         n = args.nodes or config.farm.nodes
         s = args.slots_per_node or config.farm.slots_per_node
-        workload = generate(SyntheticSpec(duration=args.duration * 3600.0, slots=n * s, seed=args.seed))
+        if not 0.0 <= args.mcore_fraction <= 1.0:
+            raise UsageError(f"--mcore-fraction must be between 0 and 1, got {args.mcore_fraction:g}")
+        workload = generate(SyntheticSpec(duration=args.duration * 3600.0, slots=n * s, seed=args.seed,
+                                          mcore_fraction=args.mcore_fraction, mcore_cores=min(8, s)))
         if vo_map:
             workload = [replace(tj, job=replace(tj.job, vo=vo_map.get(tj.job.group, tj.job.vo)))
                         for tj in workload]
