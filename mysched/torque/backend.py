@@ -108,6 +108,18 @@ def _cores(name: str, a: dict[str, str], warnings: list[str]) -> int:
     return 1
 
 
+def _value(name: str, a: dict[str, str], key: str, parse, warnings: list[str]):  # noqa: ANN001, ANN202
+    """`parse` of attribute `key`, or None (with a warning) when absent or malformed."""
+    v = a.get(key)
+    if not v:
+        return None
+    try:
+        return parse(v)
+    except ValueError as exc:
+        warnings.append(f"job {name}: {exc}")
+        return None
+
+
 def job_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Job | None:
     """A model `Job` from pbs_statjob attributes; None for an array parent (not runnable) or
     a job whose state cannot be read. Malformed values become None plus a warning."""
@@ -121,26 +133,9 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Job | N
     user = a.get("euser") or a.get("Job_Owner", "").partition("@")[0] or "unknown"
     group = a.get("egroup") or user
     cores = _cores(name, a, warnings)
-    walltime = mem = None
-    v = a.get("Resource_List.walltime")
-    if v:
-        try:
-            walltime = parse_duration(v)
-        except ValueError as exc:
-            warnings.append(f"job {name}: {exc}")
-    v = a.get("Resource_List.mem")
-    if v:
-        try:
-            mem = parse_mem(v)
-        except ValueError as exc:
-            warnings.append(f"job {name}: {exc}")
-    placement: Placement = ()
-    v = a.get("exec_host")
-    if v:
-        try:
-            placement = parse_exec_host(v)
-        except ValueError as exc:
-            warnings.append(f"job {name}: {exc}")
+    walltime = _value(name, a, "Resource_List.walltime", parse_duration, warnings)
+    mem = _value(name, a, "Resource_List.mem", parse_mem, warnings)
+    placement: Placement = _value(name, a, "exec_host", parse_exec_host, warnings) or ()
     if placement and state in (JobState.RUNNING, JobState.EXITING, JobState.SUSPENDED):
         cores = sum(c for _, c in placement)  # what it holds, whatever it asked for
 

@@ -280,22 +280,17 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
             for lineno, line in enumerate(f, 1):
                 parts = line.split()
                 n = len(parts)
-                if n < 18:
-                    if n == 0:
-                        continue
-                    if parts[0][0] == ";":
-                        if rd.header(line):
-                            cache.clear()
-                            base = tr.unix_start or 0.0
-                        continue
-                    rd.problem(lineno, f"expected 18 columns, found {n}")
-                    if not good and tr.skipped["malformed"] >= NOT_SWF_AFTER:
-                        break
+                if n == 0:
                     continue
                 if parts[0][0] == ";":
                     if rd.header(line):
                         cache.clear()
                         base = tr.unix_start or 0.0
+                    continue
+                if n < 18:
+                    rd.problem(lineno, f"expected 18 columns, found {n}")
+                    if not good and tr.skipped["malformed"] >= NOT_SWF_AFTER:
+                        break
                     continue
                 key = (parts[4], parts[7], parts[8], parts[9], parts[10], parts[11], parts[12], parts[14],
                        parts[19] if n >= 20 else None)
