@@ -7,7 +7,7 @@ Every start carries why it was chosen (`hot`, `share`, `fairshare`, or the basel
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple
+from typing import Callable, Mapping, NamedTuple
 
 from .model import Placement
 
@@ -90,7 +90,6 @@ class Plan:
     now: float
     starts: list[Start] = field(default_factory=list)
     waits: dict[str, Wait] = field(default_factory=dict)
-    vos: dict[str, VOStatus] = field(default_factory=dict)
     total_slots: int = 0
     used_slots: int = 0
     """Slots in use when the cycle began (before `starts`)."""
@@ -102,6 +101,17 @@ class Plan:
     wake_at: float | None = None
     """Earliest time the same snapshot could plan differently (an exclusive reservation's
     TTL running out); lets an event-driven caller sleep until then."""
+    vo_table: Callable[[], dict[str, VOStatus]] | None = field(default=None, repr=False, compare=False)
+    """Makes `vos` on first read."""
+    _vos: dict[str, VOStatus] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def vos(self) -> dict[str, VOStatus]:
+        """Each VO's position at the start of the cycle and what it started, by name."""
+        if self._vos is None:
+            self._vos = self.vo_table() if self.vo_table is not None else {}
+            self.vo_table = None
+        return self._vos
 
     def reasons(self) -> dict[str, int]:
         """Waiting jobs counted by reason."""

@@ -24,91 +24,23 @@ starts only ever take capacity away.
 
 from __future__ import annotations
 
-import bisect
 import fnmatch
 import gc
 import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from .config import Config, PackingClass
-from .model import Job, JobState, Node, NodeState, Snapshot
+from .model import Job, JobState, Node, Snapshot
 from .plan import Plan, Start, VOStatus, Wait
+from .tally import DEFAULT_CLASS, Load, NodeIndex, Ranking, Tally
 from .usage import Usage
 
+__all__ = ["POLICIES", "NodeIndex", "node_admits", "plan"]
+
 POLICIES = ("mysched", "fifo", "least-loaded")
-DEFAULT_CLASS = "default"
-
-
-class NodeIndex:
-    """What the planner derives from the configuration and the node list alone (node types,
-    queue assignments, pools). Callers that plan again and again on the same farm (the
-    daemon, the simulator) keep one and pass it in; it rebuilds itself when either changes."""
-
-    def __init__(self) -> None:
-        self._config: Config | None = None
-        self._nodes: tuple[Node, ...] | None = None
-
-    def get(self, config: Config, nodes: tuple[Node, ...]) -> "NodeIndex":
-        if config is not self._config or nodes is not self._nodes:
-            self._build(config, nodes)
-        return self
-
-    def _build(self, config: Config, nodes: tuple[Node, ...]) -> None:
-        restricted = [q for q in config.queues.values() if q.restricted]
-        entries = []
-        keys: dict[tuple, None] = {}
-        total = 0
-        max_slots = 0
-        for node in nodes:
-            usable = node.state in (NodeState.FREE, NodeState.FULL)
-            counted = node.state not in (NodeState.DOWN, NodeState.OFFLINE)
-            ntype = next((nt.name for nt in config.node_types if nt.matches(node.name, node.properties)), None)
-            qs = frozenset(q.name for q in restricted
-                           if (q.nodes and any(fnmatch.fnmatchcase(node.name, p) for p in q.nodes))
-                           or (ntype is not None and ntype in q.node_types))
-            owners = frozenset(q for q in qs if config.queues[q].exclusive)
-            key = (ntype, qs, owners)
-            keys[key] = None
-            entries.append((node, ntype, key, usable, counted))
-            if counted:
-                total += node.slots
-            if usable:
-                max_slots = max(max_slots, node.slots)
-        self.entries = entries
-        self.by_name = {e[0].name: e for e in entries}
-        self.pool_keys = list(keys)
-        self.total_slots = total
-        self.max_slots = max_slots
-        self.usable_free = {e[0].name: e[0].slots for e in entries if e[3] and e[0].state is NodeState.FREE}
-        self.idle_free = sum(self.usable_free.values())
-        """Free slots of the farm if no job ran: a cycle corrects it for the busy nodes only."""
-        self._templates: dict[tuple[str, tuple], tuple[list[tuple], dict[str, tuple]]] = {}
-        self._config, self._nodes = config, nodes
-
-    def empty_ranking(self, policy: str, pool_key: tuple) -> tuple[list[tuple], dict[str, tuple]]:
-        """Sorted keys (and name -> key) of the pool's nodes as if no job ran anywhere.
-
-        A cycle copies this and corrects only the nodes that run jobs, instead of scoring
-        every node again: on a mostly idle farm that is most of a cycle's work.
-        """
-        t = self._templates.get((policy, pool_key))
-        if t is None:
-            items = [empty_key(policy, e[0]) for e in self.entries
-                     if e[2] == pool_key and e[0].name in self.usable_free and e[0].slots > 0]
-            t = self._templates[(policy, pool_key)] = (sorted(items), {k[-1]: k for k in items})
-        return t
-
-
-def empty_key(policy: str, node: Node) -> tuple:
-    """A node's placement score when it runs nothing (see `_Planner._key_fn`)."""
-    if policy == "fifo":
-        return (node.name,)
-    if policy == "least-loaded":
-        return (-node.slots, node.name)
-    return (-1.0, 0, node.name)
 
 
 def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy: str = "mysched",
@@ -135,92 +67,26 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
 # Per-node and ranking state
 
 
-class _Load:
-    """Mutable per-node counts for one planning pass."""
-
-    __slots__ = ("name", "slots", "free", "used", "njobs", "users", "vos", "groups", "classes",
-                 "class_start", "ntype", "pool", "reserved", "usable")
-
-    def __init__(self, node: Node, ntype: str | None, usable: bool) -> None:
-        self.name = node.name
-        self.slots = node.slots
-        self.free = node.slots if usable else 0
-        self.used = 0
-        self.njobs = 0
-        self.users: dict[str, int] = {}
-        self.vos: dict[str, int] = {}
-        self.groups: dict[str, int] = {}
-        self.classes: dict[str, int] = {}
-        self.class_start: dict[str, float] = {}
-        self.ntype = ntype
-        self.pool: "_Pool | None" = None
-        self.reserved: str | None = None
-        self.usable = usable
-
-    def add(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
-            start: float | None) -> None:
-        """Count a job on this node. A None user, VO, group or class is one nothing reads in
-        this plan (no diversity score, no per-node limit, no packing): not counted."""
-        self.free = max(0, self.free - cores)
-        self.used += cores
-        self.njobs += 1
-        if user is not None:
-            self.users[user] = self.users.get(user, 0) + 1
-        if vo is not None:
-            self.vos[vo] = self.vos.get(vo, 0) + 1
-        if group is not None:
-            self.groups[group] = self.groups.get(group, 0) + 1
-        if cls is not None:
-            self.classes[cls] = self.classes.get(cls, 0) + 1
-            if start is not None and start > self.class_start.get(cls, -math.inf):
-                self.class_start[cls] = start
-
-
 class _Loads(dict):
-    """Per-node loads, made on first use: nodes that run nothing need no work until touched."""
+    """This plan's per-node loads, made on first use: a copy of the tally's load for a node
+    that runs jobs, a fresh one for an idle node."""
 
-    def __init__(self, index: "NodeIndex", pools: dict) -> None:
+    def __init__(self, index: NodeIndex, base: dict[str, Load], pools: dict) -> None:
         super().__init__()
         self.index = index
+        self.base = base
         self.pools = pools
 
-    def __missing__(self, name: str) -> "_Load":
-        node, ntype, key, usable, _counted = self.index.by_name[name]
-        load = _Load(node, ntype, usable)
-        if node.state is NodeState.FULL:
-            load.free = 0
-        load.pool = self.pools[key]
+    def __missing__(self, name: str) -> Load:
+        b = self.base.get(name)
+        if b is not None:
+            load = b.copy()
+        else:
+            node, ntype, key, usable, _counted = self.index.by_name[name]
+            load = Load(node, ntype, key, usable)
+        load.pool = self.pools[load.key]
         self[name] = load
         return load
-
-
-class _Ranking:
-    """Node names kept sorted by a score tuple whose last item is the node name."""
-
-    __slots__ = ("keys", "of")
-
-    def __init__(self) -> None:
-        self.keys: list[tuple] = []
-        self.of: dict[str, tuple] = {}
-
-    def build(self, items: list[tuple]) -> None:
-        """Fill an empty ranking at once (one sort instead of many insertions)."""
-        self.keys = sorted(items)
-        self.of = {k[-1]: k for k in items}
-
-    def put(self, name: str, key: tuple) -> None:
-        old = self.of.get(name)
-        if old is not None:
-            if old == key:
-                return
-            del self.keys[bisect.bisect_left(self.keys, old)]
-        self.of[name] = key
-        bisect.insort(self.keys, key)
-
-    def drop(self, name: str) -> None:
-        old = self.of.pop(name, None)
-        if old is not None:
-            del self.keys[bisect.bisect_left(self.keys, old)]
 
 
 @dataclass
@@ -230,8 +96,8 @@ class _Pool:
     ntype: str | None
     queues: frozenset[str]
     owners: frozenset[str]
-    ranking: _Ranking = field(default_factory=_Ranking)
-    by_class: dict[str, _Ranking] = field(default_factory=dict)
+    ranking: Ranking = field(default_factory=Ranking)
+    by_class: dict[str, Ranking] = field(default_factory=dict)
 
 
 class _Heap:
@@ -300,159 +166,69 @@ class _Planner:
         self.policy = policy
         self.out = Plan(now=now, policy=policy)
         self.rank = 0
-        self.vo_of = config.vo_of
         self._class_cache: dict[tuple, Wait] = {}
         self._drain_memo: dict[tuple, str] = {}
         self._pools_for: dict[tuple, list[_Pool]] = {}
-        self._pclass_of: dict[tuple, PackingClass | None] = {}
-        self.packing = {pc.name: pc for pc in config.packing}
+        self.packing = index.packing
         self.exclusive_packing = any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing)
-        # What per-node counts this plan reads: users for the diversity score, VOs and
-        # groups only where a per-node limit exists.
-        self.track = (policy == "mysched",
-                      any(v.max_per_node is not None for v in config.vos.values()),
-                      any(g.max_per_node is not None for g in config.groups.values()))
 
     # -- set-up ---------------------------------------------------------------------------
-    def _job_class(self, queue: str, vo: str, group: str, user: str) -> PackingClass | None:
-        k = (queue, vo, group, user)
-        try:
-            return self._pclass_of[k]
-        except KeyError:
-            pc = next((p for p in self.cfg.packing if p.matches(queue, vo, group, user)), None)
-            self._pclass_of[k] = pc
-            return pc
-
-    def _setup_nodes(self) -> None:
-        """Pools from the index; per-node loads only for nodes that run jobs (others lazily)."""
+    def _setup(self) -> None:
+        """Bring the index's tally of running jobs up to date and take this plan's copies:
+        counters to change, pools ranking on copy-on-write views, loads copied on first use."""
         idx = self.index
-        pools = {k: _Pool(*k) for k in idx.pool_keys}
-        self.pools = list(pools.values())
-        self.loads = _Loads(idx, pools)
+        t = self.tally = idx.tally(self.policy)
+        self.queued, self.vo_queued = t.sync(self.snap.jobs)
+        self.track = t.track
+        self.keyf = t.keyf
         self.total_slots = idx.total_slots
         self.max_slots = idx.max_slots
+        pools = {}
+        for k in idx.pool_keys:
+            pool = pools[k] = _Pool(*k)
+            pool.ranking = t.rankings[k].view()
+            pool.by_class = {c: r.view() for c, r in t.by_class[k].items()}
+        self.pools = list(pools.values())
+        self.loads = _Loads(idx, t.loads, pools)
+        self.vo_slots = dict(t.vo_slots)
+        self.vo_jobs = dict(t.vo_jobs)
+        self.group_jobs = dict(t.group_jobs)
+        self.group_slots = dict(t.group_slots)
+        self.user_slots = dict(t.user_slots)
+        self.queue_jobs = dict(t.queue_jobs)
+        self.used_before = t.used
+        self.free_total = t.free
+        self._reservations(t)
 
-    def _setup_jobs(self) -> None:
-        self.vo_queued: dict[str, int] = {}
-        self.queued: list[tuple[Job, str]] = []
-        loads = self.loads
-        running = (JobState.RUNNING, JobState.EXITING)
-        waiting = (JobState.QUEUED, JobState.HELD, JobState.WAITING, JobState.TRANSIT)
-        vo_cache: dict[str, str] = {}
-        vo_of = self.vo_of
-        by_name = self.index.by_name
-        t_users, t_vos, t_groups = self.track
-        packing = bool(self.packing)
-        # Running jobs counted once per (queue, vo, group, user), aggregated below: far
-        # fewer dictionary updates than one per counter per job.
-        agg: dict[tuple[str, str, str, str], list[int]] = {}
-        queued = self.queued
-        vo_queued = self.vo_queued
-        for job in self.snap.jobs:
-            st = job.state
-            vo = job.vo
-            if vo is None:
-                vo = vo_cache.get(job.group)
-                if vo is None:
-                    vo = vo_cache[job.group] = vo_of(job.group)
-            if st in running:
-                key = (job.queue, vo, job.group, job.user)
-                a = agg.get(key)
-                if a is None:
-                    agg[key] = [1, job.cores]
-                else:
-                    a[0] += 1
-                    a[1] += job.cores
-                if packing:
-                    pc = self._job_class(job.queue, vo, job.group, job.user)
-                    cls = pc.name if pc else DEFAULT_CLASS
-                else:
-                    cls = None
-                for name, cores in job.placement:
-                    if name in by_name:
-                        loads[name].add(job.user if t_users else None, vo if t_vos else None,
-                                        job.group if t_groups else None, cls, cores, job.start_time)
-            elif st in waiting:
-                vo_queued[vo] = vo_queued.get(vo, 0) + 1
-                queued.append((job, vo))
-        self.vo_slots: dict[str, int] = {}
-        self.vo_jobs: dict[str, int] = {}
-        self.group_jobs: dict[str, int] = {}
-        self.group_slots: dict[str, int] = {}
-        self.user_slots: dict[str, int] = {}
-        self.queue_jobs: dict[str, int] = {}
-        for (queue, vo, group, user), (n, cores) in agg.items():
-            self.vo_slots[vo] = self.vo_slots.get(vo, 0) + cores
-            self.vo_jobs[vo] = self.vo_jobs.get(vo, 0) + n
-            self.group_jobs[group] = self.group_jobs.get(group, 0) + n
-            self.group_slots[group] = self.group_slots.get(group, 0) + cores
-            self.user_slots[user] = self.user_slots.get(user, 0) + cores
-            self.queue_jobs[queue] = self.queue_jobs.get(queue, 0) + n
-
-    def _setup_rankings(self) -> None:
-        keyf = self._key_fn()
-        self.keyf = keyf
+    def _reservations(self, t: Tally) -> None:
+        """Exclusive packing: a node stays reserved for the class of its latest class job
+        until that job's start plus the class TTL."""
+        if not self.exclusive_packing:
+            return
         packing = self.packing
-        exclusive = self.exclusive_packing
-        idx = self.index
-        for pool in self.pools:
-            keys, of = idx.empty_ranking(self.policy, (pool.ntype, pool.queues, pool.owners))
-            pool.ranking.keys = list(keys)
-            pool.ranking.of = dict(of)
-        busy = list(self.loads.values())  # the nodes that run jobs
-        for ld in busy:
-            if exclusive:
-                # Exclusive reservations follow from the running class jobs' start times.
-                best = None
-                for cls, start in ld.class_start.items():
-                    pc = packing.get(cls)
-                    if pc is None or pc.policy != "exclusive" or ld.classes.get(cls, 0) == 0:
-                        continue
-                    if start + pc.ttl > self.now and (best is None or start > best[1]):
-                        best = (cls, start)
-                if best is not None:
-                    ld.reserved = best[0]
-                    self.out.node_classes[ld.name] = best[0]
-                    self._wake(best[1] + packing[best[0]].ttl)
-            if ld.usable and ld.free > 0:
-                k = keyf(ld)
-                ld.pool.ranking.put(ld.name, k)
-                if packing:
-                    for cls, n in ld.classes.items():
-                        if n and cls in packing:
-                            ld.pool.by_class.setdefault(cls, _Ranking()).put(ld.name, k)
-            else:
-                ld.pool.ranking.drop(ld.name)
-        used = 0
-        free = idx.idle_free
-        idle = idx.usable_free
-        for ld in busy:
-            if idx.by_name[ld.name][4]:
-                used += min(ld.used, ld.slots)
-            free += (ld.free if ld.usable else 0) - idle.get(ld.name, 0)
-        self.used_before = used
-        self.free_total = free
+        for name, base in t.loads.items():
+            best = None
+            for cls in base.class_times:
+                pc = packing.get(cls)
+                if pc is None or pc.policy != "exclusive" or not base.classes.get(cls):
+                    continue
+                start = base.class_start(cls)
+                if start + pc.ttl > self.now and (best is None or (start, cls) > (best[1], best[0])):
+                    best = (cls, start)
+            if best is not None:
+                self.loads[name].reserved = best[0]
+                self.out.node_classes[name] = best[0]
+                self._wake(best[1] + packing[best[0]].ttl)
 
     def _wake(self, t: float) -> None:
         if math.isfinite(t) and (self.out.wake_at is None or t < self.out.wake_at):
             self.out.wake_at = t
 
-    def _key_fn(self) -> Callable[[_Load], tuple]:
-        if self.policy == "fifo":
-            return lambda ld: (ld.name,)
-        if self.policy == "least-loaded":
-            return lambda ld: (-ld.free, ld.name)
-        # Score for a user with no job on the node: highest diversity after placement,
-        # then fewest used slots, then name.
-        return lambda ld: (-(len(ld.users) + 1) / (ld.njobs + 1), ld.used, ld.name)
-
     # -- main -----------------------------------------------------------------------------
     def run(self) -> Plan:
-        self._setup_nodes()
-        self._setup_jobs()
+        self._setup()
         self._setup_vos()
         eligible = self._screen()
-        self._setup_rankings()
         if self.policy == "mysched":
             hot = self.cfg.hot
             hot_jobs = [(j, vo) for j, vo in eligible if hot and (
@@ -471,30 +247,16 @@ class _Planner:
         return self.out
 
     def _setup_vos(self) -> None:
-        cfg = self.cfg
-        names = set(cfg.vos) | set(self.vo_slots) | set(self.vo_queued)
         self.total_usage = self.usage.total
-        self.vo_status: dict[str, VOStatus] = {}
-        for name in sorted(names):
-            v = cfg.vo(name)
-            u = self.usage.vo.get(name, 0.0)
-            st = VOStatus(
-                name=name, share=v.share_fraction(self.total_slots), guarantee=v.guarantee(self.total_slots),
-                running_slots=self.vo_slots.get(name, 0), running_jobs=self.vo_jobs.get(name, 0),
-                queued_jobs=self.vo_queued.get(name, 0), usage=u,
-                usage_fraction=u / self.total_usage if self.total_usage > 0 else 0.0,
-                priority=self._vo_priority(name),
-            )
-            self.vo_status[name] = st
-        self.vo_prio = {name: st.priority for name, st in self.vo_status.items()}
+        self.vo_slots0 = dict(self.tally.vo_slots)
+        self.vo_facts = _VOFacts(self.index, self.usage, self.cfg.fairshare_eps, self.vo_slots0)
         self.started_by_vo: dict[str, int] = {}
 
     def _vo_priority(self, vo: str) -> float:
-        v = self.cfg.vo(vo)
-        share = v.share_fraction(self.total_slots)
-        u_hist = self.usage.vo.get(vo, 0.0) / self.total_usage if self.total_usage > 0 else 0.0
-        u_run = self.vo_slots.get(vo, 0) / self.total_slots if self.total_slots else 0.0
-        return share / (self.cfg.fairshare_eps + u_hist + u_run)
+        """``share / (eps + u_hist + u_run)`` with the slots running now (this cycle's starts too)."""
+        f = self.vo_facts[vo]
+        ts = self.total_slots
+        return f.share / (f.base + (self.vo_slots.get(vo, 0) / ts if ts else 0.0))
 
     def _screen(self) -> list[tuple[Job, str]]:
         """Jobs that could start at all, in submit order; the rest get their reason now."""
@@ -522,7 +284,7 @@ class _Planner:
     # -- bookkeeping ------------------------------------------------------------------------
     def _wait(self, job: Job, reason: str, vo: str, detail: str = "", nodes_rejected=None) -> None:
         self.rank += 1
-        self.out.waits[job.id] = Wait(job.id, reason, self.rank, self.vo_prio[vo], detail, nodes_rejected)
+        self.out.waits[job.id] = Wait(job.id, reason, self.rank, self.vo_facts[vo].priority, detail, nodes_rejected)
 
     def _limit(self, job: Job, vo: str) -> str | None:
         """A total limit the job would exceed, or None."""
@@ -550,7 +312,7 @@ class _Planner:
         if lim is not None:
             self._wait(job, lim, vo)
             return lim
-        pc = self._job_class(job.queue, vo, job.group, job.user) if self.packing else None
+        pc = self.index.job_class(job.queue, vo, job.group, job.user) if self.packing else None
         ckey = (job.queue, vo, job.group, job.cores, pc.name if pc else None)
         cached = self._class_cache.get(ckey)
         if cached is not None:
@@ -565,7 +327,7 @@ class _Planner:
         self._commit(job, vo, pc, ld, reason)
         return None
 
-    def _commit(self, job: Job, vo: str, pc: PackingClass | None, ld: _Load, reason: str) -> None:
+    def _commit(self, job: Job, vo: str, pc: PackingClass | None, ld: Load, reason: str) -> None:
         cls = (pc.name if pc else DEFAULT_CLASS) if self.packing else None
         t_users, t_vos, t_groups = self.track
         ld.add(job.user if t_users else None, vo if t_vos else None, job.group if t_groups else None, cls,
@@ -581,7 +343,7 @@ class _Planner:
             pool.ranking.put(ld.name, k)
             for c, n in ld.classes.items():
                 if n and c in self.packing:
-                    pool.by_class.setdefault(c, _Ranking()).put(ld.name, k)
+                    pool.by_class.setdefault(c, Ranking()).put(ld.name, k)
         else:
             pool.ranking.drop(ld.name)
             for c in ld.classes:
@@ -597,7 +359,7 @@ class _Planner:
         self.started_by_vo[vo] = self.started_by_vo.get(vo, 0) + 1
         self.rank += 1
         self.out.starts.append(Start(job.id, ((ld.name, job.cores),), reason, vo, job.group, job.user,
-                                     job.queue, job.cores, self.rank, self.vo_status[vo].priority))
+                                     job.queue, job.cores, self.rank, self.vo_facts[vo].priority))
 
     # -- placement --------------------------------------------------------------------------
     def _pools(self, queue: str, vo: str, group: str) -> list[_Pool]:
@@ -620,7 +382,7 @@ class _Planner:
         self._pools_for[k] = out
         return out
 
-    def _place(self, job: Job, vo: str, pc: PackingClass | None) -> _Load | None:
+    def _place(self, job: Job, vo: str, pc: PackingClass | None) -> Load | None:
         cores = job.cores
         user = job.user
         vmax = self.cfg.vos.get(vo)
@@ -632,7 +394,7 @@ class _Planner:
         loads = self.loads
         fast = self.policy != "mysched"
 
-        def ok(ld: _Load) -> bool:
+        def ok(ld: Load) -> bool:
             if ld.free < cores:
                 return False
             if ld.reserved is not None and ld.reserved != cls:
@@ -643,7 +405,7 @@ class _Planner:
                 return False
             return True
 
-        def scan(keys: list[tuple], skip: Callable[[_Load], bool] | None) -> tuple | None:
+        def scan(keys: list[tuple], skip: Callable[[Load], bool] | None) -> tuple | None:
             """Best node along a sorted ranking: the first user-free fit wins."""
             fallback = None
             for key in keys:
@@ -660,7 +422,7 @@ class _Planner:
                     fallback = (fk, ld)
             return fallback
 
-        def search(pool: _Pool, skip: Callable[[_Load], bool] | None, only_class: bool = False) -> tuple | None:
+        def search(pool: _Pool, skip: Callable[[Load], bool] | None, only_class: bool = False) -> tuple | None:
             if only_class:
                 r = pool.by_class.get(cls)
                 return scan(r.keys, None) if r is not None else None
@@ -768,11 +530,11 @@ class _Planner:
         return got or reason
 
     def _vo_key(self, vo: str) -> tuple:
-        st = self.vo_status[vo]
+        f = self.vo_facts[vo]
         running = self.vo_slots.get(vo, 0)
-        if running < st.guarantee:
-            return (0, running / st.guarantee, vo)
-        return (1, -self._vo_priority(vo), st.usage_fraction, vo)
+        if running < f.guarantee:
+            return (0, running / f.guarantee, vo)
+        return (1, -self._vo_priority(vo), f.usage_fraction, vo)
 
     def _sub_key(self, usage: float, running: int, name: str) -> tuple:
         u = usage / self.total_usage if self.total_usage > 0 else 0.0
@@ -818,7 +580,7 @@ class _Planner:
             u = gq.heap.peek()
             uq = gq.users[u]
             job = uq.jobs.popleft()
-            was_below = self.vo_slots.get(vo, 0) < self.vo_status[vo].guarantee
+            was_below = self.vo_slots.get(vo, 0) < self.vo_facts[vo].guarantee
             why = self._try(job, vo, "share" if was_below else "fairshare")
             if why == "vo_limit":
                 self._drain_vo(vq, vo, "vo_limit")
@@ -865,8 +627,62 @@ class _Planner:
         out.total_slots = self.total_slots
         out.free_slots = max(0, self.free_total)
         out.used_slots = self.used_before
-        for name, st in self.vo_status.items():
-            out.vos[name] = st._replace(started=self.started_by_vo.get(name, 0))
+        names = set(self.cfg.vos) | set(self.vo_slots0) | set(self.vo_queued)
+        out.vo_table = _VOTable(names, self.vo_facts, dict(self.tally.vo_jobs), self.vo_queued, self.started_by_vo)
+
+
+class _VOFact(NamedTuple):
+    share: float
+    guarantee: int
+    usage: float
+    usage_fraction: float
+    base: float
+    """``eps + u_hist``: the priority's denominator without the running slots."""
+    priority: float
+    """At the start of the cycle."""
+
+
+class _VOFacts(dict):
+    """A VO's share, guarantee and priority, worked out the first time the plan needs them
+    (a cycle that starts jobs of two VOs out of twenty looks at two)."""
+
+    def __init__(self, index: NodeIndex, usage: Usage, eps: float, running: dict[str, int]) -> None:
+        super().__init__()
+        self.index = index
+        self.usage = usage.vo
+        self.total = usage.total
+        self.eps = eps
+        self.running = running
+
+    def __missing__(self, vo: str) -> _VOFact:
+        share, guarantee = self.index.fixed(vo)
+        u = self.usage.get(vo, 0.0)
+        uf = u / self.total if self.total > 0 else 0.0
+        base = self.eps + uf
+        ts = self.index.total_slots
+        f = self[vo] = _VOFact(share, guarantee, u, uf, base,
+                               share / (base + (self.running.get(vo, 0) / ts if ts else 0.0)))
+        return f
+
+
+class _VOTable:
+    """Makes `Plan.vos` when it is first read (the simulator seldom reads it)."""
+
+    __slots__ = ("names", "facts", "jobs", "queued", "started")
+
+    def __init__(self, names: set[str], facts: _VOFacts, jobs: dict[str, int], queued: dict[str, int],
+                 started: dict[str, int]) -> None:
+        self.names, self.facts, self.jobs, self.queued, self.started = names, facts, jobs, queued, started
+
+    def __call__(self) -> dict[str, VOStatus]:
+        out = {}
+        running = self.facts.running
+        for name in sorted(self.names):
+            f = self.facts[name]
+            out[name] = VOStatus(name, f.share, f.guarantee, running.get(name, 0), self.jobs.get(name, 0),
+                                 self.queued.get(name, 0), f.usage, f.usage_fraction, f.priority,
+                                 self.started.get(name, 0))
+        return out
 
 
 REASON_SHORT = {

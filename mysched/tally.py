@@ -1,0 +1,421 @@
+"""What the planner derives from the configuration, the node list and the running jobs,
+kept from one cycle to the next.
+
+A farm changes little between two cycles: a few jobs end, a few start. Re-deriving
+per-node counts and node rankings from every running job in every cycle would make a
+cycle cost what runs, not what changed. So a `NodeIndex` keeps node facts (types, queue
+assignments, pools) and a `Tally` of the running jobs; each plan brings the tally up to
+date with its snapshot -- adding the jobs it has not counted, removing those that are
+gone -- and works on copies of the parts it changes. Results are the same as from a
+fresh index (tests check it on random sequences of snapshots).
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+from typing import Callable, Iterable
+
+from .config import Config, PackingClass
+from .model import Job, JobState, Node, NodeState
+
+DEFAULT_CLASS = "default"
+RUNNING = (JobState.RUNNING, JobState.EXITING)
+WAITING = (JobState.QUEUED, JobState.HELD, JobState.WAITING, JobState.TRANSIT)
+
+
+class Load:
+    """Counts of the jobs on one node. A None user, VO, group or class is one nothing
+    reads in this plan (no diversity score, no per-node limit, no packing): not counted."""
+
+    __slots__ = ("name", "slots", "cap", "free", "used", "njobs", "users", "vos", "groups", "classes",
+                 "class_times", "ntype", "key", "pool", "reserved", "usable")
+
+    def __init__(self, node: Node, ntype: str | None, key: tuple, usable: bool) -> None:
+        self.name = node.name
+        self.slots = node.slots
+        self.cap = node.slots if node.state is NodeState.FREE else 0
+        """Slots the scheduler may fill when the node runs nothing."""
+        self.free = self.cap
+        self.used = 0
+        self.njobs = 0
+        self.users: dict[str, int] = {}
+        self.vos: dict[str, int] = {}
+        self.groups: dict[str, int] = {}
+        self.classes: dict[str, int] = {}
+        self.class_times: dict[str, list[float]] = {}
+        """Start times of the class jobs (exclusive packing reservations follow the latest)."""
+        self.ntype = ntype
+        self.key = key
+        self.pool = None
+        self.reserved: str | None = None
+        self.usable = usable
+
+    def copy(self) -> "Load":
+        c = Load.__new__(Load)
+        c.name, c.slots, c.cap, c.free, c.used, c.njobs = self.name, self.slots, self.cap, self.free, self.used, self.njobs
+        c.users, c.vos, c.groups, c.classes = dict(self.users), dict(self.vos), dict(self.groups), dict(self.classes)
+        c.class_times = {k: list(v) for k, v in self.class_times.items()} if self.class_times else {}
+        c.ntype, c.key, c.pool, c.reserved, c.usable = self.ntype, self.key, None, None, self.usable
+        return c
+
+    def add(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
+            start: float | None) -> None:
+        self.used += cores
+        self.free = max(0, self.cap - self.used)
+        self.njobs += 1
+        if user is not None:
+            self.users[user] = self.users.get(user, 0) + 1
+        if vo is not None:
+            self.vos[vo] = self.vos.get(vo, 0) + 1
+        if group is not None:
+            self.groups[group] = self.groups.get(group, 0) + 1
+        if cls is not None:
+            self.classes[cls] = self.classes.get(cls, 0) + 1
+            if start is not None:
+                self.class_times.setdefault(cls, []).append(start)
+
+    def remove(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
+               start: float | None) -> None:
+        """Undo an `add` with the same arguments."""
+        self.used -= cores
+        self.free = max(0, self.cap - self.used)
+        self.njobs -= 1
+        for d, k in ((self.users, user), (self.vos, vo), (self.groups, group), (self.classes, cls)):
+            if k is not None:
+                n = d[k] - 1
+                if n:
+                    d[k] = n
+                else:
+                    del d[k]
+        if cls is not None and start is not None:
+            times = self.class_times[cls]
+            times.remove(start)
+            if not times:
+                del self.class_times[cls]
+
+    def class_start(self, cls: str) -> float | None:
+        times = self.class_times.get(cls)
+        return max(times) if times else None
+
+
+class Ranking:
+    """Node names kept sorted by a score tuple whose last item is the node name.
+
+    A plan ranks on a `view` of the tally's ranking and copies it only when it changes it."""
+
+    __slots__ = ("keys", "of", "owned")
+
+    def __init__(self, keys: list[tuple] | None = None, of: dict[str, tuple] | None = None,
+                 owned: bool = True) -> None:
+        self.keys: list[tuple] = keys if keys is not None else []
+        self.of: dict[str, tuple] = of if of is not None else {}
+        self.owned = owned
+
+    def view(self) -> "Ranking":
+        return Ranking(self.keys, self.of, owned=False)
+
+    def _own(self) -> None:
+        self.keys = list(self.keys)
+        self.of = dict(self.of)
+        self.owned = True
+
+    def put(self, name: str, key: tuple) -> None:
+        old = self.of.get(name)
+        if old == key:
+            return
+        if not self.owned:
+            self._own()
+        if old is not None:
+            del self.keys[bisect.bisect_left(self.keys, old)]
+        self.of[name] = key
+        bisect.insort(self.keys, key)
+
+    def drop(self, name: str) -> None:
+        if name not in self.of:
+            return
+        if not self.owned:
+            self._own()
+        old = self.of.pop(name)
+        del self.keys[bisect.bisect_left(self.keys, old)]
+
+
+def key_fn(policy: str) -> Callable[[Load], tuple]:
+    """A node's placement score (lower is better); the last item is always the name."""
+    if policy == "fifo":
+        return lambda ld: (ld.name,)
+    if policy == "least-loaded":
+        return lambda ld: (-ld.free, ld.name)
+    # For a user with no job on the node: highest diversity after placement, then fewest
+    # used slots, then name.
+    return lambda ld: (-(len(ld.users) + 1) / (ld.njobs + 1), ld.used, ld.name)
+
+
+def empty_key(policy: str, node: Node) -> tuple:
+    """`key_fn` of a node that runs nothing."""
+    if policy == "fifo":
+        return (node.name,)
+    if policy == "least-loaded":
+        return (-node.slots, node.name)
+    return (-1.0, 0, node.name)
+
+
+class NodeIndex:
+    """What the planner derives from the configuration and the node list (node types,
+    queue assignments, pools), plus the `Tally` of running jobs. Callers that plan again
+    and again on the same farm (the daemon, the simulator) keep one and pass it in; it
+    starts afresh when the configuration or the node tuple is another object."""
+
+    def __init__(self) -> None:
+        self._config: Config | None = None
+        self._nodes: tuple[Node, ...] | None = None
+
+    def get(self, config: Config, nodes: tuple[Node, ...]) -> "NodeIndex":
+        if config is not self._config or nodes is not self._nodes:
+            self._build(config, nodes)
+        return self
+
+    def _build(self, config: Config, nodes: tuple[Node, ...]) -> None:
+        restricted = [q for q in config.queues.values() if q.restricted]
+        entries = []
+        keys: dict[tuple, None] = {}
+        total = 0
+        max_slots = 0
+        for node in nodes:
+            usable = node.state in (NodeState.FREE, NodeState.FULL)
+            counted = node.state not in (NodeState.DOWN, NodeState.OFFLINE)
+            ntype = next((nt.name for nt in config.node_types if nt.matches(node.name, node.properties)), None)
+            qs = frozenset(q.name for q in restricted
+                           if (q.nodes and any(fnmatch.fnmatchcase(node.name, p) for p in q.nodes))
+                           or (ntype is not None and ntype in q.node_types))
+            owners = frozenset(q for q in qs if config.queues[q].exclusive)
+            key = (ntype, qs, owners)
+            keys[key] = None
+            entries.append((node, ntype, key, usable, counted))
+            if counted:
+                total += node.slots
+            if usable:
+                max_slots = max(max_slots, node.slots)
+        self.config = config
+        self.entries = entries
+        self.by_name = {e[0].name: e for e in entries}
+        self.pool_keys = list(keys)
+        self.total_slots = total
+        self.max_slots = max_slots
+        self.usable_free = {e[0].name: e[0].slots for e in entries if e[3] and e[0].state is NodeState.FREE}
+        self.idle_free = sum(self.usable_free.values())
+        """Free slots of the farm if no job ran."""
+        self.packing = {pc.name: pc for pc in config.packing}
+        self._pclass: dict[tuple[str, str, str, str], PackingClass | None] = {}
+        self.group_vo: dict[str, str] = {}
+        self.vo_fixed: dict[str, tuple[float, int]] = {}
+        """VO -> (share fraction, guaranteed slots) on this farm."""
+        self._tallies: dict[str, Tally] = {}
+        self._config, self._nodes = config, nodes
+
+    def job_class(self, queue: str, vo: str, group: str, user: str) -> PackingClass | None:
+        """The packing class a job belongs to (None: default jobs)."""
+        k = (queue, vo, group, user)
+        try:
+            return self._pclass[k]
+        except KeyError:
+            pc = self._pclass[k] = next((p for p in self.config.packing if p.matches(queue, vo, group, user)), None)
+            return pc
+
+    def vo_of(self, group: str) -> str:
+        try:
+            return self.group_vo[group]
+        except KeyError:
+            vo = self.group_vo[group] = self.config.vo_of(group)
+            return vo
+
+    def fixed(self, vo: str) -> tuple[float, int]:
+        got = self.vo_fixed.get(vo)
+        if got is None:
+            v = self.config.vo(vo)
+            got = self.vo_fixed[vo] = (v.share_fraction(self.total_slots), v.guarantee(self.total_slots))
+        return got
+
+    def tally(self, policy: str) -> "Tally":
+        t = self._tallies.get(policy)
+        if t is None:
+            t = self._tallies[policy] = Tally(self, policy)
+        return t
+
+    def empty_ranking(self, policy: str, pool_key: tuple) -> Ranking:
+        """The pool's usable nodes ranked as if no job ran anywhere."""
+        items = [empty_key(policy, e[0]) for e in self.entries
+                 if e[2] == pool_key and e[0].name in self.usable_free and e[0].slots > 0]
+        return Ranking(sorted(items), {k[-1]: k for k in items})
+
+
+class Tally:
+    """The running jobs of the last snapshot, reduced to what a plan reads: per-node loads
+    (only nodes that run something), running slots and jobs per VO, group, user and queue,
+    and each pool's nodes ranked by placement score (overall and per packing class).
+
+    `sync` brings it up to date with a snapshot. Plans never change it: they copy the
+    loads they touch and rank on copy-on-write views."""
+
+    def __init__(self, index: NodeIndex, policy: str) -> None:
+        cfg = index.config
+        self.index = index
+        self.policy = policy
+        self.keyf = key_fn(policy)
+        self.track = (policy == "mysched",
+                      any(v.max_per_node is not None for v in cfg.vos.values()),
+                      any(g.max_per_node is not None for g in cfg.groups.values()))
+        """Which per-node counts plans read: users for the diversity score, VOs and groups
+        only where a per-node limit exists."""
+        self.packing = index.packing
+        self.jobs: dict[str, list] = {}
+        """Counted running jobs: id -> [job, VO, packing class, generation last seen]."""
+        self.gen = 0
+        self.loads: dict[str, Load] = {}
+        self.vo_slots: dict[str, int] = {}
+        self.vo_jobs: dict[str, int] = {}
+        self.group_jobs: dict[str, int] = {}
+        self.group_slots: dict[str, int] = {}
+        self.user_slots: dict[str, int] = {}
+        self.queue_jobs: dict[str, int] = {}
+        self.rankings = {k: index.empty_ranking(policy, k) for k in index.pool_keys}
+        self.by_class: dict[tuple, dict[str, Ranking]] = {k: {} for k in index.pool_keys}
+        self.used = 0
+        """Slots in use on counted nodes."""
+        self.free = index.idle_free
+        """Free slots on usable nodes."""
+
+    # -- bringing it up to date -------------------------------------------------------------
+    def sync(self, jobs: Iterable[Job]) -> tuple[list[tuple[Job, str]], dict[str, int]]:
+        """Count the snapshot's running jobs; return its waiting jobs (with their VO) and
+        the number waiting per VO.
+
+        A running job is known when the very same object was counted before (servers hand
+        out new objects for changed jobs); known jobs cost one look-up each, everything
+        else is added, and whatever was counted but not seen again is taken away."""
+        counted = self.jobs
+        known = counted.get
+        vo_of = self.index.vo_of
+        group_vo = self.index.group_vo
+        self.gen = gen = self.gen + 1
+        queued: list[tuple[Job, str]] = []
+        vo_queued: dict[str, int] = {}
+        fresh: list[Job] = []
+        seen = 0
+        r, e = RUNNING
+        for job in jobs:
+            st = job.state
+            if st is r or st is e:
+                rec = known(job.id)
+                if rec is not None and rec[0] is job:
+                    if rec[3] != gen:
+                        rec[3] = gen
+                        seen += 1
+                else:
+                    fresh.append(job)
+            elif st in WAITING:
+                vo = job.vo or group_vo.get(job.group) or vo_of(job.group)
+                vo_queued[vo] = vo_queued.get(vo, 0) + 1
+                queued.append((job, vo))
+        if seen < len(counted):  # jobs ended, or changed (a new object under a known id)
+            gone = [jid for jid, rec in counted.items() if rec[3] != gen]
+            self._apply([counted.pop(jid) for jid in gone], -1)
+        if fresh:
+            packing = self.packing
+            job_class = self.index.job_class
+            add = []
+            for job in fresh:
+                if job.id in counted:
+                    continue  # the same id twice in one snapshot: counted once
+                vo = job.vo or vo_of(job.group)
+                if packing:
+                    pc = job_class(job.queue, vo, job.group, job.user)
+                    cls = pc.name if pc else DEFAULT_CLASS
+                else:
+                    cls = None
+                rec = counted[job.id] = [job, vo, cls, gen]
+                add.append(rec)
+            self._apply(add, +1)
+        return queued, vo_queued
+
+    def _apply(self, recs: list[list], sign: int) -> None:
+        """Add (sign +1) or remove (-1) running jobs."""
+        if not recs:
+            return
+        agg: dict[tuple[str, str, str, str], list[int]] = {}
+        by_name = self.index.by_name
+        t_users, t_vos, t_groups = self.track
+        touched: dict[str, Load] = {}
+        loads = self.loads
+        for job, vo, cls, _ in recs:
+            key = (job.queue, vo, job.group, job.user)
+            a = agg.get(key)
+            if a is None:
+                agg[key] = [1, job.cores]
+            else:
+                a[0] += 1
+                a[1] += job.cores
+            for name, cores in job.placement:
+                ld = touched.get(name)
+                if ld is None:
+                    ld = loads.get(name)
+                    if ld is None:
+                        e = by_name.get(name)
+                        if e is None:
+                            continue  # a node the server does not list
+                        ld = loads[name] = Load(e[0], e[1], e[2], e[3])
+                    touched[name] = ld
+                    self._account(ld, -1)
+                args = (job.user if t_users else None, vo if t_vos else None, job.group if t_groups else None,
+                        cls, cores, job.start_time)
+                if sign > 0:
+                    ld.add(*args)
+                else:
+                    ld.remove(*args)
+        for (queue, vo, group, user), (n, cores) in agg.items():
+            n, cores = sign * n, sign * cores
+            _bump(self.vo_slots, vo, cores)
+            _bump(self.vo_jobs, vo, n)
+            _bump(self.group_jobs, group, n)
+            _bump(self.group_slots, group, cores)
+            _bump(self.user_slots, user, cores)
+            _bump(self.queue_jobs, queue, n)
+        for ld in touched.values():
+            self._account(ld, +1)
+            self._rank(ld)
+            if not ld.njobs:
+                del loads[ld.name]
+
+    def _account(self, ld: Load, sign: int) -> None:
+        """Add or take away a node's part of the used and free totals."""
+        if self.index.by_name[ld.name][4]:
+            self.used += sign * min(ld.used, ld.slots)
+        self.free += sign * ((ld.free if ld.usable else 0) - self.index.usable_free.get(ld.name, 0))
+
+    def _rank(self, ld: Load) -> None:
+        """Put a node where its new counts rank it (or take it out when it has no room)."""
+        ranking = self.rankings[ld.key]
+        classes = self.by_class[ld.key]
+        if ld.usable and ld.free > 0:
+            k = self.keyf(ld)  # for a node left empty, equal to `empty_key`
+            ranking.put(ld.name, k)
+            for cls in self.packing:
+                if ld.classes.get(cls):
+                    r = classes.get(cls)
+                    if r is None:
+                        r = classes[cls] = Ranking()
+                    r.put(ld.name, k)
+                elif cls in classes:
+                    classes[cls].drop(ld.name)
+        else:
+            ranking.drop(ld.name)
+            for r in classes.values():
+                r.drop(ld.name)
+
+
+def _bump(d: dict[str, int], k: str, n: int) -> None:
+    v = d.get(k, 0) + n
+    if v:
+        d[k] = v
+    else:
+        del d[k]

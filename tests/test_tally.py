@@ -1,0 +1,107 @@
+"""The planner keeps a tally of running jobs from cycle to cycle (`NodeIndex`); a plan must
+come out the same as from a fresh index whatever happened in between: jobs ending, starting
+where the plan said or elsewhere, changing state, coming back as new objects, nodes going
+down, exclusive reservations running out."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from mysched.config import config_from_text
+from mysched.model import Job, JobState, Node, NodeState, Queue, Snapshot
+from mysched.planner import NodeIndex, plan
+from mysched.usage import Usage
+
+GROUPS = ["atlas", "atlsgm", "mc", "cms", "lhcb", "other"]
+QUEUES = ["grid", "grid", "short", "sw", "ded", "unknown"]
+
+
+def _config(rnd: random.Random):
+    vlim = rnd.choice(["", "max_per_node = 3;", "max_running = 20;"])
+    glim = rnd.choice(["", "lhcb = { max_running = 5; max_per_node = 2; };"])
+    ded = rnd.choice(["", 'ded = { nodes = ["wn1[0-1]"]; exclusive = true; };'])
+    pol = rnd.choice(["none", "relaxed", "exclusive", "exclusive"])
+    ttl = f' ttl = "{rnd.choice(["10m", "1h"])}";' if pol == "exclusive" else ""
+    pack = rnd.choice(["", f'packing = {{ mcore = {{ policy = "{pol}"; groups = ["mc"];{ttl} }}; }};'])
+    hot = rnd.choice(["", 'hot = { users = ["u1"]; };'])
+    return config_from_text(f"""
+vos = {{ atlas = {{ groups = ["atlas", "atlsgm", "mc"]; share = 40; {vlim} }};
+        cms = {{ groups = ["cms"]; share = 30; }}; lhcb = {{ groups = ["lhcb"]; share = 10; }}; }};
+groups = {{ atlsgm = {{ max_per_node = 1; max_running = 6; }}; {glim} }};
+queues = {{ grid = {{}}; short = {{ max_running = 12; }}; sw = {{ node_types = ["big"]; }}; {ded} }};
+node_types = {{ big = {{ nodes = ["wn0[0-2]"]; groups = ["atlsgm", "cms", "lhcb"]; }}; }};
+{pack}
+{hot}
+""", "<test>")
+
+
+def _copy(j: Job, **kw) -> Job:
+    d = {f: getattr(j, f) for f in Job.__slots__}
+    d.update(kw)
+    return Job(**d)
+
+
+def _canon(p):
+    waits = sorted((k, w.reason, w.rank, w.priority, w.detail, sorted((w.nodes_rejected or {}).items()))
+                   for k, w in p.waits.items())
+    return (p.starts, waits, p.vos, p.node_classes, p.wake_at, p.total_slots, p.used_slots, p.free_slots)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_kept_index_plans_as_a_fresh_one(seed):
+    rnd = random.Random(seed)
+    cfg = _config(rnd)
+    policy = ["mysched", "fifo", "least-loaded"][seed % 3]
+    nn = rnd.randint(3, 14)
+    ns = tuple(Node(f"wn{i:02d}", rnd.choice([1, 2, 4, 8]),
+                    rnd.choice([NodeState.FREE] * 8 + [NodeState.DOWN, NodeState.FULL, NodeState.BUSY]))
+               for i in range(nn))
+    queues = (Queue("grid"), Queue("short", max_running=rnd.choice([None, 8])), Queue("sw", enabled=seed % 4 != 0))
+    index = NodeIndex()
+    jobs: dict[str, Job] = {}
+    now, k = 10_000.0, 0
+    starts: list = []
+    compared = started = 0
+    for _ in range(25):
+        now += rnd.choice([1.0, 60.0, 600.0, 3000.0])
+        for s in starts:  # the server starts what the last plan said, mostly
+            if rnd.random() < 0.9 and s.job_id in jobs:
+                jobs[s.job_id] = _copy(jobs[s.job_id], state=JobState.RUNNING, start_time=now, placement=s.placement)
+                started += 1
+        for jid, j in list(jobs.items()):
+            r = rnd.random()
+            if j.state == JobState.RUNNING and r < 0.15:
+                del jobs[jid]
+            elif j.state == JobState.RUNNING and r < 0.18:
+                jobs[jid] = _copy(j, state=JobState.EXITING)
+            elif j.state == JobState.QUEUED and r < 0.03:
+                jobs[jid] = _copy(j, state=JobState.HELD)
+            elif j.state == JobState.HELD and r < 0.3:
+                jobs[jid] = _copy(j, state=JobState.QUEUED)
+        if rnd.random() < 0.3:  # started by someone else, perhaps across nodes or on one not listed
+            k += 1
+            pl = tuple((rnd.choice(ns).name if rnd.random() < 0.9 else "ghost", 1) for _ in range(rnd.choice([1, 2])))
+            jobs[f"x{k}"] = Job(f"x{k}", rnd.choice(QUEUES), f"u{rnd.randrange(6)}", rnd.choice(GROUPS), len(pl),
+                                JobState.RUNNING, now - 100, now - rnd.uniform(0, 8000), placement=pl,
+                                vo=rnd.choice([None, None, "cms", "newvo"]))
+        for _ in range(rnd.choice([0, 1, 3, 10])):
+            k += 1
+            jobs[f"j{k}"] = Job(f"j{k}", rnd.choice(QUEUES), f"u{rnd.randrange(6)}", rnd.choice(GROUPS),
+                                rnd.choice([1, 1, 1, 2, 4, 16]), JobState.QUEUED, now - rnd.uniform(0, 50))
+        if rnd.random() < 0.2:  # every job a new object, as a TORQUE snapshot hands them out
+            jobs = {i: _copy(j) for i, j in jobs.items()}
+        if rnd.random() < 0.1:  # a node changes state: a new node tuple
+            i = rnd.randrange(nn)
+            ns = ns[:i] + (Node(ns[i].name, ns[i].slots, rnd.choice([NodeState.FREE, NodeState.DOWN])),) + ns[i + 1:]
+        order = list(jobs.values())
+        rnd.shuffle(order)
+        usage = Usage(vo={"atlas": rnd.uniform(0, 1e5), "cms": rnd.uniform(0, 1e5)}, user={"u1": 5e3})
+        s = Snapshot(now, tuple(order), ns, queues)
+        kept = plan(s, cfg, usage, now, policy=policy, index=index)
+        fresh = plan(s, cfg, usage, now, policy=policy)
+        assert _canon(kept) == _canon(fresh)
+        compared += 1
+        starts = fresh.starts
+    assert started > 5  # the sequences do exercise starts and ends
