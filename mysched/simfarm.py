@@ -33,7 +33,8 @@ class SimulatedFarm:
         self._next_arrival = 0
         self.now = start if start is not None else (self._arrivals[0].job.submit_time if self._arrivals else 0.0)
         self.jobs: dict[str, Job] = {}
-        self._runtime: dict[str, float] = {}
+        self._meta: dict[str, tuple[float, str]] = {}
+        """Job id -> (runtime, VO)."""
         self._ends: list[tuple[float, str]] = []
         self.free = {n.name: (n.slots if n.state.usable else 0) for n in self.nodes}
         self.total_slots = sum(n.slots for n in self.nodes if n.state not in (NodeState.DOWN, NodeState.OFFLINE))
@@ -42,6 +43,8 @@ class SimulatedFarm:
         self.queued = 0
         self.dirty = True
         """Something changed since the last scheduling cycle (arrival, end, start)."""
+        self.changes = 0
+        """Arrivals, starts and ends so far (callers compare it to see if anything happened)."""
         self.finished: list[FinishedJob] = []
         self.on_finish: Callable[[FinishedJob], None] | None = None
         self.on_change: Callable[[float, float], None] | None = None
@@ -71,24 +74,28 @@ class SimulatedFarm:
         job = self.jobs.get(job_id)
         if job is None:
             raise JobGone(f"Unknown Job Id {job_id}", code=15001, call="runjob")
-        if job.state != JobState.QUEUED:
+        if job.state is not JobState.QUEUED:
             raise JobStateError(f"{job_id}: invalid state for job - {job.state.value}", code=15018, call="runjob")
-        if sum(c for _, c in placement) != job.cores:
-            raise RunRefused(f"{job_id}: placement gives {sum(c for _, c in placement)} cores, job needs "
-                             f"{job.cores}", code=15046, call="runjob")
+        free = self.free
+        total = 0
         for name, cores in placement:
-            if name not in self.free:
+            total += cores
+            have = free.get(name)
+            if have is None:
                 raise RunRefused(f"{job_id}: unknown node {name}", code=15064, call="runjob")
-            if self.free[name] < cores:
-                raise RunRefused(f"{job_id}: node {name} has {self.free[name]} free cores, not {cores}",
-                                 code=15046, call="runjob")
-        vo = job.vo or self.vo_of(job.group)
+            if have < cores:
+                raise RunRefused(f"{job_id}: node {name} has {have} free cores, not {cores}", code=15046,
+                                 call="runjob")
+        if total != job.cores:
+            raise RunRefused(f"{job_id}: placement gives {total} cores, job needs {job.cores}", code=15046,
+                             call="runjob")
+        runtime, vo = self._meta[job_id]
         cls = self.classify(job, vo) if self.classify is not None else None
         if cls is not None:
             self._job_class[job_id] = cls
             self.class_slots[cls] = self.class_slots.get(cls, 0) + job.cores
         for name, cores in placement:
-            self.free[name] -= cores
+            free[name] -= cores
             self._node_add(name, job.user, +1)
             if cls is not None:
                 nc = self._node_class[name]
@@ -99,10 +106,11 @@ class SimulatedFarm:
         self.queued -= 1
         self.vo_queued[vo] -= 1
         self.vo_running[vo] = self.vo_running.get(vo, 0) + job.cores
-        started = replace(job, state=JobState.RUNNING, start_time=self.now, placement=tuple(placement))
-        self.jobs[job_id] = started
-        heapq.heappush(self._ends, (self.now + self._runtime[job_id], job_id))
+        self.jobs[job_id] = Job(job_id, job.queue, job.user, job.group, job.cores, JobState.RUNNING, job.submit_time,
+                                self.now, job.walltime, job.mem, tuple(placement), job.vo, job.name)
+        heapq.heappush(self._ends, (self.now + runtime, job_id))
         self.dirty = True
+        self.changes += 1
 
     def close(self) -> None:
         pass
@@ -175,16 +183,16 @@ class SimulatedFarm:
         if job.state != JobState.QUEUED:
             job = replace(job, state=JobState.QUEUED, start_time=None, placement=())
         self.jobs[job.id] = job
-        self._runtime[job.id] = max(0.0, tj.runtime)
-        self.queued += 1
         vo = job.vo or self.vo_of(job.group)
+        self._meta[job.id] = (max(0.0, tj.runtime), vo)
+        self.queued += 1
         self.vo_queued[vo] = self.vo_queued.get(vo, 0) + 1
         self.dirty = True
+        self.changes += 1
 
     def _end(self, job_id: str) -> None:
         job = self.jobs.pop(job_id)
-        del self._runtime[job_id]
-        vo = job.vo or self.vo_of(job.group)
+        vo = self._meta.pop(job_id)[1]
         cls = self._job_class.pop(job_id, None)
         if cls is not None:
             self.class_slots[cls] -= job.cores
@@ -204,6 +212,7 @@ class SimulatedFarm:
         if self.on_finish is not None:
             self.on_finish(rec)
         self.dirty = True
+        self.changes += 1
 
 
     def slot_classes(self) -> dict[str, list[str | None]]:

@@ -120,13 +120,16 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     res = SimResult(policy=opts.policy, jobs=len(workload), nodes=len(nodes), slots=farm.total_slots)
     if not workload:
         return res
+    # Only the mysched policy reads decayed usage; the baselines plan without it.
+    fairshare = opts.policy == "mysched"
     ledger = UsageLedger(config.history_window, config.half_life, vo_of=config.vo_of)
     index = NodeIndex()
-    usage_cache = _UsageCache(ledger, opts.usage_refresh)
+    usage_cache = _UsageCache(ledger, opts.usage_refresh if fairshare else math.inf)
     vo_area: dict[str, float] = {}
 
     def finished(rec) -> None:
-        ledger.add_job(rec)
+        if fairshare:
+            ledger.add_job(rec)
         res.finished += 1
         vo_area[rec.vo] = vo_area.get(rec.vo, 0.0) + rec.cores * (rec.end - rec.start)
 
@@ -168,7 +171,13 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
 
     farm.on_change = on_change
 
+    seen_changes = -1
+
     def track_below(t: float) -> None:
+        nonlocal seen_changes
+        if farm.changes == seen_changes:
+            return  # no job arrived, started or ended: no VO crossed its guarantee
+        seen_changes = farm.changes
         for vo, g in guarantees.items():
             is_below = farm.vo_queued.get(vo, 0) > 0 and farm.vo_running.get(vo, 0) < g
             if is_below and vo not in below_since:
@@ -204,7 +213,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             farm.dirty = True  # a reservation ran out: the same farm may now plan differently
             wake_at = None
         if farm.queued > 0 and farm.dirty and farm.free_slots > 0:
-            wake_at = _cycle(farm, config, usage_cache, opts.policy, res, t, index)
+            wake_at = _cycle(farm, config, usage_cache, opts.policy, res, t, index, guarantees)
             last_cycle = t
             if opts.frame_every and res.cycles % opts.frame_every == 1:
                 res.frames.append((t - t0, farm.slot_classes()))
@@ -296,7 +305,7 @@ class _UsageCache:
 
 
 def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy: str, res: SimResult,
-           now: float, index: NodeIndex) -> float | None:
+           now: float, index: NodeIndex, guarantees: dict[str, int]) -> float | None:
     """One planner cycle on the farm; returns when the plan could change with time alone."""
     snap = farm.snapshot()
     usage = usage_cache.get(now, snap)
@@ -306,7 +315,7 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
     res.cycles += 1
     farm.dirty = False
     if p.starts:
-        res.share_violations += _violations(p, snap, config, farm)
+        res.share_violations += _violations(p, snap, config, farm, guarantees)
     jobs = farm.jobs
     for s in p.starts:
         job = jobs[s.job_id]
@@ -320,21 +329,22 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
     return p.wake_at
 
 
-def _violations(p, snap, config: Config, farm: SimulatedFarm) -> int:
+def _violations(p, snap, config: Config, farm: SimulatedFarm, guarantees: dict[str, int]) -> int:
     """Starts given to a VO at/above its guarantee while a below-guarantee VO had a job
     waiting that could have run on that node (node type, queue assignment, free cores,
-    per-node limits, packing). Hot-list starts bypass shares by design and are not counted."""
-    below_waiting: dict[str, list[Job]] = {}
-    for vo, st in p.vos.items():
-        if st.running_slots < st.guarantee and st.queued_jobs:
-            below_waiting[vo] = []
+    per-node limits, packing). Hot-list starts bypass shares by design and are not counted.
+
+    Called before the starts are made, so the farm's counts are the plan's starting point."""
+    vo_running, vo_queued = farm.vo_running, farm.vo_queued
+    below_waiting: dict[str, list[Job]] = {vo: [] for vo, g in guarantees.items()
+                                           if vo_queued.get(vo, 0) and vo_running.get(vo, 0) < g}
     if not below_waiting or not p.waits:
         return 0
     # Cheap test first: did any start go to a VO already at its guarantee?
-    run = {vo: st.running_slots for vo, st in p.vos.items()}
+    run = dict(vo_running)
     over = False
     for s in sorted(p.starts, key=lambda s: s.rank):
-        if s.reason != "hot" and run.get(s.vo, 0) >= p.vos[s.vo].guarantee:
+        if s.reason != "hot" and run.get(s.vo, 0) >= guarantees.get(s.vo, 0):
             over = True
             break
         run[s.vo] = run.get(s.vo, 0) + s.cores
@@ -351,8 +361,8 @@ def _violations(p, snap, config: Config, farm: SimulatedFarm) -> int:
         lst = below_waiting.get(vo)
         if lst is not None:
             lst.append(j)
-    running = {vo: st.running_slots for vo, st in p.vos.items()}
-    guarantee = {vo: st.guarantee for vo, st in p.vos.items()}
+    running = dict(vo_running)
+    guarantee = guarantees
     free = dict(farm.free)
     nodes = farm.node_by_name
     # Per-node VO and group job counts, for the per-node limits (built only when needed).
