@@ -29,8 +29,7 @@ import gc
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Callable, Iterable, NamedTuple
+from typing import Iterable, NamedTuple
 
 from .config import Config, PackingClass
 from .model import Job, JobState, Node, Snapshot
@@ -89,15 +88,26 @@ class _Loads(dict):
         return load
 
 
-@dataclass
 class _Pool:
     """Nodes alike for eligibility: same type, same queue assignment."""
 
-    ntype: str | None
-    queues: frozenset[str]
-    owners: frozenset[str]
-    ranking: Ranking = field(default_factory=Ranking)
-    by_class: dict[str, Ranking] = field(default_factory=dict)
+    __slots__ = ("ntype", "queues", "owners", "ranking", "by_class")
+
+    def __init__(self, key: tuple, ranking: Ranking, by_class: dict[str, Ranking]) -> None:
+        self.ntype, self.queues, self.owners = key
+        self.ranking = ranking
+        self.by_class = by_class
+
+
+class _Rules(NamedTuple):
+    """Limits and candidate pools shared by the jobs of one (queue, VO, group)."""
+
+    queue_max: int | None
+    vo_max: int | None
+    group_max: int | None
+    vo_node_max: int | None
+    group_node_max: int | None
+    pools: list[_Pool]
 
 
 class _Heap:
@@ -169,6 +179,7 @@ class _Planner:
         self._class_cache: dict[tuple, Wait] = {}
         self._drain_memo: dict[tuple, str] = {}
         self._pools_for: dict[tuple, list[_Pool]] = {}
+        self._rules_for: dict[tuple, _Rules] = {}
         self.packing = index.packing
         self.exclusive_packing = any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing)
 
@@ -183,19 +194,23 @@ class _Planner:
         self.keyf = t.keyf
         self.total_slots = idx.total_slots
         self.max_slots = idx.max_slots
-        pools = {}
-        for k in idx.pool_keys:
-            pool = pools[k] = _Pool(*k)
-            pool.ranking = t.rankings[k].view()
-            pool.by_class = {c: r.view() for c, r in t.by_class[k].items()}
+        pools = {k: _Pool(k, t.rankings[k].view(), {c: r.view() for c, r in t.by_class[k].items()})
+                 for k in idx.pool_keys}
         self.pools = list(pools.values())
         self.loads = _Loads(idx, t.loads, pools)
-        self.vo_slots = dict(t.vo_slots)
-        self.vo_jobs = dict(t.vo_jobs)
-        self.group_jobs = dict(t.group_jobs)
-        self.group_slots = dict(t.group_slots)
-        self.user_slots = dict(t.user_slots)
-        self.queue_jobs = dict(t.queue_jobs)
+        # Running counts this plan changes as it starts jobs, copied only where read:
+        # slots per VO, group and user order the shares; jobs per queue, VO and group
+        # meet the total limits.
+        self.shares = self.policy == "mysched"
+        self.limits = idx.total_limits or any(q.max_running is not None for q in self.snap.queues)
+        if self.shares:
+            self.vo_slots = dict(t.vo_slots)
+            self.group_slots = dict(t.group_slots)
+            self.user_slots = dict(t.user_slots)
+        if self.limits:
+            self.vo_jobs = dict(t.vo_jobs)
+            self.group_jobs = dict(t.group_jobs)
+            self.queue_jobs = dict(t.queue_jobs)
         self.used_before = t.used
         self.free_total = t.free
         self._reservations(t)
@@ -256,7 +271,7 @@ class _Planner:
         """``share / (eps + u_hist + u_run)`` with the slots running now (this cycle's starts too)."""
         f = self.vo_facts[vo]
         ts = self.total_slots
-        return f.share / (f.base + (self.vo_slots.get(vo, 0) / ts if ts else 0.0))
+        return f.share / (f.base + (self.vo_slots.get(vo, 0) / ts if ts else 0.0))  # (shares only)
 
     def _screen(self) -> list[tuple[Job, str]]:
         """Jobs that could start at all, in submit order; the rest get their reason now."""
@@ -286,29 +301,44 @@ class _Planner:
         self.rank += 1
         self.out.waits[job.id] = Wait(job.id, reason, self.rank, self.vo_facts[vo].priority, detail, nodes_rejected)
 
-    def _limit(self, job: Job, vo: str) -> str | None:
-        """A total limit the job would exceed, or None."""
+    def _rules(self, queue: str, vo: str, group: str) -> _Rules:
+        """The limits and candidate pools of a (queue, VO, group), worked out once per plan."""
+        k = (queue, vo, group)
+        got = self._rules_for.get(k)
+        if got is not None:
+            return got
         cfg = self.cfg
         qmax = None
-        q = self.qstate.get(job.queue)
+        q = self.qstate.get(queue)
         if q is not None and q.max_running is not None:
             qmax = q.max_running
-        qc = cfg.queues.get(job.queue)
+        qc = cfg.queues.get(queue)
         if qc is not None and qc.max_running is not None:
             qmax = qc.max_running if qmax is None else min(qmax, qc.max_running)
-        if qmax is not None and self.queue_jobs.get(job.queue, 0) >= qmax:
-            return "queue_max_running"
         v = cfg.vos.get(vo)
-        if v is not None and v.max_running is not None and self.vo_jobs.get(vo, 0) >= v.max_running:
+        g = cfg.groups.get(group)
+        got = self._rules_for[k] = _Rules(qmax, v.max_running if v else None, g.max_running if g else None,
+                                          v.max_per_node if v else None, g.max_per_node if g else None,
+                                          self._pools(queue, vo, group))
+        return got
+
+    def _limit(self, job: Job, vo: str, rules: _Rules | None = None) -> str | None:
+        """A total limit the job would exceed, or None."""
+        if not self.limits:
+            return None
+        r = rules or self._rules(job.queue, vo, job.group)
+        if r.queue_max is not None and self.queue_jobs.get(job.queue, 0) >= r.queue_max:
+            return "queue_max_running"
+        if r.vo_max is not None and self.vo_jobs.get(vo, 0) >= r.vo_max:
             return "vo_limit"
-        g = cfg.groups.get(job.group)
-        if g is not None and g.max_running is not None and self.group_jobs.get(job.group, 0) >= g.max_running:
+        if r.group_max is not None and self.group_jobs.get(job.group, 0) >= r.group_max:
             return "group_limit"
         return None
 
     def _try(self, job: Job, vo: str, reason: str) -> str | None:
         """Place and record one job; return None if it starts, else its wait reason."""
-        lim = self._limit(job, vo)
+        rules = self._rules(job.queue, vo, job.group)
+        lim = self._limit(job, vo, rules)
         if lim is not None:
             self._wait(job, lim, vo)
             return lim
@@ -318,7 +348,7 @@ class _Planner:
         if cached is not None:
             self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
             return cached.reason
-        ld = self._place(job, vo, pc)
+        ld = self._place(job, vo, pc, rules)
         if ld is None:
             w = self._explain(job, vo, pc)
             self._class_cache[ckey] = w
@@ -328,38 +358,51 @@ class _Planner:
         return None
 
     def _commit(self, job: Job, vo: str, pc: PackingClass | None, ld: Load, reason: str) -> None:
-        cls = (pc.name if pc else DEFAULT_CLASS) if self.packing else None
+        packing = self.packing
+        cls = (pc.name if pc else DEFAULT_CLASS) if packing else None
         t_users, t_vos, t_groups = self.track
-        ld.add(job.user if t_users else None, vo if t_vos else None, job.group if t_groups else None, cls,
-               job.cores, self.now)
-        self.free_total -= job.cores
+        cores, group, user, queue = job.cores, job.group, job.user, job.queue
+        ld.add(user if t_users else None, vo if t_vos else None, group if t_groups else None, cls, cores, self.now)
+        self.free_total -= cores
+        name = ld.name
         if pc is not None and pc.policy == "exclusive" and pc.ttl > 0:
             ld.reserved = cls
-            self.out.node_classes[ld.name] = cls
+            self.out.node_classes[name] = cls
             self._wake(self.now + pc.ttl)
         pool = ld.pool
         if ld.free > 0:
             k = self.keyf(ld)
-            pool.ranking.put(ld.name, k)
-            for c, n in ld.classes.items():
-                if n and c in self.packing:
-                    pool.by_class.setdefault(c, Ranking()).put(ld.name, k)
+            pool.ranking.put(name, k)
+            if packing:
+                for c, n in ld.classes.items():
+                    if n and c in packing:
+                        pool.by_class.setdefault(c, Ranking()).put(name, k)
         else:
-            pool.ranking.drop(ld.name)
-            for c in ld.classes:
-                r = pool.by_class.get(c)
-                if r is not None:
-                    r.drop(ld.name)
-        self.vo_slots[vo] = self.vo_slots.get(vo, 0) + job.cores
-        self.vo_jobs[vo] = self.vo_jobs.get(vo, 0) + 1
-        self.group_jobs[job.group] = self.group_jobs.get(job.group, 0) + 1
-        self.group_slots[job.group] = self.group_slots.get(job.group, 0) + job.cores
-        self.user_slots[job.user] = self.user_slots.get(job.user, 0) + job.cores
-        self.queue_jobs[job.queue] = self.queue_jobs.get(job.queue, 0) + 1
-        self.started_by_vo[vo] = self.started_by_vo.get(vo, 0) + 1
+            pool.ranking.drop(name)
+            if packing:
+                for c in ld.classes:
+                    r = pool.by_class.get(c)
+                    if r is not None:
+                        r.drop(name)
+        if self.shares:
+            d = self.vo_slots
+            d[vo] = d.get(vo, 0) + cores
+            d = self.group_slots
+            d[group] = d.get(group, 0) + cores
+            d = self.user_slots
+            d[user] = d.get(user, 0) + cores
+        if self.limits:
+            d = self.vo_jobs
+            d[vo] = d.get(vo, 0) + 1
+            d = self.group_jobs
+            d[group] = d.get(group, 0) + 1
+            d = self.queue_jobs
+            d[queue] = d.get(queue, 0) + 1
+        d = self.started_by_vo
+        d[vo] = d.get(vo, 0) + 1
         self.rank += 1
-        self.out.starts.append(Start(job.id, ((ld.name, job.cores),), reason, vo, job.group, job.user,
-                                     job.queue, job.cores, self.rank, self.vo_facts[vo].priority))
+        self.out.starts.append(Start(job.id, ((name, cores),), reason, vo, group, user, queue, cores, self.rank,
+                                     self.vo_facts[vo].priority))
 
     # -- placement --------------------------------------------------------------------------
     def _pools(self, queue: str, vo: str, group: str) -> list[_Pool]:
@@ -382,65 +425,47 @@ class _Planner:
         self._pools_for[k] = out
         return out
 
-    def _place(self, job: Job, vo: str, pc: PackingClass | None) -> Load | None:
-        cores = job.cores
-        user = job.user
-        vmax = self.cfg.vos.get(vo)
-        vmax = vmax.max_per_node if vmax is not None else None
-        gmax = self.cfg.groups.get(job.group)
-        gmax = gmax.max_per_node if gmax is not None else None
-        group = job.group
-        cls = pc.name if pc else None
+    def _scan(self, keys: list[tuple], job: Job, vo: str, cls: str | None, rules: _Rules,
+              avoid: str | None = None) -> tuple | None:
+        """The best node along a sorted ranking for `job`, as (sort key, load), or None.
+
+        For mysched the first node without a job of the user wins (the ranking is by
+        diversity); failing that the one with the fewest of the user's jobs. `avoid`: skip
+        nodes already running that class."""
         loads = self.loads
+        cores = job.cores
+        vmax, gmax = rules.vo_node_max, rules.group_node_max
+        group = job.group
         fast = self.policy != "mysched"
+        user = job.user
+        fallback = None
+        for key in keys:
+            ld = loads[key[-1]]
+            if (ld.free < cores or (ld.reserved is not None and ld.reserved != cls)
+                    or (vmax is not None and ld.vos.get(vo, 0) >= vmax)
+                    or (gmax is not None and ld.groups.get(group, 0) >= gmax)
+                    or (avoid is not None and ld.classes.get(avoid, 0) > 0)):
+                continue
+            if fast:
+                return (key, ld)
+            uj = ld.users.get(user, 0)
+            if uj == 0:
+                return ((0,) + key, ld)
+            fk = (uj, -len(ld.users) / (ld.njobs + 1), ld.used, ld.name)
+            if fallback is None or fk < fallback[0]:
+                fallback = (fk, ld)
+        return fallback
 
-        def ok(ld: Load) -> bool:
-            if ld.free < cores:
-                return False
-            if ld.reserved is not None and ld.reserved != cls:
-                return False
-            if vmax is not None and ld.vos.get(vo, 0) >= vmax:
-                return False
-            if gmax is not None and ld.groups.get(group, 0) >= gmax:
-                return False
-            return True
-
-        def scan(keys: list[tuple], skip: Callable[[Load], bool] | None) -> tuple | None:
-            """Best node along a sorted ranking: the first user-free fit wins."""
-            fallback = None
-            for key in keys:
-                ld = loads[key[-1]]
-                if not ok(ld) or (skip is not None and skip(ld)):
-                    continue
-                if fast:
-                    return (key, ld)
-                uj = ld.users.get(user, 0)
-                if uj == 0:
-                    return ((0,) + key, ld)
-                fk = (uj, -len(ld.users) / (ld.njobs + 1), ld.used, ld.name)
-                if fallback is None or fk < fallback[0]:
-                    fallback = (fk, ld)
-            return fallback
-
-        def search(pool: _Pool, skip: Callable[[Load], bool] | None, only_class: bool = False) -> tuple | None:
-            if only_class:
-                r = pool.by_class.get(cls)
-                return scan(r.keys, None) if r is not None else None
-            return scan(pool.ranking.keys, skip)
-
+    def _place(self, job: Job, vo: str, pc: PackingClass | None, rules: _Rules) -> Load | None:
+        cls = pc.name if pc else None
+        pools = rules.pools
+        scan = self._scan
         best = None
-        pools = self._pools(job.queue, vo, group)
         if pc is None or pc.policy == "none":
             # Default jobs: no preference. Spreading class: prefer nodes without the class.
-            tiers: list[tuple[int, Callable]] = []
-            if pc is not None:
-                tiers.append((0, lambda ld: ld.classes.get(cls, 0) > 0))
-                tiers.append((1, None))
-            else:
-                tiers.append((0, None))
-            for tier, skip in tiers:
+            for avoid in ((cls, None) if pc is not None else (None,)):
                 for pool in pools:
-                    got = search(pool, skip)
+                    got = scan(pool.ranking.keys, job, vo, cls, rules, avoid)
                     if got is not None and (best is None or got[0] < best[0]):
                         best = got
                 if best is not None:
@@ -448,13 +473,14 @@ class _Planner:
             return None
         # relaxed / exclusive: prefer nodes already running the class.
         for pool in pools:
-            got = search(pool, None, only_class=True)
+            r = pool.by_class.get(cls)
+            got = scan(r.keys, job, vo, cls, rules) if r is not None else None
             if got is not None and (best is None or got[0] < best[0]):
                 best = got
         if best is not None:
             return best[1]
         for pool in pools:
-            got = search(pool, None)
+            got = scan(pool.ranking.keys, job, vo, cls, rules)
             if got is not None and (best is None or got[0] < best[0]):
                 best = got
         return best[1] if best is not None else None

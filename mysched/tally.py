@@ -206,6 +206,10 @@ class NodeIndex:
         self.idle_free = sum(self.usable_free.values())
         """Free slots of the farm if no job ran."""
         self.packing = {pc.name: pc for pc in config.packing}
+        self.total_limits = (any(q.max_running is not None for q in config.queues.values())
+                             or any(v.max_running is not None for v in config.vos.values())
+                             or any(g.max_running is not None for g in config.groups.values()))
+        """Whether the configuration caps running jobs per queue, VO or group anywhere."""
         self._pclass: dict[tuple[str, str, str, str], PackingClass | None] = {}
         self.group_vo: dict[str, str] = {}
         self.vo_fixed: dict[str, tuple[float, int]] = {}
