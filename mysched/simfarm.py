@@ -30,6 +30,7 @@ class SimulatedFarm:
         self.queues = tuple(queues)
         self.vo_of = vo_of
         self._arrivals = sorted(workload, key=lambda t: (t.job.submit_time, t.job.id))
+        self._arrival_times = [tj.job.submit_time for tj in self._arrivals]
         self._next_arrival = 0
         self.now = start if start is not None else (self._arrivals[0].job.submit_time if self._arrivals else 0.0)
         self.jobs: dict[str, Job] = {}
@@ -45,8 +46,10 @@ class SimulatedFarm:
         """Something changed since the last scheduling cycle (arrival, end, start)."""
         self.changes = 0
         """Arrivals, starts and ends so far (callers compare it to see if anything happened)."""
-        self.finished: list[FinishedJob] = []
         self.on_finish: Callable[[FinishedJob], None] | None = None
+        """Called with the wall-clock record of each job that ends (what accounting keeps)."""
+        self.on_end: Callable[[Job, str], None] | None = None
+        """Called as on_end(job, vo) when a job ends at `now` (cheaper than `on_finish`)."""
         self.on_change: Callable[[float, float], None] | None = None
         """Called as on_change(t_from, t_to) before the state changes at t_to (for integrals)."""
         # Per-node users and jobs, for diversity.
@@ -156,25 +159,31 @@ class SimulatedFarm:
 
     def advance(self, t: float) -> None:
         """Move the clock to `t`, ending and admitting jobs in time order."""
-        arrivals = self._arrivals
+        times = self._arrival_times
+        n = len(times)
+        ends = self._ends
+        on_change = self.on_change
+        inf = math.inf
         while True:
-            ta = arrivals[self._next_arrival].job.submit_time if self._next_arrival < len(arrivals) else math.inf
-            te = self._ends[0][0] if self._ends else math.inf
-            nxt = min(ta, te)
+            i = self._next_arrival
+            ta = times[i] if i < n else inf
+            te = ends[0][0] if ends else inf
+            nxt = ta if ta < te else te
             if nxt > t:
                 break
-            if self.on_change is not None and nxt > self.now:
-                self.on_change(self.now, nxt)
-            self.now = max(self.now, nxt)
+            if nxt > self.now:
+                if on_change is not None:
+                    on_change(self.now, nxt)
+                self.now = nxt
             if te <= ta:
-                self._end(heapq.heappop(self._ends)[1])
+                self._end(heapq.heappop(ends)[1])
             else:
-                tj = arrivals[self._next_arrival]
-                self._next_arrival += 1
-                self._admit(tj)
-        if self.on_change is not None and t > self.now:
-            self.on_change(self.now, t)
-        self.now = max(self.now, t)
+                self._next_arrival = i + 1
+                self._admit(self._arrivals[i])
+        if t > self.now:
+            if on_change is not None:
+                on_change(self.now, t)
+            self.now = t
 
     def _admit(self, tj: TraceJob) -> None:
         job = tj.job
@@ -207,10 +216,11 @@ class SimulatedFarm:
                     self.class_nodes[cls] -= 1
         self.used -= job.cores
         self.vo_running[vo] -= job.cores
-        rec = FinishedJob(job.id, job.user, job.group, job.queue, job.start_time or self.now, self.now,
-                          job.cores, vo, None, 0, tuple(n for n, _ in job.placement))
+        if self.on_end is not None:
+            self.on_end(job, vo)
         if self.on_finish is not None:
-            self.on_finish(rec)
+            self.on_finish(FinishedJob(job.id, job.user, job.group, job.queue, job.start_time or self.now, self.now,
+                                       job.cores, vo, None, 0, tuple(n for n, _ in job.placement)))
         self.dirty = True
         self.changes += 1
 

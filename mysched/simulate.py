@@ -127,13 +127,14 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     usage_cache = _UsageCache(ledger, opts.usage_refresh if fairshare else math.inf)
     vo_area: dict[str, float] = {}
 
-    def finished(rec) -> None:
+    def ended(job: Job, vo: str) -> None:
+        start = job.start_time if job.start_time is not None else farm.now
         if fairshare:
-            ledger.add_job(rec)
+            ledger.add(vo, job.group, job.user, start, farm.now, job.cores)
         res.finished += 1
-        vo_area[rec.vo] = vo_area.get(rec.vo, 0.0) + rec.cores * (rec.end - rec.start)
+        vo_area[vo] = vo_area.get(vo, 0.0) + job.cores * (farm.now - start)
 
-    farm.on_finish = finished
+    farm.on_end = ended
     total = farm.total_slots
     guarantees = {name: v.guarantee(total) for name, v in config.vos.items()}
     below_since: dict[str, float] = {}
