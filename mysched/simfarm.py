@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import replace
 from typing import Callable, Iterable
 
 from .errors import JobGone, JobStateError, RunRefused
@@ -188,9 +187,9 @@ class SimulatedFarm:
     def _admit(self, tj: TraceJob) -> None:
         job = tj.job
         if job.id in self.jobs:
-            job = replace(job, id=f"{job.id}.{self._next_arrival}")
+            job = job._replace(id=f"{job.id}.{self._next_arrival}")
         if job.state != JobState.QUEUED:
-            job = replace(job, state=JobState.QUEUED, start_time=None, placement=())
+            job = job._replace(state=JobState.QUEUED, start_time=None, placement=())
         self.jobs[job.id] = job
         vo = job.vo or self.vo_of(job.group)
         self._meta[job.id] = (max(0.0, tj.runtime), vo)

@@ -82,9 +82,8 @@ def sim_server_from_url(url: str, config: Config) -> SimServer:
     # Shift the synthetic workload so that it starts now: status shows real-looking times.
     if workload:
         shift = start - workload[0].job.submit_time
-        from dataclasses import replace
 
-        workload = [replace(t, job=replace(t.job, submit_time=t.job.submit_time + shift)) for t in workload]
+        workload = [t._replace(job=t.job._replace(submit_time=t.job.submit_time + shift)) for t in workload]
     farm = SimulatedFarm(make_nodes(nodes, slots, config.farm.name_format), workload, start=start,
                          vo_of=config.vo_of, name=url)
     return SimServer(farm, speed=speed)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
 
 from mysched.config import config_from_text
 from mysched.daemon import Daemon

@@ -233,7 +233,7 @@ def test_random_farms_never_overfill_nodes_or_break_limits():
     reused NodeIndex changes nothing."""
     import random
 
-    from mysched.model import Job, Snapshot
+    from mysched.model import Snapshot
     from mysched.planner import NodeIndex
     c = cfg('groups = { atlassgm = { max_per_node = 1; }; };',
             base='vos = { atlas = { groups = ["atlas", "atlassgm"]; share = 50; max_per_node = 3; }; '

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 
@@ -32,7 +31,7 @@ def make_status(tmp_path, published=None):
     jobs += [queued("q1", "carol", "cms", submit=NOW - 300), queued("q2", "dave", "atlas", submit=NOW - 200),
              queued("h1", "erin", "cms", state=JobState.HELD, submit=NOW - 100)]
     jobs += [queued(f"w{i}", "frank", "cms", submit=NOW - 50 + i) for i in range(4)]
-    jobs = [dataclasses.replace(j, walltime=3600.0) for j in jobs]
+    jobs = [j._replace(walltime=3600.0) for j in jobs]
     nodes = [Node("wn01", 2), Node("wn02", 2), Node("wn03", 2), Node("wn04", 2, NodeState.DOWN)]
     s = snap(jobs, nodes)
     s = s.__class__(NOW, s.jobs, s.nodes, s.queues)

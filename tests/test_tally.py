@@ -38,7 +38,7 @@ node_types = {{ big = {{ nodes = ["wn0[0-2]"]; groups = ["atlsgm", "cms", "lhcb"
 
 
 def _copy(j: Job, **kw) -> Job:
-    d = {f: getattr(j, f) for f in Job.__slots__}
+    d = {f: getattr(j, f) for f in Job._fields}
     d.update(kw)
     return Job(**d)
 

@@ -134,7 +134,7 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
         workload = generate(SyntheticSpec(duration=args.duration * 3600.0, slots=n * s, seed=args.seed,
                                           mcore_fraction=args.mcore_fraction, mcore_cores=min(8, s)))
         if vo_map:
-            workload = [replace(tj, job=replace(tj.job, vo=vo_map.get(tj.job.group, tj.job.vo)))
+            workload = [tj._replace(job=tj.job._replace(vo=vo_map.get(tj.job.group, tj.job.vo)))
                         for tj in workload]
             config = auto_vos(config, {g: v for g, v in vo_map.items()})
         label = f"synthetic DESY-HH-like workload, {args.duration:g} h, seed {args.seed}"
