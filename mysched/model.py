@@ -113,6 +113,23 @@ class Queue:
 
 
 @dataclass(frozen=True, slots=True)
+class Changes:
+    """What changed since an earlier snapshot of the same server (optional).
+
+    A server that knows it (the simulated farm) says so, and the planner then updates what
+    it keeps between cycles in proportion to the change instead of looking at every
+    running job. `since` is the earlier snapshot's `Snapshot.token`."""
+
+    since: object
+    started: tuple[Job, ...]
+    """Running jobs that were not running then, or were other objects then."""
+    stopped: tuple[str, ...]
+    """Ids of jobs running then that no longer run (or run as other objects now)."""
+    waiting: tuple[Job, ...]
+    """Every job waiting now (queued, held, waiting, in transit), in `Snapshot.jobs` order."""
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Queues, jobs and nodes as read from the batch server at `time`."""
 
@@ -122,6 +139,9 @@ class Snapshot:
     queues: tuple[Queue, ...] = ()
     server: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    token: object = field(default=None, compare=False, hash=False)
+    """Identifies this snapshot to a later one's `changes` (any object; compared by identity)."""
+    changes: Changes | None = field(default=None, compare=False, hash=False)
 
 
 class TraceJob(NamedTuple):

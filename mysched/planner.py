@@ -39,6 +39,8 @@ from .usage import Usage
 
 __all__ = ["POLICIES", "NodeIndex", "node_admits", "plan"]
 
+_new_start = Start._make
+
 POLICIES = ("mysched", "fifo", "least-loaded")
 
 
@@ -189,7 +191,7 @@ class _Planner:
         counters to change, pools ranking on copy-on-write views, loads copied on first use."""
         idx = self.index
         t = self.tally = idx.tally(self.policy)
-        self.queued, self.vo_queued = t.sync(self.snap.jobs)
+        self.queued, self.vo_queued = t.sync(self.snap)
         self.track = t.track
         self.keyf = t.keyf
         self.total_slots = idx.total_slots
@@ -337,13 +339,15 @@ class _Planner:
 
     def _try(self, job: Job, vo: str, reason: str) -> str | None:
         """Place and record one job; return None if it starts, else its wait reason."""
-        rules = self._rules(job.queue, vo, job.group)
-        lim = self._limit(job, vo, rules)
-        if lim is not None:
-            self._wait(job, lim, vo)
-            return lim
-        pc = self.index.job_class(job.queue, vo, job.group, job.user) if self.packing else None
-        ckey = (job.queue, vo, job.group, job.cores, pc.name if pc else None)
+        queue, group = job.queue, job.group
+        rules = self._rules_for.get((queue, vo, group)) or self._rules(queue, vo, group)
+        if self.limits:
+            lim = self._limit(job, vo, rules)
+            if lim is not None:
+                self._wait(job, lim, vo)
+                return lim
+        pc = self.index.job_class(queue, vo, group, job.user) if self.packing else None
+        ckey = (queue, vo, group, job.cores, pc.name if pc else None)
         cached = self._class_cache.get(ckey)
         if cached is not None:
             self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
@@ -400,9 +404,9 @@ class _Planner:
             d[queue] = d.get(queue, 0) + 1
         d = self.started_by_vo
         d[vo] = d.get(vo, 0) + 1
-        self.rank += 1
-        self.out.starts.append(Start(job.id, ((name, cores),), reason, vo, group, user, queue, cores, self.rank,
-                                     self.vo_facts[vo].priority))
+        self.rank = rank = self.rank + 1
+        self.out.starts.append(_new_start((job.id, ((name, cores),), reason, vo, group, user, queue, cores, rank,
+                                           self.vo_facts[vo].priority)))
 
     # -- placement --------------------------------------------------------------------------
     def _pools(self, queue: str, vo: str, group: str) -> list[_Pool]:
@@ -460,6 +464,9 @@ class _Planner:
         cls = pc.name if pc else None
         pools = rules.pools
         scan = self._scan
+        if pc is None and len(pools) == 1:
+            got = scan(pools[0].ranking.keys, job, vo, None, rules)
+            return got[1] if got is not None else None
         best = None
         if pc is None or pc.policy == "none":
             # Default jobs: no preference. Spreading class: prefer nodes without the class.

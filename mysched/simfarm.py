@@ -13,7 +13,7 @@ import math
 from typing import Callable, Iterable
 
 from .errors import JobGone, JobStateError, RunRefused
-from .model import FinishedJob, Job, JobState, Node, NodeState, Placement, Queue, Snapshot, TraceJob
+from .model import Changes, FinishedJob, Job, JobState, Node, NodeState, Placement, Queue, Snapshot, TraceJob
 
 
 class SimulatedFarm:
@@ -33,6 +33,11 @@ class SimulatedFarm:
         self._next_arrival = 0
         self.now = start if start is not None else (self._arrivals[0].job.submit_time if self._arrivals else 0.0)
         self.jobs: dict[str, Job] = {}
+        self._waiting: dict[str, Job] = {}
+        # Changes since the last snapshot (see `Changes`).
+        self._token: object = None
+        self._started: dict[str, Job] = {}
+        self._stopped: list[str] = []
         self._meta: dict[str, tuple[float, str]] = {}
         """Job id -> (runtime, VO)."""
         self._ends: list[tuple[float, str]] = []
@@ -43,8 +48,8 @@ class SimulatedFarm:
         self.queued = 0
         self.dirty = True
         """Something changed since the last scheduling cycle (arrival, end, start)."""
-        self.changes = 0
-        """Arrivals, starts and ends so far (callers compare it to see if anything happened)."""
+        self.vo_touched: set[str] = set()
+        """VOs whose running or queued counts changed since the caller last cleared this."""
         self.on_finish: Callable[[FinishedJob], None] | None = None
         """Called with the wall-clock record of each job that ends (what accounting keeps)."""
         self.on_end: Callable[[Job, str], None] | None = None
@@ -67,7 +72,17 @@ class SimulatedFarm:
 
     # -- BatchServer ----------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        return Snapshot(self.now, tuple(self.jobs.values()), self.nodes, self.queues, self.name)
+        """The farm now, with what changed since the previous snapshot (`Changes`)."""
+        token = object()
+        changes = None
+        if self._token is not None:
+            changes = Changes(self._token, tuple(self._started.values()), tuple(self._stopped),
+                              tuple(self._waiting.values()))
+        self._token = token
+        self._started = {}
+        self._stopped = []
+        return Snapshot(self.now, tuple(self.jobs.values()), self.nodes, self.queues, self.name,
+                        token=token, changes=changes)
 
     def get_job(self, job_id: str) -> Job | None:
         return self.jobs.get(job_id)
@@ -108,11 +123,14 @@ class SimulatedFarm:
         self.queued -= 1
         self.vo_queued[vo] -= 1
         self.vo_running[vo] = self.vo_running.get(vo, 0) + job.cores
-        self.jobs[job_id] = Job(job_id, job.queue, job.user, job.group, job.cores, JobState.RUNNING, job.submit_time,
-                                self.now, job.walltime, job.mem, tuple(placement), job.vo, job.name)
+        started = Job(job_id, job.queue, job.user, job.group, job.cores, JobState.RUNNING, job.submit_time,
+                      self.now, job.walltime, job.mem, tuple(placement), job.vo, job.name)
+        self.jobs[job_id] = started
+        del self._waiting[job_id]
+        self._started[job_id] = started
         heapq.heappush(self._ends, (self.now + runtime, job_id))
         self.dirty = True
-        self.changes += 1
+        self.vo_touched.add(vo)
 
     def close(self) -> None:
         pass
@@ -191,16 +209,19 @@ class SimulatedFarm:
         if job.state != JobState.QUEUED:
             job = job._replace(state=JobState.QUEUED, start_time=None, placement=())
         self.jobs[job.id] = job
+        self._waiting[job.id] = job
         vo = job.vo or self.vo_of(job.group)
         self._meta[job.id] = (max(0.0, tj.runtime), vo)
         self.queued += 1
         self.vo_queued[vo] = self.vo_queued.get(vo, 0) + 1
         self.dirty = True
-        self.changes += 1
+        self.vo_touched.add(vo)
 
     def _end(self, job_id: str) -> None:
         job = self.jobs.pop(job_id)
         vo = self._meta.pop(job_id)[1]
+        if self._started.pop(job_id, None) is None:  # (a job started and ended unseen is no change)
+            self._stopped.append(job_id)
         cls = self._job_class.pop(job_id, None)
         if cls is not None:
             self.class_slots[cls] -= job.cores
@@ -221,7 +242,7 @@ class SimulatedFarm:
             self.on_finish(FinishedJob(job.id, job.user, job.group, job.queue, job.start_time or self.now, self.now,
                                        job.cores, vo, None, 0, tuple(n for n, _ in job.placement)))
         self.dirty = True
-        self.changes += 1
+        self.vo_touched.add(vo)
 
 
     def slot_classes(self) -> dict[str, list[str | None]]:

@@ -17,7 +17,7 @@ import fnmatch
 from typing import Callable, Iterable
 
 from .config import Config, PackingClass
-from .model import Job, JobState, Node, NodeState
+from .model import Changes, Job, JobState, Node, NodeState, Snapshot
 
 DEFAULT_CLASS = "default"
 RUNNING = (JobState.RUNNING, JobState.EXITING)
@@ -275,6 +275,8 @@ class Tally:
         self.jobs: dict[str, list] = {}
         """Counted running jobs: id -> [job, VO, packing class, generation last seen]."""
         self.gen = 0
+        self.token: object = None
+        """`Snapshot.token` of the snapshot synced last."""
         self.loads: dict[str, Load] = {}
         self.vo_slots: dict[str, int] = {}
         self.vo_jobs: dict[str, int] = {}
@@ -290,13 +292,19 @@ class Tally:
         """Free slots on usable nodes."""
 
     # -- bringing it up to date -------------------------------------------------------------
-    def sync(self, jobs: Iterable[Job]) -> tuple[list[tuple[Job, str]], dict[str, int]]:
+    def sync(self, snapshot: Snapshot) -> tuple[list[tuple[Job, str]], dict[str, int]]:
         """Count the snapshot's running jobs; return its waiting jobs (with their VO) and
         the number waiting per VO.
 
-        A running job is known when the very same object was counted before (servers hand
-        out new objects for changed jobs); known jobs cost one look-up each, everything
-        else is added, and whatever was counted but not seen again is taken away."""
+        When the snapshot lists its changes since the one synced last, only those are
+        applied. Otherwise every running job is looked at: one counted before as the very
+        same object (servers hand out new objects for changed jobs) costs a look-up,
+        anything else is added, and whatever was counted but not seen again is removed."""
+        ch = snapshot.changes
+        last, self.token = self.token, snapshot.token
+        if ch is not None and last is not None and ch.since is last:
+            return self._sync_changes(ch)
+        jobs = snapshot.jobs
         counted = self.jobs
         known = counted.get
         vo_of = self.index.vo_of
@@ -324,41 +332,67 @@ class Tally:
         if seen < len(counted):  # jobs ended, or changed (a new object under a known id)
             gone = [jid for jid, rec in counted.items() if rec[3] != gen]
             self._apply([counted.pop(jid) for jid in gone], -1)
-        if fresh:
-            packing = self.packing
-            job_class = self.index.job_class
-            add = []
-            for job in fresh:
-                if job.id in counted:
-                    continue  # the same id twice in one snapshot: counted once
-                vo = job.vo or vo_of(job.group)
-                if packing:
-                    pc = job_class(job.queue, vo, job.group, job.user)
-                    cls = pc.name if pc else DEFAULT_CLASS
-                else:
-                    cls = None
-                rec = counted[job.id] = [job, vo, cls, gen]
-                add.append(rec)
-            self._apply(add, +1)
+        self._add(fresh)
         return queued, vo_queued
+
+    def _sync_changes(self, ch: Changes) -> tuple[list[tuple[Job, str]], dict[str, int]]:
+        counted = self.jobs
+        gone = [counted.pop(jid) for jid in ch.stopped if jid in counted]
+        gone += [counted.pop(j.id) for j in ch.started if j.id in counted]
+        self._apply(gone, -1)
+        self._add(ch.started)
+        vo_of = self.index.vo_of
+        group_vo = self.index.group_vo
+        queued: list[tuple[Job, str]] = []
+        vo_queued: dict[str, int] = {}
+        for job in ch.waiting:
+            vo = job.vo or group_vo.get(job.group) or vo_of(job.group)
+            vo_queued[vo] = vo_queued.get(vo, 0) + 1
+            queued.append((job, vo))
+        return queued, vo_queued
+
+    def _add(self, fresh: Iterable[Job]) -> None:
+        counted = self.jobs
+        packing = self.packing
+        job_class = self.index.job_class
+        vo_of = self.index.vo_of
+        gen = self.gen
+        add = []
+        for job in fresh:
+            if job.id in counted:
+                continue  # the same id twice in one snapshot: counted once
+            vo = job.vo or vo_of(job.group)
+            if packing:
+                pc = job_class(job.queue, vo, job.group, job.user)
+                cls = pc.name if pc else DEFAULT_CLASS
+            else:
+                cls = None
+            rec = counted[job.id] = [job, vo, cls, gen]
+            add.append(rec)
+        self._apply(add, +1)
 
     def _apply(self, recs: list[list], sign: int) -> None:
         """Add (sign +1) or remove (-1) running jobs."""
         if not recs:
             return
-        agg: dict[tuple[str, str, str, str], list[int]] = {}
         by_name = self.index.by_name
+        idle = self.index.usable_free
         t_users, t_vos, t_groups = self.track
         touched: dict[str, Load] = {}
         loads = self.loads
+        vo_slots, vo_jobs, group_jobs = self.vo_slots, self.vo_jobs, self.group_jobs
+        group_slots, user_slots, queue_jobs = self.group_slots, self.user_slots, self.queue_jobs
+        used, free = self.used, self.free
         for job, vo, cls, _ in recs:
-            key = (job.queue, vo, job.group, job.user)
-            a = agg.get(key)
-            if a is None:
-                agg[key] = [1, job.cores]
-            else:
-                a[0] += 1
-                a[1] += job.cores
+            cores, group, user = job.cores, job.group, job.user
+            n = sign * cores
+            for d, k, v in ((vo_slots, vo, n), (vo_jobs, vo, sign), (group_jobs, group, sign),
+                            (group_slots, group, n), (user_slots, user, n), (queue_jobs, job.queue, sign)):
+                v += d.get(k, 0)
+                if v:
+                    d[k] = v
+                else:
+                    del d[k]
             for name, cores in job.placement:
                 ld = touched.get(name)
                 if ld is None:
@@ -369,32 +403,24 @@ class Tally:
                             continue  # a node the server does not list
                         ld = loads[name] = Load(e[0], e[1], e[2], e[3])
                     touched[name] = ld
-                    self._account(ld, -1)
-                args = (job.user if t_users else None, vo if t_vos else None, job.group if t_groups else None,
+                    # take the node's part out of the totals; put it back once changed
+                    if by_name[name][4]:
+                        used -= min(ld.used, ld.slots)
+                    free -= (ld.free if ld.usable else 0) - idle.get(name, 0)
+                args = (user if t_users else None, vo if t_vos else None, group if t_groups else None,
                         cls, cores, job.start_time)
                 if sign > 0:
                     ld.add(*args)
                 else:
                     ld.remove(*args)
-        for (queue, vo, group, user), (n, cores) in agg.items():
-            n, cores = sign * n, sign * cores
-            _bump(self.vo_slots, vo, cores)
-            _bump(self.vo_jobs, vo, n)
-            _bump(self.group_jobs, group, n)
-            _bump(self.group_slots, group, cores)
-            _bump(self.user_slots, user, cores)
-            _bump(self.queue_jobs, queue, n)
-        for ld in touched.values():
-            self._account(ld, +1)
+        for name, ld in touched.items():
+            if by_name[name][4]:
+                used += min(ld.used, ld.slots)
+            free += (ld.free if ld.usable else 0) - idle.get(name, 0)
             self._rank(ld)
             if not ld.njobs:
-                del loads[ld.name]
-
-    def _account(self, ld: Load, sign: int) -> None:
-        """Add or take away a node's part of the used and free totals."""
-        if self.index.by_name[ld.name][4]:
-            self.used += sign * min(ld.used, ld.slots)
-        self.free += sign * ((ld.free if ld.usable else 0) - self.index.usable_free.get(ld.name, 0))
+                del loads[name]
+        self.used, self.free = used, free
 
     def _rank(self, ld: Load) -> None:
         """Put a node where its new counts rank it (or take it out when it has no room)."""
@@ -415,11 +441,3 @@ class Tally:
             ranking.drop(ld.name)
             for r in classes.values():
                 r.drop(ld.name)
-
-
-def _bump(d: dict[str, int], k: str, n: int) -> None:
-    v = d.get(k, 0) + n
-    if v:
-        d[k] = v
-    else:
-        del d[k]

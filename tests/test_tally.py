@@ -105,3 +105,35 @@ def test_a_kept_index_plans_as_a_fresh_one(seed):
         compared += 1
         starts = fresh.starts
     assert started > 5  # the sequences do exercise starts and ends
+
+
+@pytest.mark.parametrize("policy", ["mysched", "fifo"])
+def test_a_farm_reporting_its_changes_plans_as_a_fresh_index(policy):
+    """The simulated farm tells the planner what changed since its previous snapshot; the
+    tally then applies only that. Plans must not differ from a fresh index's, also when a
+    snapshot the planner never saw comes in between (the change list no longer fits)."""
+    from mysched.simfarm import SimulatedFarm, make_nodes
+    from mysched.model import TraceJob
+
+    rnd = random.Random(5)
+    cfg = _config(random.Random(3))
+    work = [TraceJob(Job(f"{i}", rnd.choice(["grid", "short"]), f"u{rnd.randrange(6)}", rnd.choice(GROUPS),
+                         rnd.choice([1, 1, 1, 2]), JobState.QUEUED, 1000.0 + 20 * i), rnd.uniform(30, 3000))
+            for i in range(400)]
+    farm = SimulatedFarm(make_nodes(8, 4), work, vo_of=cfg.vo_of)
+    index = NodeIndex()
+    t, cycles, with_changes, planned = 1000.0, 0, 0, None
+    while not farm.exhausted and cycles < 300:
+        farm.advance(t)
+        if rnd.random() < 0.1:
+            farm.snapshot()  # someone else asked: the next change list is relative to this one
+        s = farm.snapshot()
+        with_changes += s.changes is not None and s.changes.since is planned
+        planned = s.token
+        kept = plan(s, cfg, Usage(), t, policy=policy, index=index)
+        assert _canon(kept) == _canon(plan(s, cfg, Usage(), t, policy=policy))
+        for st in kept.starts:
+            farm.run_job(st.job_id, st.placement)
+        cycles += 1
+        t += 60.0
+    assert cycles > 100 and with_changes > 0.7 * cycles
