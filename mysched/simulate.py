@@ -172,19 +172,21 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
 
     farm.on_change = on_change
 
-    seen_changes = -1
-
     def track_below(t: float) -> None:
-        nonlocal seen_changes
-        if farm.changes == seen_changes:
-            return  # no job arrived, started or ended: no VO crossed its guarantee
-        seen_changes = farm.changes
-        for vo, g in guarantees.items():
+        """Only VOs whose counts changed can have crossed their guarantee."""
+        touched = farm.vo_touched
+        if not touched:
+            return
+        for vo in touched:
+            g = guarantees.get(vo)
+            if g is None:
+                continue
             is_below = farm.vo_queued.get(vo, 0) > 0 and farm.vo_running.get(vo, 0) < g
             if is_below and vo not in below_since:
                 below_since[vo] = t
             elif not is_below and vo in below_since:
                 below_s[vo] += t - below_since.pop(vo)
+        touched.clear()
 
     span_end = max(tj.job.submit_time for tj in workload)
     step = max(interval, (span_end - t0) / max(1, opts.timeline_points))
