@@ -112,8 +112,7 @@ class Queue:
     max_running: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Changes:
+class Changes(NamedTuple):
     """What changed since an earlier snapshot of the same server (optional).
 
     A server that knows it (the simulated farm) says so, and the planner then updates what

@@ -19,7 +19,9 @@ placement, fewest used slots, name). Diversity = distinct users / jobs on the no
 Cost: candidate nodes are grouped in pools (same node type and queue assignment) and kept
 sorted by their score, so a placement looks at few nodes; a job class (queue, VO, group,
 cores, packing class) that found no node is not tried again in the same cycle, because
-starts only ever take capacity away.
+starts only ever take capacity away. A caller that plans again and again on one farm passes
+a `NodeIndex`: it keeps the running jobs' per-node counts and rankings (`tally.Tally`) from
+cycle to cycle, so a cycle pays for the jobs that started and ended since the last one.
 """
 
 from __future__ import annotations
@@ -34,12 +36,13 @@ from typing import Iterable, NamedTuple
 from .config import Config, PackingClass
 from .model import Job, JobState, Node, Snapshot
 from .plan import Plan, Start, VOStatus, Wait
-from .tally import DEFAULT_CLASS, Load, NodeIndex, Ranking, Tally
+from .tally import DEFAULT_CLASS, Load, NodeIndex, Pool, Ranking, Tally
 from .usage import Usage
 
 __all__ = ["POLICIES", "NodeIndex", "node_admits", "plan"]
 
 _new_start = Start._make
+_new_wait = Wait._make
 
 POLICIES = ("mysched", "fifo", "least-loaded")
 
@@ -90,17 +93,6 @@ class _Loads(dict):
         return load
 
 
-class _Pool:
-    """Nodes alike for eligibility: same type, same queue assignment."""
-
-    __slots__ = ("ntype", "queues", "owners", "ranking", "by_class")
-
-    def __init__(self, key: tuple, ranking: Ranking, by_class: dict[str, Ranking]) -> None:
-        self.ntype, self.queues, self.owners = key
-        self.ranking = ranking
-        self.by_class = by_class
-
-
 class _Rules(NamedTuple):
     """Limits and candidate pools shared by the jobs of one (queue, VO, group)."""
 
@@ -109,7 +101,7 @@ class _Rules(NamedTuple):
     group_max: int | None
     vo_node_max: int | None
     group_node_max: int | None
-    pools: list[_Pool]
+    pools: list[Pool]
 
 
 class _Heap:
@@ -180,8 +172,6 @@ class _Planner:
         self.rank = 0
         self._class_cache: dict[tuple, Wait] = {}
         self._drain_memo: dict[tuple, str] = {}
-        self._pools_for: dict[tuple, list[_Pool]] = {}
-        self._rules_for: dict[tuple, _Rules] = {}
         self.packing = index.packing
         self.exclusive_packing = any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing)
 
@@ -196,9 +186,16 @@ class _Planner:
         self.keyf = t.keyf
         self.total_slots = idx.total_slots
         self.max_slots = idx.max_slots
-        pools = {k: _Pool(k, t.rankings[k].view(), {c: r.view() for c, r in t.by_class[k].items()})
-                 for k in idx.pool_keys}
+        pools = t.pools
+        for k, pool in pools.items():  # this plan's scratch rankings
+            pool.ranking = t.rankings[k].view()
+            classes = t.by_class[k]
+            pool.by_class = {c: r.view() for c, r in classes.items()} if classes else {}
         self.pools = list(pools.values())
+        self.pool_by_key = pools
+        # Rules of a (queue, VO, group) stay the same while the server's queue limits do.
+        qsig = tuple((q.name, q.max_running) for q in self.snap.queues if q.max_running is not None)
+        self._rules_for, self._pools_for = t.scratch(qsig)
         self.loads = _Loads(idx, t.loads, pools)
         # Running counts this plan changes as it starts jobs, copied only where read:
         # slots per VO, group and user order the shares; jobs per queue, VO and group
@@ -304,24 +301,17 @@ class _Planner:
         self.out.waits[job.id] = Wait(job.id, reason, self.rank, self.vo_facts[vo].priority, detail, nodes_rejected)
 
     def _rules(self, queue: str, vo: str, group: str) -> _Rules:
-        """The limits and candidate pools of a (queue, VO, group), worked out once per plan."""
+        """The limits and candidate pools of a (queue, VO, group), worked out once (kept by
+        the tally while the configuration and the server's queue limits stay the same)."""
         k = (queue, vo, group)
         got = self._rules_for.get(k)
         if got is not None:
             return got
-        cfg = self.cfg
-        qmax = None
+        qmax, vmax, gmax, vnode, gnode, keys = self.index.rules(queue, vo, group)
         q = self.qstate.get(queue)
         if q is not None and q.max_running is not None:
-            qmax = q.max_running
-        qc = cfg.queues.get(queue)
-        if qc is not None and qc.max_running is not None:
-            qmax = qc.max_running if qmax is None else min(qmax, qc.max_running)
-        v = cfg.vos.get(vo)
-        g = cfg.groups.get(group)
-        got = self._rules_for[k] = _Rules(qmax, v.max_running if v else None, g.max_running if g else None,
-                                          v.max_per_node if v else None, g.max_per_node if g else None,
-                                          self._pools(queue, vo, group))
+            qmax = q.max_running if qmax is None else min(qmax, q.max_running)
+        got = self._rules_for[k] = _Rules(qmax, vmax, gmax, vnode, gnode, self._pools(queue, vo, group))
         return got
 
     def _limit(self, job: Job, vo: str, rules: _Rules | None = None) -> str | None:
@@ -347,15 +337,15 @@ class _Planner:
                 self._wait(job, lim, vo)
                 return lim
         pc = self.index.job_class(queue, vo, group, job.user) if self.packing else None
-        ckey = (queue, vo, group, job.cores, pc.name if pc else None)
-        cached = self._class_cache.get(ckey)
-        if cached is not None:
-            self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
-            return cached.reason
+        if self._class_cache:
+            cached = self._class_cache.get((queue, vo, group, job.cores, pc.name if pc else None))
+            if cached is not None:
+                self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
+                return cached.reason
         ld = self._place(job, vo, pc, rules)
         if ld is None:
             w = self._explain(job, vo, pc)
-            self._class_cache[ckey] = w
+            self._class_cache[(queue, vo, group, job.cores, pc.name if pc else None)] = w
             self._wait(job, w.reason, vo, w.detail, w.nodes_rejected)
             return w.reason
         self._commit(job, vo, pc, ld, reason)
@@ -409,25 +399,14 @@ class _Planner:
                                            self.vo_facts[vo].priority)))
 
     # -- placement --------------------------------------------------------------------------
-    def _pools(self, queue: str, vo: str, group: str) -> list[_Pool]:
+    def _pools(self, queue: str, vo: str, group: str) -> list[Pool]:
+        """The pools a job of the (queue, VO, group) may use."""
         k = (queue, vo, group)
         got = self._pools_for.get(k)
-        if got is not None:
-            return got
-        qc = self.cfg.queues.get(queue)
-        types = {nt.name: nt for nt in self.cfg.node_types}
-        out = []
-        for pool in self.pools:
-            if qc is not None and qc.restricted:
-                if queue not in pool.queues:
-                    continue
-            elif pool.owners:
-                continue
-            if pool.ntype is not None and not types[pool.ntype].allows(vo, group):
-                continue
-            out.append(pool)
-        self._pools_for[k] = out
-        return out
+        if got is None:
+            by_key = self.pool_by_key
+            got = self._pools_for[k] = [by_key[pk] for pk in self.index.rules(queue, vo, group)[5]]
+        return got
 
     def _scan(self, keys: list[tuple], job: Job, vo: str, cls: str | None, rules: _Rules,
               avoid: str | None = None) -> tuple | None:
@@ -550,8 +529,16 @@ class _Planner:
         return None
 
     def _drain_list(self, jobs: Iterable[tuple[Job, str]], reason: str) -> None:
+        """Everything left waits: for a limit it hits, else for `reason` (nothing starts any more)."""
+        waits = self.out.waits
+        facts = self.vo_facts
+        rank = self.rank
+        why = self._drain_reason if self.limits else None
         for job, vo in jobs:
-            self._wait(job, self._drain_reason(job, vo, reason), vo)
+            rank += 1
+            waits[job.id] = _new_wait((job.id, why(job, vo, reason) if why else reason, rank, facts[vo].priority,
+                                       "", None))
+        self.rank = rank
 
     def _drain_reason(self, job: Job, vo: str, reason: str) -> str:
         """A limit the job hits, else `reason`; memoised, since nothing starts any more."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from operator import attrgetter
 from typing import Callable, Iterable
 
 from .errors import JobGone, JobStateError, RunRefused
@@ -28,7 +29,7 @@ class SimulatedFarm:
         self.node_by_name = {n.name: n for n in self.nodes}
         self.queues = tuple(queues)
         self.vo_of = vo_of
-        self._arrivals = sorted(workload, key=lambda t: (t.job.submit_time, t.job.id))
+        self._arrivals = sorted(workload, key=_arrival_order)
         self._arrival_times = [tj.job.submit_time for tj in self._arrivals]
         self._next_arrival = 0
         self.now = start if start is not None else (self._arrivals[0].job.submit_time if self._arrivals else 0.0)
@@ -103,32 +104,35 @@ class SimulatedFarm:
             if have < cores:
                 raise RunRefused(f"{job_id}: node {name} has {have} free cores, not {cores}", code=15046,
                                  call="runjob")
-        if total != job.cores:
-            raise RunRefused(f"{job_id}: placement gives {total} cores, job needs {job.cores}", code=15046,
+        cores = job.cores
+        if total != cores:
+            raise RunRefused(f"{job_id}: placement gives {total} cores, job needs {cores}", code=15046,
                              call="runjob")
         runtime, vo = self._meta[job_id]
         cls = self.classify(job, vo) if self.classify is not None else None
         if cls is not None:
             self._job_class[job_id] = cls
-            self.class_slots[cls] = self.class_slots.get(cls, 0) + job.cores
-        for name, cores in placement:
-            free[name] -= cores
-            self._node_add(name, job.user, +1)
+            self.class_slots[cls] = self.class_slots.get(cls, 0) + cores
+        user = job.user
+        for name, n in placement:
+            free[name] -= n
+            self._node_add(name, user, +1)
             if cls is not None:
                 nc = self._node_class[name]
                 if not nc.get(cls):
                     self.class_nodes[cls] = self.class_nodes.get(cls, 0) + 1
-                nc[cls] = nc.get(cls, 0) + cores
-        self.used += job.cores
+                nc[cls] = nc.get(cls, 0) + n
+        self.used += cores
         self.queued -= 1
         self.vo_queued[vo] -= 1
-        self.vo_running[vo] = self.vo_running.get(vo, 0) + job.cores
-        started = Job(job_id, job.queue, job.user, job.group, job.cores, JobState.RUNNING, job.submit_time,
-                      self.now, job.walltime, job.mem, tuple(placement), job.vo, job.name)
-        self.jobs[job_id] = started
+        running = self.vo_running
+        running[vo] = running.get(vo, 0) + cores
+        now = self.now
+        self.jobs[job_id] = started = Job(job_id, job.queue, user, job.group, cores, JobState.RUNNING, job.submit_time,
+                                          now, job.walltime, job.mem, tuple(placement), job.vo, job.name)
         del self._waiting[job_id]
         self._started[job_id] = started
-        heapq.heappush(self._ends, (self.now + runtime, job_id))
+        heapq.heappush(self._ends, (now + runtime, job_id))
         self.dirty = True
         self.vo_touched.add(vo)
 
@@ -137,10 +141,12 @@ class SimulatedFarm:
 
     # -- clock ----------------------------------------------------------------------------
     def _node_add(self, name: str, user: str, delta: int) -> None:
+        """Count a job of `user` on or off a node, keeping the diversity sum up to date."""
         users = self._node_users[name]
         n = self._node_jobs[name]
+        div = self.div_sum
         if n:
-            self.div_sum -= len(users) / n
+            div -= len(users) / n
         else:
             self.busy_nodes += 1
         c = users.get(user, 0) + delta
@@ -151,9 +157,10 @@ class SimulatedFarm:
         n += delta
         self._node_jobs[name] = n
         if n:
-            self.div_sum += len(users) / n
+            div += len(users) / n
         else:
             self.busy_nodes -= 1
+        self.div_sum = div
 
     def next_event(self, *, arrivals: bool = True, ends: bool = True) -> float | None:
         """Time of the next arrival or job end (None if there is none)."""
@@ -257,6 +264,9 @@ class SimulatedFarm:
             cells.extend([None] * max(0, n.slots - len(cells)))
             out[n.name] = cells[: n.slots]
         return out
+
+
+_arrival_order = attrgetter("job.submit_time", "job.id")
 
 
 def make_nodes(count: int, slots: int, name_format: str = "wn{index:04d}") -> tuple[Node, ...]:

@@ -338,10 +338,12 @@ def _violations(p, snap, config: Config, farm: SimulatedFarm, guarantees: dict[s
     per-node limits, packing). Hot-list starts bypass shares by design and are not counted.
 
     Called before the starts are made, so the farm's counts are the plan's starting point."""
+    if not p.waits:
+        return 0  # nobody was left waiting
     vo_running, vo_queued = farm.vo_running, farm.vo_queued
     below_waiting: dict[str, list[Job]] = {vo: [] for vo, g in guarantees.items()
                                            if vo_queued.get(vo, 0) and vo_running.get(vo, 0) < g}
-    if not below_waiting or not p.waits:
+    if not below_waiting:
         return 0
     # Cheap test first: did any start go to a VO already at its guarantee?
     run = dict(vo_running)

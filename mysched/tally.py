@@ -140,6 +140,18 @@ class Ranking:
         del self.keys[bisect.bisect_left(self.keys, old)]
 
 
+class Pool:
+    """Nodes alike for eligibility: same type, same queue assignment. A plan ranks its
+    nodes on views of the tally's rankings (`ranking`, `by_class` are its scratch)."""
+
+    __slots__ = ("ntype", "queues", "owners", "ranking", "by_class")
+
+    def __init__(self, key: tuple) -> None:
+        self.ntype, self.queues, self.owners = key
+        self.ranking = Ranking()
+        self.by_class: dict[str, Ranking] = {}
+
+
 def key_fn(policy: str) -> Callable[[Load], tuple]:
     """A node's placement score (lower is better); the last item is always the name."""
     if policy == "fifo":
@@ -211,11 +223,39 @@ class NodeIndex:
                              or any(g.max_running is not None for g in config.groups.values()))
         """Whether the configuration caps running jobs per queue, VO or group anywhere."""
         self._pclass: dict[tuple[str, str, str, str], PackingClass | None] = {}
+        self._rules: dict[tuple[str, str, str], tuple] = {}
         self.group_vo: dict[str, str] = {}
         self.vo_fixed: dict[str, tuple[float, int]] = {}
         """VO -> (share fraction, guaranteed slots) on this farm."""
         self._tallies: dict[str, Tally] = {}
         self._config, self._nodes = config, nodes
+
+    def rules(self, queue: str, vo: str, group: str) -> tuple:
+        """What the configuration says of a (queue, VO, group): (queue max running, VO max
+        running, group max running, VO per-node max, group per-node max, keys of the pools
+        it may use -- by queue assignment and node type)."""
+        k = (queue, vo, group)
+        got = self._rules.get(k)
+        if got is None:
+            cfg = self.config
+            qc = cfg.queues.get(queue)
+            v = cfg.vos.get(vo)
+            g = cfg.groups.get(group)
+            types = {nt.name: nt for nt in cfg.node_types}
+            keys = []
+            for ntype, queues, owners in self.pool_keys:
+                if qc is not None and qc.restricted:
+                    if queue not in queues:
+                        continue
+                elif owners:
+                    continue
+                if ntype is not None and not types[ntype].allows(vo, group):
+                    continue
+                keys.append((ntype, queues, owners))
+            got = self._rules[k] = (qc.max_running if qc else None, v.max_running if v else None,
+                                    g.max_running if g else None, v.max_per_node if v else None,
+                                    g.max_per_node if g else None, tuple(keys))
+        return got
 
     def job_class(self, queue: str, vo: str, group: str, user: str) -> PackingClass | None:
         """The packing class a job belongs to (None: default jobs)."""
@@ -286,10 +326,22 @@ class Tally:
         self.queue_jobs: dict[str, int] = {}
         self.rankings = {k: index.empty_ranking(policy, k) for k in index.pool_keys}
         self.by_class: dict[tuple, dict[str, Ranking]] = {k: {} for k in index.pool_keys}
+        self.pools = {k: Pool(k) for k in index.pool_keys}
+        self._scratch: dict[tuple, tuple[dict, dict]] = {}
         self.used = 0
         """Slots in use on counted nodes."""
         self.free = index.idle_free
         """Free slots on usable nodes."""
+
+    def scratch(self, qsig: tuple) -> tuple[dict, dict]:
+        """Caches a plan fills with per-(queue, VO, group) rules and pools; they hold while
+        the server's queue limits (`qsig`) are the same."""
+        got = self._scratch.get(qsig)
+        if got is None:
+            if len(self._scratch) > 16:
+                self._scratch.clear()
+            got = self._scratch[qsig] = ({}, {})
+        return got
 
     # -- bringing it up to date -------------------------------------------------------------
     def sync(self, snapshot: Snapshot) -> tuple[list[tuple[Job, str]], dict[str, int]]:
@@ -385,14 +437,20 @@ class Tally:
         used, free = self.used, self.free
         for job, vo, cls, _ in recs:
             cores, group, user = job.cores, job.group, job.user
-            n = sign * cores
-            for d, k, v in ((vo_slots, vo, n), (vo_jobs, vo, sign), (group_jobs, group, sign),
-                            (group_slots, group, n), (user_slots, user, n), (queue_jobs, job.queue, sign)):
-                v += d.get(k, 0)
-                if v:
-                    d[k] = v
-                else:
-                    del d[k]
+            if sign > 0:
+                vo_slots[vo] = vo_slots.get(vo, 0) + cores
+                vo_jobs[vo] = vo_jobs.get(vo, 0) + 1
+                group_jobs[group] = group_jobs.get(group, 0) + 1
+                group_slots[group] = group_slots.get(group, 0) + cores
+                user_slots[user] = user_slots.get(user, 0) + cores
+                queue_jobs[job.queue] = queue_jobs.get(job.queue, 0) + 1
+            else:
+                _take(vo_slots, vo, cores)
+                _take(vo_jobs, vo, 1)
+                _take(group_jobs, group, 1)
+                _take(group_slots, group, cores)
+                _take(user_slots, user, cores)
+                _take(queue_jobs, job.queue, 1)
             for name, cores in job.placement:
                 ld = touched.get(name)
                 if ld is None:
@@ -441,3 +499,12 @@ class Tally:
             ranking.drop(ld.name)
             for r in classes.values():
                 r.drop(ld.name)
+
+
+def _take(d: dict[str, int], k: str, n: int) -> None:
+    """Subtract, dropping keys that reach zero (a fresh count would not have them)."""
+    v = d[k] - n
+    if v:
+        d[k] = v
+    else:
+        del d[k]

@@ -58,18 +58,21 @@ def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, pack
     cfg = bench_config(packing=packing)
     snap = bench_snapshot(nodes=nodes, slots=slots, running=running, queued=queued)
     usage = Usage(vo={f"vo{i:02d}": 1000.0 * (i + 1) for i in range(20)})
-    jobs_r, nodes_r = _server_replies(snap)
+
     class _Replies:
         """An IFL stand-in answering with the prepared replies (conversion is what is timed)."""
+
+        def __init__(self) -> None:
+            self.jobs, self.nodes = _server_replies(snap)
 
         def connect(self, server):
             return 1
 
         def statjob(self, conn, attrs):
-            return jobs_r
+            return self.jobs
 
         def statnode(self, conn, attrs):
-            return nodes_r
+            return self.nodes
 
         def statque(self, conn, attrs):
             return []
@@ -80,13 +83,14 @@ def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, pack
         def errno(self):
             return 0
 
-    server = TorqueServer(ifl=_Replies())
+    replies = _Replies()
+    server = TorqueServer(ifl=replies)
     builds = []
     for _ in range(3):
         t0 = time.perf_counter()
         server.snapshot()
         builds.append(time.perf_counter() - t0)
-    del jobs_r, nodes_r
+    del replies, server
     gc.collect()
     times = []
     p = None

@@ -23,6 +23,15 @@ def target_farm():
 
 
 def test_planner_at_target_size(benchmark, target_farm):
+    """Cold, as on TORQUE (every snapshot brings new job objects): the whole tally is built."""
+    cfg, snap = target_farm
+    usage = Usage(vo={f"vo{i:02d}": 1000.0 * (i + 1) for i in range(20)})
+    p = benchmark(lambda: plan(snap, cfg, usage, snap.time))
+    assert len(p.starts) > 1000
+
+
+def test_planner_at_target_size_warm(benchmark, target_farm):
+    """A kept index on an unchanged farm: what a cycle costs beyond the jobs that changed."""
     cfg, snap = target_farm
     usage = Usage(vo={f"vo{i:02d}": 1000.0 * (i + 1) for i in range(20)})
     index = NodeIndex()
@@ -45,4 +54,19 @@ def test_simulator_on_synthetic_day(benchmark):
     cfg = config_or_default(None)
     wl = generate(SyntheticSpec(duration=24 * 3600, slots=400))
     r = benchmark.pedantic(lambda: simulate(wl, cfg, make_nodes(50, 8), SimOptions()), rounds=1, iterations=1)
+    assert r.started == len(wl)
+
+
+@pytest.mark.parametrize("policy", ["mysched", "fifo"])
+def test_simulator_on_lpc_egee(benchmark, traces, policy):
+    """The real EGEE trace (first 50,000 jobs) on 70 x 2 cores, 60 s cycles (issue #6 item 3;
+    tools/accasim_compare.sh compares the whole trace with AccaSim)."""
+    from mysched.config import Config, auto_vos
+    from mysched.simfarm import make_nodes
+    from mysched.simulate import SimOptions, simulate
+    from mysched.workload import load_trace
+    wl, _ = load_trace(traces / "LPC-EGEE-2004-1.2-cln.swf.gz", first=50000)
+    cfg = auto_vos(Config(), {tj.job.group: tj.job.vo or tj.job.group for tj in wl})
+    r = benchmark.pedantic(lambda: simulate(wl, cfg, make_nodes(70, 2), SimOptions(policy=policy)),
+                           rounds=3, iterations=1)
     assert r.started == len(wl)
