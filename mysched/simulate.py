@@ -152,12 +152,17 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         needed = math.ceil(cs / slots_per_node)
         return needed / used_nodes, cs / (used_nodes * slots_per_node)
 
+    grid_at = [t0, 0]  # the last time seen and its grid index (the next call starts there)
+
     def on_change(ta: float, tb: float) -> None:
         dt = tb - ta
         if farm.queued > 0:
             acc["q_used"] += farm.used * dt
             acc["q_avail"] += total * dt
-        k = math.ceil((tb - t0) / interval - 1e-9) - math.ceil((ta - t0) / interval - 1e-9)
+        ka = grid_at[1] if ta == grid_at[0] else math.ceil((ta - t0) / interval - 1e-9)
+        kb = math.ceil((tb - t0) / interval - 1e-9)
+        grid_at[0], grid_at[1] = tb, kb
+        k = kb - ka
         if k > 0 and farm.busy_nodes:
             acc["div"] += k * farm.div_sum
             acc["busy"] += k * farm.busy_nodes
@@ -208,6 +213,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     t = t0
     last_cycle = -math.inf
     wake_at: float | None = None
+    next_progress = t0
     while True:
         farm.advance(t)
         track_below(t)
@@ -225,8 +231,9 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             farm.dirty = False
         if farm.exhausted:
             break
-        if progress is not None:
+        if progress is not None and t >= next_progress:
             progress(min(1.0, (t - t0) / max(1.0, span_end - t0)))
+            next_progress = t + (span_end - t0) / 1000.0
         # When is the next cycle worth running?
         if opts.event_driven:
             ev = farm.next_event()
