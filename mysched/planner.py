@@ -482,17 +482,18 @@ class _Planner:
         gmax = self.cfg.groups.get(job.group)
         gmax = gmax.max_per_node if gmax is not None else None
         counts: dict[str, int] = {}
-        loads = self.loads
+        loads, base, pools = self.loads, self.tally.loads, self.pool_by_key
         for name in self.index.by_name:
-            ld = loads[name]
+            ld = loads.get(name) or base.get(name) or loads[name]  # read only: no copy
+            pool = pools[ld.key]
             if not ld.usable:
                 r = "node_down"
             elif ld.free < cores:
                 r = "no_free_slot"
-            elif id(ld.pool) not in eligible:
-                if qc is not None and qc.restricted and job.queue not in ld.pool.queues:
+            elif id(pool) not in eligible:
+                if qc is not None and qc.restricted and job.queue not in pool.queues:
                     r = "queue_nodes"
-                elif ld.pool.owners:
+                elif pool.owners:
                     r = "queue_nodes"
                 else:
                     r = "node_type"

@@ -437,6 +437,9 @@ class Tally:
         used, free = self.used, self.free
         for job, vo, cls, _ in recs:
             cores, group, user = job.cores, job.group, job.user
+            u = user if t_users else None
+            v = vo if t_vos else None
+            g = group if t_groups else None
             if sign > 0:
                 vo_slots[vo] = vo_slots.get(vo, 0) + cores
                 vo_jobs[vo] = vo_jobs.get(vo, 0) + 1
@@ -465,12 +468,10 @@ class Tally:
                     if by_name[name][4]:
                         used -= min(ld.used, ld.slots)
                     free -= (ld.free if ld.usable else 0) - idle.get(name, 0)
-                args = (user if t_users else None, vo if t_vos else None, group if t_groups else None,
-                        cls, cores, job.start_time)
                 if sign > 0:
-                    ld.add(*args)
+                    ld.add(u, v, g, cls, cores, job.start_time)
                 else:
-                    ld.remove(*args)
+                    ld.remove(u, v, g, cls, cores, job.start_time)
         for name, ld in touched.items():
             if by_name[name][4]:
                 used += min(ld.used, ld.slots)
