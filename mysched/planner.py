@@ -245,8 +245,8 @@ class _Planner:
         eligible = self._screen()
         if self.policy == "mysched":
             hot = self.cfg.hot
-            hot_jobs = [(j, vo) for j, vo in eligible if hot and (
-                j.queue in hot.queues or vo in hot.vos or j.group in hot.groups or j.user in hot.users)]
+            hot_jobs = [(j, vo) for j, vo in eligible if j.queue in hot.queues or vo in hot.vos
+                        or j.group in hot.groups or j.user in hot.users] if hot else []
             if hot_jobs:
                 hot_ids = {j.id for j, _ in hot_jobs}
                 eligible = [(j, vo) for j, vo in eligible if j.id not in hot_ids]
@@ -629,9 +629,9 @@ class _Planner:
 
     def _drain_group(self, gq: _GroupQ, vo: str, reason: str) -> None:
         for u in gq.heap.ordered():
-            for job in gq.users[u].jobs:
-                self._wait(job, self._drain_reason(job, vo, reason), vo)
-            gq.users[u].jobs.clear()
+            jobs = gq.users[u].jobs
+            self._drain_list([(job, vo) for job in jobs], reason)
+            jobs.clear()
 
     def _drain_vo(self, vq: _VOQ, vo: str, reason: str) -> None:
         for g in vq.heap.ordered():
