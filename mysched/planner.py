@@ -59,10 +59,12 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
     # would scan them over and over (a third of the time at 50k jobs). Nothing here makes cycles.
     enabled = gc.isenabled()
     gc.disable()
+    idx = index or NodeIndex()
     try:
-        idx = (index or NodeIndex()).get(config, snapshot.nodes)
-        return _Planner(snapshot, config, usage, now, policy, idx).run()
+        return _Planner(snapshot, config, usage, now, policy, idx.get(config, snapshot.nodes)).run()
     finally:
+        if index is None:
+            idx.clear()  # a one-off index: free its tally now, not at some later collection
         if enabled:
             gc.enable()
 
@@ -263,7 +265,8 @@ class _Planner:
     def _setup_vos(self) -> None:
         self.total_usage = self.usage.total
         self.vo_slots0 = dict(self.tally.vo_slots)
-        self.vo_facts = _VOFacts(self.index, self.usage, self.cfg.fairshare_eps, self.vo_slots0)
+        self.vo_facts = _VOFacts(self.cfg, self.total_slots, self.index.vo_fixed, self.usage,
+                                 self.cfg.fairshare_eps, self.vo_slots0)
         self.started_by_vo: dict[str, int] = {}
 
     def _vo_priority(self, vo: str) -> float:
@@ -665,22 +668,32 @@ class _VOFact(NamedTuple):
 
 class _VOFacts(dict):
     """A VO's share, guarantee and priority, worked out the first time the plan needs them
-    (a cycle that starts jobs of two VOs out of twenty looks at two)."""
+    (a cycle that starts jobs of two VOs out of twenty looks at two).
 
-    def __init__(self, index: NodeIndex, usage: Usage, eps: float, running: dict[str, int]) -> None:
+    Holds no reference to the index: a `Plan` keeps this until its `vos` is read, and must
+    not keep the whole tally alive with it."""
+
+    def __init__(self, config: Config, total_slots: int, fixed: dict[str, tuple[float, int]], usage: Usage,
+                 eps: float, running: dict[str, int]) -> None:
         super().__init__()
-        self.index = index
+        self.config = config
+        self.total_slots = total_slots
+        self.fixed = fixed
         self.usage = usage.vo
         self.total = usage.total
         self.eps = eps
         self.running = running
 
     def __missing__(self, vo: str) -> _VOFact:
-        share, guarantee = self.index.fixed(vo)
+        ts = self.total_slots
+        got = self.fixed.get(vo)
+        if got is None:  # share and guarantee depend on the configuration and farm size only
+            v = self.config.vo(vo)
+            got = self.fixed[vo] = (v.share_fraction(ts), v.guarantee(ts))
+        share, guarantee = got
         u = self.usage.get(vo, 0.0)
         uf = u / self.total if self.total > 0 else 0.0
         base = self.eps + uf
-        ts = self.index.total_slots
         f = self[vo] = _VOFact(share, guarantee, u, uf, base,
                                share / (base + (self.running.get(vo, 0) / ts if ts else 0.0)))
         return f

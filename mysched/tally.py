@@ -230,6 +230,11 @@ class NodeIndex:
         self._tallies: dict[str, Tally] = {}
         self._config, self._nodes = config, nodes
 
+    def clear(self) -> None:
+        """Forget everything (the tally refers back to its index: a cycle to break)."""
+        self._tallies.clear()
+        self._config = self._nodes = None
+
     def rules(self, queue: str, vo: str, group: str) -> tuple:
         """What the configuration says of a (queue, VO, group): (queue max running, VO max
         running, group max running, VO per-node max, group per-node max, keys of the pools
@@ -272,13 +277,6 @@ class NodeIndex:
         except KeyError:
             vo = self.group_vo[group] = self.config.vo_of(group)
             return vo
-
-    def fixed(self, vo: str) -> tuple[float, int]:
-        got = self.vo_fixed.get(vo)
-        if got is None:
-            v = self.config.vo(vo)
-            got = self.vo_fixed[vo] = (v.share_fraction(self.total_slots), v.guarantee(self.total_slots))
-        return got
 
     def tally(self, policy: str) -> "Tally":
         t = self._tallies.get(policy)
