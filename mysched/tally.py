@@ -172,19 +172,35 @@ def empty_key(policy: str, node: Node) -> tuple:
     return (-1.0, 0, node.name)
 
 
+def _same_facts(a: tuple[Node, ...], b: tuple[Node, ...] | None) -> bool:
+    """Do two node lists agree on all the index reads (name, slots, state, properties)?"""
+    if b is None or len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is not y and (x.name != y.name or x.slots != y.slots or x.state is not y.state
+                           or x.properties != y.properties):
+            return False
+    return True
+
+
 class NodeIndex:
     """What the planner derives from the configuration and the node list (node types,
     queue assignments, pools), plus the `Tally` of running jobs. Callers that plan again
     and again on the same farm (the daemon, the simulator) keep one and pass it in; it
-    starts afresh when the configuration or the node tuple is another object."""
+    starts afresh when the configuration is another object or a node's name, slots, state
+    or properties changed."""
 
     def __init__(self) -> None:
         self._config: Config | None = None
         self._nodes: tuple[Node, ...] | None = None
 
     def get(self, config: Config, nodes: tuple[Node, ...]) -> "NodeIndex":
-        if config is not self._config or nodes is not self._nodes:
-            self._build(config, nodes)
+        if config is self._config and nodes is self._nodes:
+            return self
+        if config is self._config and _same_facts(nodes, self._nodes):
+            self._nodes = nodes  # a server's new node list saying the same: keep the tally
+            return self
+        self._build(config, nodes)
         return self
 
     def _build(self, config: Config, nodes: tuple[Node, ...]) -> None:
@@ -347,9 +363,10 @@ class Tally:
         the number waiting per VO.
 
         When the snapshot lists its changes since the one synced last, only those are
-        applied. Otherwise every running job is looked at: one counted before as the very
-        same object (servers hand out new objects for changed jobs) costs a look-up,
-        anything else is added, and whatever was counted but not seen again is removed."""
+        applied. Otherwise every running job is looked at: one counted before as the same
+        object or an equal one (a TORQUE snapshot makes new objects every cycle) costs a
+        look-up, anything else is added, and whatever was counted but not seen again is
+        removed."""
         ch = snapshot.changes
         last, self.token = self.token, snapshot.token
         if ch is not None and last is not None and ch.since is last:
@@ -369,7 +386,7 @@ class Tally:
             st = job.state
             if st is r or st is e:
                 rec = known(job.id)
-                if rec is not None and rec[0] is job:
+                if rec is not None and (rec[0] is job or rec[0] == job):
                     if rec[3] != gen:
                         rec[3] = gen
                         seen += 1

@@ -95,6 +95,8 @@ def test_a_kept_index_plans_as_a_fresh_one(seed):
         if rnd.random() < 0.1:  # a node changes state: a new node tuple
             i = rnd.randrange(nn)
             ns = ns[:i] + (Node(ns[i].name, ns[i].slots, rnd.choice([NodeState.FREE, NodeState.DOWN])),) + ns[i + 1:]
+        elif rnd.random() < 0.2:  # the same nodes read again, with other job lists
+            ns = tuple(Node(n.name, n.slots, n.state, n.properties, jobs=(f"{k}",)) for n in ns)
         order = list(jobs.values())
         rnd.shuffle(order)
         usage = Usage(vo={"atlas": rnd.uniform(0, 1e5), "cms": rnd.uniform(0, 1e5)}, user={"u1": 5e3})
@@ -137,3 +139,24 @@ def test_a_farm_reporting_its_changes_plans_as_a_fresh_index(policy):
         cycles += 1
         t += 60.0
     assert cycles > 100 and with_changes > 0.7 * cycles
+
+
+def test_a_server_reread_keeps_the_tally():
+    """A TORQUE snapshot brings new node and job objects every cycle; when they say the same,
+    the index keeps its tally instead of counting every running job again."""
+    from .conftest import nodes, queued, running
+
+    c = _config(random.Random(1))
+    ns = tuple(nodes(4, 4))
+    jobs = [running("r1", "u1", "atlas", "wn01"), running("r2", "u2", "cms", "wn02"), queued("q1", "u3", "cms")]
+    index = NodeIndex()
+    first = plan(Snapshot(1000.0, tuple(jobs), ns), c, Usage(), 1000.0, index=index)
+    tally = index.tally("mysched")
+    again = Snapshot(1060.0, tuple(_copy(j) for j in jobs),
+                     tuple(Node(n.name, n.slots, n.state, n.properties, jobs=("r1",)) for n in ns))
+    second = plan(again, c, Usage(), 1060.0, index=index)
+    assert index.tally("mysched") is tally and set(tally.jobs) == {"r1", "r2"}
+    assert _canon(second)[:2] == _canon(first)[:2]
+    down = Snapshot(1120.0, again.jobs, (Node("wn01", 4, NodeState.DOWN),) + again.nodes[1:])
+    plan(down, c, Usage(), 1120.0, index=index)
+    assert index.tally("mysched") is not tally  # a node went down: the index starts afresh
