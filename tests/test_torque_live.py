@@ -216,6 +216,25 @@ def test_run_once_starts_jobs_where_the_planner_chose(server, cleanup, tmp_path)
     assert store.recent_cycles(1)[0]["n_started"] == out.started
 
 
+def test_a_second_cycle_counts_what_the_first_started(server, cleanup, tmp_path):
+    """The daemon keeps its planner index between cycles; the jobs it started in the first
+    cycle (read back as new objects from pbs_server) must count in the second: atlas may run
+    one job per node, so four atlas jobs over two cycles land on four different nodes."""
+    d = Daemon(CFG, server, store=Store(f"sqlite:///{tmp_path}/h.db"), state_dir=str(tmp_path))
+    busy = {n for j in server.snapshot().jobs for n, _ in j.placement}
+    if len(busy) > 0:
+        pytest.skip("needs an idle test farm")
+    cleanup.extend(qsub("alice", "atlas", "walltime=00:10:00") for _ in range(2))
+    assert d.cycle().result == "ok"
+    cleanup.extend(qsub("bob", "atlas", "walltime=00:10:00") for _ in range(3))
+    out = d.cycle()
+    assert out.result == "ok", out.error
+    jobs = {j.id: j for j in server.snapshot().jobs}
+    nodes = [jobs[i].placement[0][0] for i in cleanup if jobs[i].state in (JobState.RUNNING, JobState.EXITING)]
+    assert len(nodes) == 4 and len(set(nodes)) == 4  # the fifth waits: every node has its atlas job
+    assert out.plan.waits[cleanup[-1]].reason == "vo_node_limit"
+
+
 def test_accounting_records_reach_the_store_exactly_once(server, cleanup, tmp_path):
     jid = qsub("alice", "atlas", "walltime=00:01:00", seconds=1)
     cleanup.append(jid)
