@@ -7,9 +7,10 @@ absolute submit times without a header.
 
 What becomes of a line (the simulator replays *what ran*):
 
-- Jobs cancelled before they started -- status 5 with no run time or no allocated processor
+- Jobs cancelled before they started -- status 5 with no allocated processor or no run time
   (LPC-EGEE: user, group and requested time are -1 too) -- are skipped as ``cancelled``.
-  Cancelled jobs that did run (status 5, run > 0) are kept: they held their slots that long.
+  Cancelled jobs that got a processor are kept, even those killed within the second (run 0):
+  the real scheduler dispatched them, and they held their slots that long (as AccaSim counts).
   Failed jobs (status 0) are kept; so are jobs that ran for 0 s: they still had to be placed.
 - Jobs without a submit time (``no_submit``) or run time (``no_runtime``) cannot be replayed.
 - Lines that are not SWF (too few columns, a non-numeric value in a column we read) are
@@ -313,7 +314,7 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
                         break
                     continue
                 good += 1
-                if a[7] == 5 and (not run > 0 or a[8] == 0):
+                if a[7] == 5 and (a[8] <= 0 or run < 0):
                     cancelled += 1
                     continue
                 if not 0 <= submit < 1e12:
