@@ -28,7 +28,8 @@ class Estimate:
 
 
 def node_admits(doc: dict[str, Any], node: dict[str, Any], queue: str, vo: str, group: str) -> bool:
-    """The static node rules, from what the status file records (see planner.node_admits)."""
+    """The static node rules (queue assignment, node type), from what the status file records
+    (the planner gets them from `tally.NodeIndex.rules`)."""
     ntype = node.get("type") or ""
     if ntype:
         t = doc.get("node_types", {}).get(ntype, {})

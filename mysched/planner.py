@@ -26,7 +26,6 @@ cycle to cycle, so a cycle pays for the jobs that started and ended since the la
 
 from __future__ import annotations
 
-import fnmatch
 import gc
 import heapq
 import math
@@ -34,12 +33,12 @@ from collections import deque
 from typing import Iterable, NamedTuple
 
 from .config import Config, PackingClass
-from .model import Job, JobState, Node, Snapshot
+from .model import Job, JobState, Snapshot
 from .plan import Plan, Start, VOStatus, Wait
 from .tally import DEFAULT_CLASS, Load, NodeIndex, Pool, Ranking, Tally
 from .usage import Usage
 
-__all__ = ["POLICIES", "NodeIndex", "node_admits", "plan"]
+__all__ = ["POLICIES", "NodeIndex", "plan"]
 
 _new_start = Start._make
 _new_wait = Wait._make
@@ -203,7 +202,7 @@ class _Planner:
         # slots per VO, group and user order the shares; jobs per queue, VO and group
         # meet the total limits.
         self.shares = self.policy == "mysched"
-        self.limits = idx.total_limits or any(q.max_running is not None for q in self.snap.queues)
+        self.limits = idx.total_limits or bool(qsig)
         if self.shares:
             self.vo_slots = dict(t.vo_slots)
             self.group_slots = dict(t.group_slots)
@@ -726,25 +725,3 @@ REASON_SHORT = {
     "vo_node_limit": "VO per-node limit reached",
     "group_node_limit": "group per-node limit reached",
 }
-
-
-def node_admits(config: Config, node: Node, queue: str, vo: str, group: str) -> bool:
-    """The static rules alone: may a job of this queue, VO and group use this node at all?
-
-    (Queue assignment and node type; not free cores, per-node limits or packing.)
-    """
-    ntype = next((nt for nt in config.node_types if nt.matches(node.name, node.properties)), None)
-    if ntype is not None and not ntype.allows(vo, group):
-        return False
-    qc = config.queues.get(queue)
-    if qc is not None and qc.restricted:
-        return _queue_has(qc, node.name, ntype.name if ntype else None)
-    for other in config.queues.values():
-        if other.exclusive and other.name != queue and _queue_has(other, node.name, ntype.name if ntype else None):
-            return False
-    return True
-
-
-def _queue_has(qc, node_name: str, ntype: str | None) -> bool:
-    return (any(fnmatch.fnmatchcase(node_name, p) for p in qc.nodes)
-            or (ntype is not None and ntype in qc.node_types))

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 from .config import Config
 from .model import Job, Node, TraceJob
-from .planner import NodeIndex, node_admits, plan
+from .planner import NodeIndex, plan
 from .simfarm import SimulatedFarm
 from .usage import UsageLedger
 
@@ -110,9 +110,11 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     """Run `workload` on `nodes` under `config` and return the measured figures."""
     wall0 = time.perf_counter()
     classes = {pc.name: pc for pc in config.packing}
+    nodes = tuple(nodes)
+    index = NodeIndex().get(config, nodes)  # the planner's, also for the farm's packing figures
 
     def classify(job: Job, vo: str) -> str | None:
-        pc = next((c for c in config.packing if c.matches(job.queue, vo, job.group, job.user)), None)
+        pc = index.job_class(job.queue, vo, job.group, job.user)
         return pc.name if pc else None
 
     farm = SimulatedFarm(nodes, workload, vo_of=config.vo_of, classify=classify if classes else None)
@@ -123,7 +125,6 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     # Only the mysched policy reads decayed usage; the baselines plan without it.
     fairshare = opts.policy == "mysched"
     ledger = UsageLedger(config.history_window, config.half_life, vo_of=config.vo_of)
-    index = NodeIndex()
     usage_cache = _UsageCache(ledger, opts.usage_refresh if fairshare else math.inf)
     vo_area: dict[str, float] = {}
 
@@ -325,7 +326,7 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
     res.cycles += 1
     farm.dirty = False
     if p.starts:
-        res.share_violations += _violations(p, snap, config, farm, guarantees)
+        res.share_violations += _violations(p, snap, config, farm, guarantees, index)
     jobs = farm.jobs
     for s in p.starts:
         job = jobs[s.job_id]
@@ -339,7 +340,8 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
     return p.wake_at
 
 
-def _violations(p, snap, config: Config, farm: SimulatedFarm, guarantees: dict[str, int]) -> int:
+def _violations(p, snap, config: Config, farm: SimulatedFarm, guarantees: dict[str, int],
+                index: NodeIndex) -> int:
     """Starts given to a VO at/above its guarantee while a below-guarantee VO had a job
     waiting that could have run on that node (node type, queue assignment, free cores,
     per-node limits, packing). Hot-list starts bypass shares by design and are not counted.
@@ -376,7 +378,6 @@ def _violations(p, snap, config: Config, farm: SimulatedFarm, guarantees: dict[s
     running = dict(vo_running)
     guarantee = guarantees
     free = dict(farm.free)
-    nodes = farm.node_by_name
     # Per-node VO and group job counts, for the per-node limits (built only when needed).
     per_node: dict[str, dict[str, int]] = {}
     for j in snap.jobs:
@@ -388,19 +389,19 @@ def _violations(p, snap, config: Config, farm: SimulatedFarm, guarantees: dict[s
                 d[("g", j.group)] = d.get(("g", j.group), 0) + 1
 
     def fits(j: Job, vo: str, name: str) -> bool:
-        if j.cores > free[name] or not node_admits(config, nodes[name], j.queue, vo, j.group):
+        # The planner's own rules: the pools (queue assignment, node type) and per-node limits.
+        *_, vmax, gmax, pool_keys = index.rules(j.queue, vo, j.group)
+        if j.cores > free[name] or index.by_name[name][2] not in pool_keys:
             return False
         reserved = p.node_classes.get(name)
         if reserved is not None:
-            pc = next((c for c in config.packing if c.matches(j.queue, vo, j.group, j.user)), None)
+            pc = index.job_class(j.queue, vo, j.group, j.user)
             if pc is None or pc.name != reserved:
                 return False
         d = per_node.get(name, {})
-        vmax = config.vos[vo].max_per_node if vo in config.vos else None
         if vmax is not None and d.get(("v", vo), 0) >= vmax:
             return False
-        g = config.groups.get(j.group)
-        if g is not None and g.max_per_node is not None and d.get(("g", j.group), 0) >= g.max_per_node:
+        if gmax is not None and d.get(("g", j.group), 0) >= gmax:
             return False
         return True
 
