@@ -87,8 +87,8 @@ class _Loads(dict):
         if b is not None:
             load = b.copy()
         else:
-            node, ntype, key, usable, _counted = self.index.by_name[name]
-            load = Load(node, ntype, key, usable)
+            node, _ntype, key, usable, _counted = self.index.by_name[name]
+            load = Load(node, key, usable)
         load.pool = self.pools[load.key]
         self[name] = load
         return load

@@ -29,9 +29,9 @@ class Load:
     reads in this plan (no diversity score, no per-node limit, no packing): not counted."""
 
     __slots__ = ("name", "slots", "cap", "free", "used", "njobs", "users", "vos", "groups", "classes",
-                 "class_times", "ntype", "key", "pool", "reserved", "usable")
+                 "class_times", "key", "pool", "reserved", "usable")
 
-    def __init__(self, node: Node, ntype: str | None, key: tuple, usable: bool) -> None:
+    def __init__(self, node: Node, key: tuple, usable: bool) -> None:
         self.name = node.name
         self.slots = node.slots
         self.cap = node.slots if node.state is NodeState.FREE else 0
@@ -45,7 +45,6 @@ class Load:
         self.classes: dict[str, int] = {}
         self.class_times: dict[str, list[float]] = {}
         """Start times of the class jobs (exclusive packing reservations follow the latest)."""
-        self.ntype = ntype
         self.key = key
         self.pool = None
         self.reserved: str | None = None
@@ -56,7 +55,7 @@ class Load:
         c.name, c.slots, c.cap, c.free, c.used, c.njobs = self.name, self.slots, self.cap, self.free, self.used, self.njobs
         c.users, c.vos, c.groups, c.classes = dict(self.users), dict(self.vos), dict(self.groups), dict(self.classes)
         c.class_times = {k: list(v) for k, v in self.class_times.items()} if self.class_times else {}
-        c.ntype, c.key, c.pool, c.reserved, c.usable = self.ntype, self.key, None, None, self.usable
+        c.key, c.pool, c.reserved, c.usable = self.key, None, None, self.usable
         return c
 
     def add(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
@@ -83,11 +82,7 @@ class Load:
         self.njobs -= 1
         for d, k in ((self.users, user), (self.vos, vo), (self.groups, group), (self.classes, cls)):
             if k is not None:
-                n = d[k] - 1
-                if n:
-                    d[k] = n
-                else:
-                    del d[k]
+                _take(d, k, 1)
         if cls is not None and start is not None:
             times = self.class_times[cls]
             times.remove(start)
@@ -477,7 +472,7 @@ class Tally:
                         e = by_name.get(name)
                         if e is None:
                             continue  # a node the server does not list
-                        ld = loads[name] = Load(e[0], e[1], e[2], e[3])
+                        ld = loads[name] = Load(e[0], e[2], e[3])
                     touched[name] = ld
                     # take the node's part out of the totals; put it back once changed
                     if by_name[name][4]:
