@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Collection, Iterator
 
 from .model import FinishedJob
-from .pbsvalues import parse_duration, parse_exec_host, parse_nodes
+from .pbsvalues import duration_or_none, parse_exec_host, parse_nodes
 
 RECORD_TYPES = frozenset("QSRCTEDA")
 """TORQUE's record types (``src/include/acct.h``): queued, started, rerun, checkpointed,
@@ -181,12 +181,7 @@ def to_finished_job(rec: AccountingRecord) -> FinishedJob:
         placement = parse_exec_host(a["exec_host"]) if a.get("exec_host") else ()
     except ValueError:
         placement = ()
-    cput = None
-    if a.get("resources_used.cput"):
-        try:
-            cput = parse_duration(a["resources_used.cput"])
-        except ValueError:
-            cput = None
+    cput = duration_or_none(a.get("resources_used.cput"))
     status_text = a.get("Exit_status", "")
     status = int(status_text) if status_text.lstrip("-").isdigit() else None
     return FinishedJob(rec.job_id, user, group, queue, start, end, _cores(a, placement), None, cput, status,

@@ -24,6 +24,16 @@ def parse_duration(text: str) -> float:
 _MEM = re.compile(r"^(\d+)\s*([kmgtp]?)(b|w)?$", re.I)
 
 
+def duration_or_none(text: str | None) -> float | None:
+    """An optional duration attribute: None when absent, empty or unreadable."""
+    if not text:
+        return None
+    try:
+        return parse_duration(text)
+    except ValueError:
+        return None
+
+
 def parse_mem(text: str) -> int:
     """TORQUE sizes (``2000mb``, ``4gb``, ``512kb``, ``100``) -> bytes."""
     m = _MEM.match(text.strip())

@@ -10,7 +10,7 @@ import os
 from typing import Callable, Mapping
 
 from ..accounting import NotRun, parse_line, to_finished_job
-from ..pbsvalues import parse_duration
+from ..pbsvalues import duration_or_none
 from ..errors import InputError
 from ..model import Job, JobState, TraceJob
 from .swf import open_text
@@ -56,12 +56,7 @@ def read_accounting_trace(path: str, *, first: int | None = None, start_from: fl
                         continue
                 if start_from is not None and submit < start_from:
                     continue
-                walltime = None
-                if a.get("Resource_List.walltime"):
-                    try:
-                        walltime = parse_duration(a["Resource_List.walltime"])
-                    except ValueError:
-                        walltime = None
+                walltime = duration_or_none(a.get("Resource_List.walltime"))
                 vo = vo_map.get(fj.group) if vo_map else None
                 jobs.append(TraceJob(Job(fj.id, fj.queue, fj.user, fj.group, fj.cores, JobState.QUEUED, submit,
                                          None, walltime, None, (), vo), fj.end - fj.start))
