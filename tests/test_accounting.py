@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mysched.accounting import (AccountingRecord, LineProblem, NotRun, iter_file, parse_attrs, parse_line,
+from mysched.history.accounting import (AccountingRecord, LineProblem, NotRun, iter_file, parse_attrs, parse_line,
                                 parse_stamp, to_finished_job)
 
 APEL = "apel-test_pbs-torque-accounting-E-records.log"

@@ -6,12 +6,12 @@ import json
 import os
 
 
-from mysched.config import config_from_text
-from mysched.daemon import Daemon
+from mysched.config.validate import config_from_text
+from mysched.daemon.cycle import Daemon
 from mysched.errors import JobGone, RunRefused, ServerTimeout, ServerUnavailable
-from mysched.model import JobState, Node, TraceJob
-from mysched.simfarm import SimulatedFarm
-from mysched.statusfile import read_status, rows
+from mysched.core.model import JobState, Node, TraceJob
+from mysched.backends.sim.farm import SimulatedFarm
+from mysched.daemon.statusfile import read_status, rows
 
 from .conftest import queued
 
@@ -147,7 +147,7 @@ def test_dry_run_starts_nothing(tmp_path):
 def test_bad_reload_keeps_the_last_good_config(tmp_path):
     path = tmp_path / "mysched.cfg"
     path.write_text(CFG + "scheduler = { max_starts_per_cycle = 1; };\n")
-    from mysched.config import load_config
+    from mysched.config.validate import load_config
     d, server, farm = make()
     d.config = load_config(str(path))
     d.config_path = str(path)
@@ -161,8 +161,8 @@ def test_bad_reload_keeps_the_last_good_config(tmp_path):
 
 
 def test_failed_cycles_back_off_up_to_four_intervals():
-    from mysched.daemon import CycleOutcome
-    from mysched.service import Service
+    from mysched.daemon.cycle import CycleOutcome
+    from mysched.daemon.service import Service
     d, server, farm = make()
     svc = Service(d)
     server.down = True

@@ -12,9 +12,9 @@ import urllib.request
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mysched import sdnotify
+from mysched.daemon import sdnotify
 from mysched.errors import ServerUnavailable, UsageError
-from mysched.metrics import Metrics, parse_address, serve
+from mysched.daemon.metrics import Metrics, parse_address, serve
 
 from .conftest import REPO
 

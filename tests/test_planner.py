@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from mysched.config import config_from_text
-from mysched.model import JobState, Node, NodeState, Queue
-from mysched.planner import plan
-from mysched.usage import Usage
+from mysched.config.validate import config_from_text
+from mysched.core.model import JobState, Node, NodeState, Queue
+from mysched.core.planner import plan
+from mysched.core.usage import Usage
 
 from .conftest import nodes, queued, running, snap
 
@@ -233,8 +233,8 @@ def test_random_farms_never_overfill_nodes_or_break_limits():
     reused NodeIndex changes nothing."""
     import random
 
-    from mysched.model import Snapshot
-    from mysched.planner import NodeIndex
+    from mysched.core.model import Snapshot
+    from mysched.core.planner import NodeIndex
     c = cfg('groups = { atlassgm = { max_per_node = 1; }; };',
             base='vos = { atlas = { groups = ["atlas", "atlassgm"]; share = 50; max_per_node = 3; }; '
                  'cms = { groups = ["cms"]; share = 30; }; };')

@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from mysched.cli import main
-from mysched.config import config_from_text
-from mysched.model import JobState, Node, NodeState
-from mysched.planner import plan
-from mysched.statusfile import build_status, write_status
-from mysched.usage import Usage
+from mysched.cli.main import main
+from mysched.config.validate import config_from_text
+from mysched.core.model import JobState, Node, NodeState
+from mysched.core.planner import plan
+from mysched.daemon.statusfile import build_status, write_status
+from mysched.core.usage import Usage
 
 from .conftest import queued, running, snap
 
@@ -127,8 +127,8 @@ def test_free_and_missing_or_stale_status(tmp_path, capsys):
 
 
 def test_usage_from_the_history_store(tmp_path, capsys):
-    from mysched.model import FinishedJob
-    from mysched.store import Store
+    from mysched.core.model import FinishedJob
+    from mysched.history.store import Store
     url = f"sqlite:///{tmp_path}/h.db"
     Store(url).add_finished([FinishedJob("1", "alice", "atlas", "q", 0.0, 7200.0, 2, cput=7200.0)])
     doc = run_json(capsys, "usage", "--db", url, "--by", "user")

@@ -15,10 +15,10 @@ import pytest
 from sqlalchemy import (Column, Float, ForeignKey, Integer, MetaData, String, Table, Text, UniqueConstraint,
                         create_engine, inspect, select, text)
 
-import mysched.store as store_mod
+import mysched.history.store as store_mod
 from mysched.errors import InputError, StoreError
-from mysched.model import FinishedJob
-from mysched.store import SCHEMA_VERSION, Store, ingest_positions
+from mysched.core.model import FinishedJob
+from mysched.history.store import SCHEMA_VERSION, Store, ingest_positions
 
 PG_URL = os.environ.get("MYSCHED_TEST_PG_URL")
 APEL = "apel-test_pbs-torque-accounting-E-records.log"
@@ -239,7 +239,7 @@ def test_sigkill_mid_ingest_then_reingest_exact(db_url, tmp_path):
     n = 20_000
     f.write_text(lines(n))
     s = Store(db_url)
-    code = ("import mysched.store as m, sys; m.BATCH_LINES = 200; "
+    code = ("import mysched.history.store as m, sys; m.BATCH_LINES = 200; "
             f"m.Store({db_url!r}).ingest_accounting({str(f)!r})")
     p = subprocess.Popen([sys.executable, "-c", code])
     try:
@@ -266,7 +266,7 @@ def test_concurrent_ingesters_and_a_reader(db_url, tmp_path):
     for day, first in (("20261121", 0), ("20261122", 10_000)):
         (tmp_path / day).write_text(lines(10_000, first=first))
     Store(db_url).close()
-    code = ("import mysched.store as m; m.BATCH_LINES = 500; "
+    code = ("import mysched.history.store as m; m.BATCH_LINES = 500; "
             f"m.Store({db_url!r}).ingest_accounting({str(tmp_path)!r})")
     procs = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE) for _ in range(2)]
     reader = Store(db_url, create=False)

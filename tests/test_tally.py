@@ -9,10 +9,10 @@ import random
 
 import pytest
 
-from mysched.config import config_from_text
-from mysched.model import Job, JobState, Node, NodeState, Queue, Snapshot
-from mysched.planner import NodeIndex, plan
-from mysched.usage import Usage
+from mysched.config.validate import config_from_text
+from mysched.core.model import Job, JobState, Node, NodeState, Queue, Snapshot
+from mysched.core.planner import NodeIndex, plan
+from mysched.core.usage import Usage
 
 GROUPS = ["atlas", "atlsgm", "mc", "cms", "lhcb", "other"]
 QUEUES = ["grid", "grid", "short", "sw", "ded", "unknown"]
@@ -114,8 +114,8 @@ def test_a_farm_reporting_its_changes_plans_as_a_fresh_index(policy):
     """The simulated farm tells the planner what changed since its previous snapshot; the
     tally then applies only that. Plans must not differ from a fresh index's, also when a
     snapshot the planner never saw comes in between (the change list no longer fits)."""
-    from mysched.simfarm import SimulatedFarm, make_nodes
-    from mysched.model import TraceJob
+    from mysched.backends.sim.farm import SimulatedFarm, make_nodes
+    from mysched.core.model import TraceJob
 
     rnd = random.Random(5)
     cfg = _config(random.Random(3))

@@ -19,11 +19,11 @@ import time
 
 import pytest
 
-from mysched.config import config_from_text
-from mysched.daemon import Daemon
+from mysched.config.validate import config_from_text
+from mysched.daemon.cycle import Daemon
 from mysched.errors import JobGone, JobStateError, MyschedError, ServerTimeout
-from mysched.model import JobState, NodeState
-from mysched.store import Store
+from mysched.core.model import JobState, NodeState
+from mysched.history.store import Store
 
 pytestmark = pytest.mark.torque
 
@@ -45,7 +45,7 @@ def server():
         socket.create_connection((HOST or "127.0.0.1", 15001), timeout=1).close()
     except OSError:
         pytest.skip(f"no pbs_server answers on {HOST or '127.0.0.1'}:15001")
-    from mysched.torque.backend import TorqueServer
+    from mysched.backends.torque.backend import TorqueServer
     try:
         srv = TorqueServer(HOST, timeout=20)
         srv.snapshot()
@@ -164,7 +164,7 @@ def test_runjob_as_an_ordinary_user_is_unauthorized(server, cleanup):
     import sys
     jid = qsub("bob", "atlas", "walltime=00:10:00")
     cleanup.append(jid)
-    code = ("from mysched.torque.backend import TorqueServer\nfrom mysched.errors import Unauthorized\n"
+    code = ("from mysched.backends.torque.backend import TorqueServer\nfrom mysched.errors import Unauthorized\n"
             f"try:\n    TorqueServer({HOST!r}).run_job({jid!r}, (('node01', 1),))\n"
             "except Unauthorized as e:\n    print('unauthorized', e.code)\n")
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -256,7 +256,7 @@ def test_accounting_records_reach_the_store_exactly_once(server, cleanup, tmp_pa
 
 
 def test_scheduler_events_arrive_when_scheduling_is_on(server, cleanup):
-    from mysched.torque.schedproto import SchedulerListener
+    from mysched.backends.torque.schedproto import SchedulerListener
     got: list[str] = []
     cond = threading.Condition()
 
@@ -291,7 +291,7 @@ def test_scheduler_events_arrive_when_scheduling_is_on(server, cleanup):
 def test_status_commands_match_the_live_server(server, cleanup, tmp_path, capsys):
     import json
 
-    from mysched.cli import main
+    from mysched.cli.main import main
     cleanup.append(qsub("alice", "atlas", "walltime=00:10:00"))
     cleanup.append(qsub("carol", "cms", "nodes=1:ppn=2,walltime=00:10:00"))
     d = Daemon(CFG, server, state_dir=str(tmp_path))

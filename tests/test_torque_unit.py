@@ -12,13 +12,13 @@ import pytest
 
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
                             Unauthorized)
-from mysched.model import JobState, NodeState
-from mysched.pbsvalues import parse_duration, parse_exec_host, parse_mem, parse_nodes
-from mysched.torque import ifl as ifl_mod
-from mysched.torque.backend import (TorqueServer, job_from_attrs, location, node_from_attrs, parse_node_jobs,
+from mysched.core.model import JobState, NodeState
+from mysched.backends.torque.values import parse_duration, parse_exec_host, parse_mem, parse_nodes
+from mysched.backends.torque import ifl as ifl_mod
+from mysched.backends.torque.backend import (TorqueServer, job_from_attrs, location, node_from_attrs, parse_node_jobs,
                                     queue_from_attrs)
-from mysched.torque.ifl import CtypesIFL, PbsModuleIFL, _Attrl, _BatchStatus, convert_status
-from mysched.torque.schedproto import SchedulerListener, decode_command
+from mysched.backends.torque.ifl import CtypesIFL, PbsModuleIFL, _Attrl, _BatchStatus, convert_status
+from mysched.backends.torque.schedproto import SchedulerListener, decode_command
 
 
 class FakeIFL:

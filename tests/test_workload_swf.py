@@ -10,7 +10,7 @@ import time
 import pytest
 
 from mysched.errors import InputError
-from mysched.workload.swf import MAX_PROBLEMS, parse_vo_map, read_swf
+from mysched.sim.workloads.swf import MAX_PROBLEMS, parse_vo_map, read_swf
 
 from .conftest import TRACES
 

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("pytest_benchmark")
 
-from mysched.store import Store  # noqa: E402
+from mysched.history.store import Store  # noqa: E402
 
 pytestmark = pytest.mark.bench
 

@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("pytest_benchmark")
 
-from mysched.benchfarm import bench_config, bench_snapshot  # noqa: E402
-from mysched.planner import NodeIndex, plan  # noqa: E402
-from mysched.usage import Usage  # noqa: E402
+from mysched.sim.benchfarm import bench_config, bench_snapshot  # noqa: E402
+from mysched.core.planner import NodeIndex, plan  # noqa: E402
+from mysched.core.usage import Usage  # noqa: E402
 
 pytestmark = pytest.mark.bench
 
@@ -47,10 +47,10 @@ def test_planner_scaling_with_queue(benchmark, queued):
 
 
 def test_simulator_on_synthetic_day(benchmark):
-    from mysched.commands.common import config_or_default
-    from mysched.simfarm import make_nodes
-    from mysched.simulate import SimOptions, simulate
-    from mysched.workload.synthetic import SyntheticSpec, generate
+    from mysched.cli.common import config_or_default
+    from mysched.backends.sim.farm import make_nodes
+    from mysched.sim.replay import SimOptions, simulate
+    from mysched.sim.workloads.synthetic import SyntheticSpec, generate
     cfg = config_or_default(None)
     wl = generate(SyntheticSpec(duration=24 * 3600, slots=400))
     r = benchmark.pedantic(lambda: simulate(wl, cfg, make_nodes(50, 8), SimOptions()), rounds=1, iterations=1)
@@ -61,10 +61,10 @@ def test_simulator_on_synthetic_day(benchmark):
 def test_simulator_on_lpc_egee(benchmark, traces, policy):
     """The real EGEE trace (first 50,000 jobs) on 70 x 2 cores, 60 s cycles (issue #6 item 3;
     tools/accasim_compare.sh compares the whole trace with AccaSim)."""
-    from mysched.config import Config, auto_vos
-    from mysched.simfarm import make_nodes
-    from mysched.simulate import SimOptions, simulate
-    from mysched.workload import load_trace
+    from mysched.config.validate import Config, auto_vos
+    from mysched.backends.sim.farm import make_nodes
+    from mysched.sim.replay import SimOptions, simulate
+    from mysched.sim.workloads import load_trace
     wl, _ = load_trace(traces / "LPC-EGEE-2004-1.2-cln.swf.gz", first=50000)
     cfg = auto_vos(Config(), {tj.job.group: tj.job.vo or tj.job.group for tj in wl})
     r = benchmark.pedantic(lambda: simulate(wl, cfg, make_nodes(70, 2), SimOptions(policy=policy)),

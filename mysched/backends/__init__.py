@@ -1,0 +1,1 @@
+"""Batch servers behind one `BatchServer` protocol: TORQUE (IFL) and the simulated farm."""

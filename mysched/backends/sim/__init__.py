@@ -1,0 +1,1 @@
+"""The simulated farm, and a `BatchServer` over it for running the daemon without TORQUE."""

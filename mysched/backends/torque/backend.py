@@ -1,0 +1,339 @@
+"""The TORQUE batch server behind the `BatchServer` interface.
+
+Reads queues, jobs and nodes with pbs_stat*, maps TORQUE attributes to the model, starts
+jobs with pbs_runjob at the location the planner chose (``node:ppn=N`` — a bare node name
+would run an N-core job on one core), and translates IFL error codes into the project's
+exception tree here, at the boundary. Codes are TORQUE 6.1's (src/include/pbs_error_db.h).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import re
+import time
+from typing import Callable
+
+from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
+                      Unauthorized)
+from mysched.core.model import Job, JobState, Node, NodeState, Placement, Queue, Snapshot
+from mysched.backends.torque.values import parse_duration, parse_exec_host, parse_mem, parse_nodes
+from mysched.backends.torque.ifl import IFL, StatResult, load_ifl
+
+log = logging.getLogger("mysched")
+
+# Only what the mapping below reads: the server sends nothing else (the attrl select list).
+JOB_ATTRS = ("job_state", "queue", "euser", "egroup", "Job_Owner", "Resource_List", "exec_host", "qtime",
+             "ctime", "start_time", "Job_Name")
+NODE_ATTRS = ("state", "np", "jobs", "properties")
+QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running")
+SERVER_ATTRS = ("server_state", "scheduling", "total_jobs")
+
+PBSE_UNKJOBID = 15001
+PBSE_IVALREQ = 15004
+PBSE_PERM = 15007
+PBSE_IFF_NOT_FOUND = 15008
+PBSE_BADHOST = 15010
+PBSE_BADSTATE = 15018
+PBSE_PROTOCOL = 15033
+PBSE_RESCUNAV = 15046
+PBSE_ALRDYEXIT = 15052
+PBSE_SVRDOWN = 15062
+PBSE_UNKNODE = 15064
+PBSE_TIMEOUT = 15085
+PBSE_JOBNOTFOUND = 15086
+PBSE_SERVER_BUSY = 15134
+PBSE_EOF = 15171
+
+GONE = {PBSE_UNKJOBID, PBSE_JOBNOTFOUND}
+BAD_STATE = {PBSE_BADSTATE, PBSE_ALRDYEXIT}
+UNAUTHORIZED = {PBSE_PERM, PBSE_IFF_NOT_FOUND, 15176}  # 15176 PBSE_NO_PRIVILEGES
+REFUSED = {PBSE_RESCUNAV, PBSE_UNKNODE,
+           15043,  # PBSE_MOMREJECT: execution server rejected request
+           15072,  # PBSE_NORELYMOM: server could not connect to MOM
+           15110,  # PBSE_BADMOMSTATE: mom is down, cannot run job
+           15132}  # PBSE_NODE_DOWN
+LOST = {PBSE_PROTOCOL, PBSE_TIMEOUT, PBSE_EOF,
+        15035, 15036,  # PBSE_NOCONNECTS, PBSE_NOSERVER
+        15096, 15097, 15098, 15099,  # PBSE_SOCKET_FAULT/_WRITE/_READ/_CLOSE
+        15114, 15120, 15133}  # PBSE_PREMATURE_EOF, PBSE_CONNECT, PBSE_SERVER_NOT_FOUND
+"""The connection broke or timed out mid-request: what the server did is unknown."""
+DECLINED = {PBSE_SVRDOWN, PBSE_SERVER_BUSY}
+"""The server is up but turned the request away as a whole (shutting down, busy)."""
+
+_ARRAY_PARENT = re.compile(r"^\d+\[\]")
+
+
+def parse_node_jobs(text: str) -> tuple[str, ...]:
+    """Node ``jobs`` attribute ``0-1/12.srv, 2/13.srv`` -> unique job ids in order."""
+    seen: dict[str, None] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        _, _, jid = part.partition("/")
+        seen[jid or part] = None
+    return tuple(seen)
+
+
+def location(placement: Placement) -> str | None:
+    """The pbs_runjob location for a placement: ``node:ppn=N[+node:ppn=M]`` (None: server's choice)."""
+    if not placement:
+        return None
+    return "+".join(f"{node}:ppn={cores}" for node, cores in placement)
+
+
+def _bool(text: str | None, default: bool = True) -> bool:
+    if text is None:
+        return default
+    return text.strip().lower() in ("true", "t", "1", "yes", "y")
+
+
+def _cores(name: str, a: dict[str, str], warnings: list[str]) -> int:
+    """Cores a job asks for: nodes spec, else procs, else ncpus, else 1."""
+    nodes = a.get("Resource_List.nodes")
+    if nodes:
+        try:
+            return parse_nodes(nodes)
+        except ValueError as exc:
+            warnings.append(f"job {name}: {exc}; assuming 1 core")
+            return 1
+    for key in ("Resource_List.procs", "Resource_List.ncpus"):
+        v = a.get(key)
+        if v:
+            if v.strip().isdigit() and int(v) > 0:
+                return int(v)
+            warnings.append(f"job {name}: bad {key} {v!r}; ignored")
+    return 1
+
+
+def _value(name: str, a: dict[str, str], key: str, parse, warnings: list[str]):  # noqa: ANN001, ANN202
+    """`parse` of attribute `key`, or None (with a warning) when absent or malformed."""
+    v = a.get(key)
+    if not v:
+        return None
+    try:
+        return parse(v)
+    except ValueError as exc:
+        warnings.append(f"job {name}: {exc}")
+        return None
+
+
+def job_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Job | None:
+    """A model `Job` from pbs_statjob attributes; None for an array parent (not runnable) or
+    a job whose state cannot be read. Malformed values become None plus a warning."""
+    if _ARRAY_PARENT.match(name):
+        return None
+    try:
+        state = JobState.parse(a.get("job_state", ""))
+    except ValueError:
+        warnings.append(f"job {name}: unknown state {a.get('job_state')!r}; skipped")
+        return None
+    user = a.get("euser") or a.get("Job_Owner", "").partition("@")[0] or "unknown"
+    group = a.get("egroup") or user
+    cores = _cores(name, a, warnings)
+    walltime = _value(name, a, "Resource_List.walltime", parse_duration, warnings)
+    mem = _value(name, a, "Resource_List.mem", parse_mem, warnings)
+    placement: Placement = _value(name, a, "exec_host", parse_exec_host, warnings) or ()
+    if placement and state in (JobState.RUNNING, JobState.EXITING, JobState.SUSPENDED):
+        cores = sum(c for _, c in placement)  # what it holds, whatever it asked for
+
+    def stamp(key: str) -> float | None:
+        v = a.get(key)
+        if not v:
+            return None
+        try:
+            return float(v)
+        except ValueError:
+            warnings.append(f"job {name}: bad {key} {v!r}")
+            return None
+
+    submit = stamp("qtime") or stamp("ctime") or 0.0
+    return Job(name, a.get("queue", ""), user, group, cores, state, submit, stamp("start_time"), walltime, mem,
+               placement, None, a.get("Job_Name", ""))
+
+
+def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
+    """A model `Node`; an unreadable np makes it offline (0 slots) rather than guessed."""
+    np_text = a.get("np", "1")
+    try:
+        slots = int(np_text)
+        if slots < 0:
+            raise ValueError
+    except ValueError:
+        warnings.append(f"node {name}: bad np {np_text!r}; taken as offline")
+        return Node(name, 0, NodeState.OFFLINE)
+    props = frozenset(p.strip() for p in a.get("properties", "").split(",") if p.strip())
+    return Node(name, slots, NodeState.parse(a.get("state", "")), props, parse_node_jobs(a.get("jobs", "")))
+
+
+def queue_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Queue | None:
+    """A model `Queue` for an execution queue; None for a routing queue (nothing runs there)."""
+    if a.get("queue_type", "Execution").strip().lower()[:1] == "r":
+        return None
+    mr = a.get("max_running")
+    max_running = None
+    if mr:
+        try:
+            max_running = int(mr)
+        except ValueError:
+            warnings.append(f"queue {name}: bad max_running {mr!r}")
+    return Queue(name, _bool(a.get("enabled")), _bool(a.get("started")), max_running)
+
+
+class TorqueServer:
+    """A pbs_server reached through IFL.
+
+    Keeps one connection; when a stat call finds it broken (server restarted, connection
+    dropped) it reconnects and asks once more. `timeout` bounds each wait for the server
+    (libtorque's own default is 300 s, long enough to stall a cycle). A server that hangs
+    costs timeout + 5 s per failing call: pbs_disconnect waits up to 5 s (its own alarm) for
+    the server to close the abandoned connection. Not thread-safe: one caller at a time.
+    """
+
+    def __init__(self, host: str | None = None, *, libtorque: str | None = None, ifl: IFL | None = None,
+                 clock: Callable[[], float] = time.time, timeout: float | None = 30.0) -> None:
+        self.host = host
+        self.name = f"torque://{host or 'localhost'}"
+        self.ifl = ifl if ifl is not None else load_ifl(libtorque, timeout)
+        self.clock = clock
+        self.timeout = timeout
+        self.conn: int | None = None
+        self._warned: set[str] = set()
+
+    # -- connection ------------------------------------------------------------------------
+    def _connect(self) -> int:
+        if self.conn is not None:
+            return self.conn
+        c = self.ifl.connect(self.host)
+        if c is None or c < 0:
+            code = -c if isinstance(c, int) and c < -1 else self.ifl.errno()
+            if code >= 15000:
+                msg = _strerror(self.ifl, code)
+            elif code > 0:
+                msg = os.strerror(code)
+            else:
+                msg = ""
+            where = self.host or "the default server"
+            raise ServerUnavailable(f"cannot connect to pbs_server at {where}"
+                                    f"{f': {msg}' if msg else ''}{f' (error {code})' if code else ''}",
+                                    code=code or None, call="connect")
+        self.conn = c
+        return c
+
+    def close(self) -> None:
+        if self.conn is not None:
+            conn, self.conn = self.conn, None
+            try:
+                self.ifl.disconnect(conn)
+            except Exception:  # noqa: BLE001 - a dead connection may fail to say goodbye
+                pass
+
+    def _timed_out(self, started: float) -> bool:
+        """libtorque reports a call that ran into its timeout like a broken connection
+        (15033), so the time it took tells the two apart."""
+        return bool(self.timeout) and time.monotonic() - started >= 0.9 * self.timeout
+
+    def _error(self, call: str, code: int, subject: str = "", *, effect_unknown: bool = False,
+               timed_out: bool = False) -> ServerError:
+        """The exception for IFL error `code`; drops the connection where it is no good."""
+        if timed_out and code in LOST:
+            code = PBSE_TIMEOUT
+            msg = f"no answer within {self.timeout:g} s"
+        else:
+            msg = self.ifl.errmsg(self.conn) if self.conn is not None else ""
+        if not msg and code:
+            msg = _strerror(self.ifl, code)
+        text = f"{call}{f' {subject}' if subject else ''}: {msg or 'failed'}" + (f" (error {code})" if code else "")
+        if code in LOST or code in DECLINED or code <= 0:
+            self.close()  # a reply may still be in flight: never reuse this connection
+        if code in GONE:
+            return JobGone(text, code=code, call=call)
+        if code in BAD_STATE:
+            return JobStateError(text, code=code, call=call)
+        if code in UNAUTHORIZED:
+            return Unauthorized(text, code=code, call=call)
+        if code in REFUSED:
+            return RunRefused(text, code=code, call=call)
+        if code in DECLINED:
+            return ServerUnavailable(text, code=code, call=call)
+        if code in LOST or code <= 0:
+            cls = ServerTimeout if effect_unknown or code == PBSE_TIMEOUT else ServerUnavailable
+            return cls(text, code=code or None, call=call)
+        return ServerError(text, code=code, call=call)
+
+    def _stat(self, call: str, fn: Callable, *args, missing_ok: bool = False) -> StatResult:
+        """A stat call; one fresh connection and retry if the first broke. [] if `missing_ok`
+        and the server says the object is unknown."""
+        for attempt in (1, 2):
+            conn = self._connect()
+            started = time.monotonic()
+            res = fn(conn, *args)
+            if res:
+                return res
+            code = self.ifl.errno()
+            if code == 0 or (missing_ok and code in GONE):
+                return []
+            err = self._error(call, code, args[0] if len(args) > 1 else "", timed_out=self._timed_out(started))
+            if attempt == 1 and isinstance(err, ServerUnavailable) and not isinstance(err, ServerTimeout):
+                log.debug("%s; reconnecting", err)
+                continue
+            raise err
+        raise AssertionError("unreachable")
+
+    # -- BatchServer -----------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        enabled = gc.isenabled()
+        gc.disable()  # tens of thousands of new objects, no cycles: spare the collector's scans
+        try:
+            return self._snapshot()
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _snapshot(self) -> Snapshot:
+        warnings: list[str] = []
+        t = self.clock()
+        server = self._stat("statserver", self.ifl.statserver, SERVER_ATTRS)
+        queues = [q for name, a in self._stat("statque", self.ifl.statque, QUEUE_ATTRS)
+                  if (q := queue_from_attrs(name, a, warnings)) is not None]
+        nodes = [node_from_attrs(name, a, warnings)
+                 for name, a in self._stat("statnode", self.ifl.statnode, NODE_ATTRS)]
+        jobs = [j for name, a in self._stat("statjob", self.ifl.statjob, JOB_ATTRS)
+                if (j := job_from_attrs(name, a, warnings)) is not None]
+        self._report(warnings)
+        return Snapshot(t, tuple(jobs), tuple(nodes), tuple(queues), self.name,
+                        {"warnings": warnings, "server": server[0][1] if server else {}})
+
+    def _report(self, warnings: list[str]) -> None:
+        """Log each distinct malformed value once, not every cycle."""
+        for w in warnings:
+            if w not in self._warned:
+                if len(self._warned) < 10000:
+                    self._warned.add(w)
+                log.warning("pbs_server reply: %s", w)
+
+    def run_job(self, job_id: str, placement: Placement) -> None:
+        """pbs_runjob at ``node:ppn=N``. A broken or timed-out call raises `ServerTimeout`:
+        the job may have started, so re-read it (`get_job`) before trying again."""
+        conn = self._connect()
+        started = time.monotonic()
+        rc = self.ifl.runjob(conn, job_id, location(placement))
+        if rc == 0:
+            return
+        # pbs_runjob returns the PBSE code; pbs_errno can be -1 when the socket broke.
+        errno = self.ifl.errno()
+        code = rc if rc >= 15000 else errno if errno >= 15000 else -abs(rc)
+        raise self._error("runjob", code, job_id, effect_unknown=True, timed_out=self._timed_out(started))
+
+    def get_job(self, job_id: str) -> Job | None:
+        res = self._stat("statjob", self.ifl.statjob_one, job_id, JOB_ATTRS, missing_ok=True)
+        if not res:
+            return None
+        return job_from_attrs(res[0][0], res[0][1], [])
+
+
+def _strerror(ifl: IFL, code: int) -> str:
+    fn = getattr(ifl, "strerror", None)
+    return fn(code) if fn is not None else ""

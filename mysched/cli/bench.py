@@ -1,0 +1,144 @@
+"""`mysched bench`: how long a planning cycle takes at a given farm size."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import resource
+import statistics
+import time
+
+from mysched.cli.main import command
+from mysched.errors import InputError
+from mysched.cli.common import positive_int
+
+
+@command("bench", "measure the planner at a given farm size (and how it scales)")
+def fill(p: argparse.ArgumentParser) -> None:
+    """Build a realistic synthetic farm (20 VOs, hundreds of users, node types, limits, a hot
+    queue, an exclusive packing class), then time the planner alone over repeated cycles, the
+    snapshot build from server replies (TORQUE attribute dictionaries through the TORQUE
+    adapter's conversion), and the peak memory. --scaling adds a table from 1k to 50k queued
+    jobs and 1k to 20k slots."""
+    p.add_argument("--nodes", type=positive_int, default=2500)
+    p.add_argument("--slots-per-node", type=positive_int, default=8)
+    p.add_argument("--running", type=int, default=18000)
+    p.add_argument("--queued", type=int, default=50000)
+    p.add_argument("--repeat", type=positive_int, default=7, help="planner cycles to time (default 7)")
+    p.add_argument("--no-packing", action="store_true", help="leave the packing class out")
+    p.add_argument("--scaling", action="store_true", help="also print the scaling table")
+    p.add_argument("--json", metavar="FILE", help='write {"plan_s": {"p50","max"}, "build_s": {"p50"}, '
+                   '"peak_rss_mb", "starts", ...} (\'-\' for stdout)')
+    p.set_defaults(run=run)
+
+
+def _server_replies(snapshot) -> tuple[list, list]:
+    """What pbs_statjob/pbs_statnode would return for this farm (attribute dictionaries)."""
+    jobs = []
+    for j in snapshot.jobs:
+        a = {"job_state": j.state.value, "queue": j.queue, "euser": j.user, "egroup": j.group,
+             "Job_Owner": f"{j.user}@ce", "Resource_List.nodes": f"1:ppn={j.cores}", "qtime": str(int(j.submit_time)),
+             "Resource_List.walltime": f"{int(j.walltime or 3600) // 3600:02d}:00:00"}
+        if j.placement:
+            node, cores = j.placement[0]
+            a["exec_host"] = f"{node}/0-{cores - 1}" if cores > 1 else f"{node}/0"
+            a["start_time"] = str(int(j.start_time or 0))
+        jobs.append((j.id, a))
+    nodes = [(n.name, {"state": "free", "np": str(n.slots), "properties": ""}) for n in snapshot.nodes]
+    return jobs, nodes
+
+
+def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, packing: bool = True) -> dict:
+    from mysched.sim.benchfarm import bench_config, bench_snapshot
+    from mysched.core.planner import plan
+    from mysched.backends.torque.backend import TorqueServer
+    from mysched.core.usage import Usage
+
+    cfg = bench_config(packing=packing)
+    snap = bench_snapshot(nodes=nodes, slots=slots, running=running, queued=queued)
+    usage = Usage(vo={f"vo{i:02d}": 1000.0 * (i + 1) for i in range(20)})
+
+    class _Replies:
+        """An IFL stand-in answering with the prepared replies (conversion is what is timed)."""
+
+        def __init__(self) -> None:
+            self.jobs, self.nodes = _server_replies(snap)
+
+        def connect(self, server):
+            return 1
+
+        def statjob(self, conn, attrs):
+            return self.jobs
+
+        def statnode(self, conn, attrs):
+            return self.nodes
+
+        def statque(self, conn, attrs):
+            return []
+
+        def statserver(self, conn, attrs):
+            return []
+
+        def errno(self):
+            return 0
+
+    replies = _Replies()
+    server = TorqueServer(ifl=replies)
+    builds = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        server.snapshot()
+        builds.append(time.perf_counter() - t0)
+    del replies, server
+    gc.collect()
+    times = []
+    p = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        p = plan(snap, cfg, usage, snap.time)
+        times.append(time.perf_counter() - t0)
+    free = nodes * slots - sum(j.cores for j in snap.jobs if j.placement)
+    return {
+        "nodes": nodes, "slots_per_node": slots, "running": sum(1 for j in snap.jobs if j.placement),
+        "queued": queued, "free_slots": free,
+        "plan_s": {"p50": round(statistics.median(times), 4), "max": round(max(times), 4)},
+        "build_s": {"p50": round(statistics.median(builds), 4)},
+        "starts": len(p.starts) if p else 0,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.running > args.nodes * args.slots_per_node:
+        raise InputError(f"--running {args.running} is more than the farm's {args.nodes * args.slots_per_node} slots")
+    r = measure(args.nodes, args.slots_per_node, args.running, args.queued, args.repeat, not args.no_packing)
+    print(f"farm {r['nodes']} nodes x {r['slots_per_node']} slots, {r['running']} running, {r['queued']} queued, "
+          f"{r['free_slots']} free slots")
+    print(f"  planner        p50 {r['plan_s']['p50']:.3f} s, max {r['plan_s']['max']:.3f} s over {args.repeat} cycles "
+          f"({r['starts']} starts per cycle)")
+    print(f"  snapshot build p50 {r['build_s']['p50']:.3f} s (server replies -> model)")
+    print(f"  peak RSS       {r['peak_rss_mb']:.0f} MB")
+    if args.scaling:
+        rows = []
+        for q in (1000, 5000, 10000, 20000, 50000):
+            rows.append(measure(args.nodes, args.slots_per_node, min(args.running, args.nodes * args.slots_per_node),
+                                q, 3, not args.no_packing))
+        for n in (125, 250, 625, 1250, 2500):
+            slots_total = n * args.slots_per_node
+            rows.append(measure(n, args.slots_per_node, int(slots_total * 0.9), args.queued, 3, not args.no_packing))
+        print("\n  scaling (planner p50):")
+        print(f"  {'nodes':>6} {'slots':>6} {'running':>8} {'queued':>7} {'plan p50 s':>11} {'per job+node us':>16}")
+        for x in rows:
+            total = x["running"] + x["queued"] + x["nodes"]
+            print(f"  {x['nodes']:6d} {x['nodes'] * x['slots_per_node']:6d} {x['running']:8d} {x['queued']:7d} "
+                  f"{x['plan_s']['p50']:11.3f} {1e6 * x['plan_s']['p50'] / total:16.2f}")
+        r["scaling"] = rows
+    if args.json:
+        text = json.dumps(r, indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            with open(args.json, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+    return 0

@@ -1,0 +1,54 @@
+"""Argument types and helpers shared by subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from importlib import resources
+
+from mysched.config.validate import Config, config_from_text, load_config
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return v
+
+
+def date_arg(text: str) -> float:
+    """Unix seconds from ``YYYY-MM-DD``, ``YYYY-MM-DDTHH:MM[:SS]`` (UTC) or a number."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"):
+        try:
+            return dt.datetime.strptime(text, fmt).replace(tzinfo=dt.timezone.utc).timestamp()
+        except ValueError:
+            continue
+    raise argparse.ArgumentTypeError(f"expected a date like 2004-11-01 or 2004-11-01T12:00 (UTC), got {text!r}")
+
+
+def default_config_text() -> str:
+    """The embedded example configuration (a DESY-HH-like site), same as etc/mysched.cfg."""
+    return resources.files("mysched").joinpath("data/mysched.cfg").read_text(encoding="utf-8")
+
+
+def config_or_default(path: str | None) -> Config:
+    if path:
+        return load_config(path)
+    return config_from_text(default_config_text(), "<embedded mysched.cfg>")

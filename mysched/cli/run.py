@@ -1,0 +1,148 @@
+"""`mysched run`: the scheduler daemon (what systemd starts)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from mysched.cli.main import command
+from mysched.config.validate import Config
+from mysched.errors import UsageError
+from mysched.cli.common import config_or_default
+
+log = logging.getLogger("mysched")
+
+
+@command("run", "run the scheduler daemon against pbs_server (or sim://)")
+def fill(p: argparse.ArgumentParser) -> None:
+    """Run the scheduler: every scheduler.interval seconds (and soon after pbs_server reports a
+    job event, when daemon.event_address is set) read queues, jobs and nodes, plan, start jobs
+    with pbs_runjob, record the cycle in the history store, publish the status file and
+    Prometheus metrics. SIGHUP reloads the configuration; SIGTERM finishes the cycle and exits.
+
+    --server sim:// runs a simulated farm at an accelerated clock with the synthetic workload
+    (parameters: sim://?nodes=50&slots=8&speed=60&seed=1&hours=48), so the daemon, its metrics
+    and the status commands can be tried without TORQUE."""
+    p.add_argument("-c", "--config", metavar="FILE", help="configuration file (default: embedded example; "
+                   "a production daemon should always name its file so SIGHUP can reload it)")
+    p.add_argument("--server", metavar="URL", help="torque://HOST (default: server.url of the config) or sim://")
+    p.add_argument("--once", action="store_true", help="run one cycle and exit (status 1 if it failed)")
+    p.add_argument("--dry-run", action="store_true", help="plan and log what would start; start nothing")
+    p.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
+    p.add_argument("--no-db", action="store_true", help="keep no history (usage then counts running jobs only)")
+    p.add_argument("--state-dir", metavar="DIR", help="where to write status.json (default: daemon.state_dir)")
+    p.add_argument("--metrics-address", metavar="HOST:PORT",
+                   help="Prometheus endpoint (default: daemon.metrics_address; 'off' disables)")
+    p.add_argument("--event-address", metavar="HOST:PORT",
+                   help="listen for pbs_server scheduler contacts (default: daemon.event_address; 'off' disables)")
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.set_defaults(run=run)
+
+
+def make_server(url: str, config: Config):
+    """A `BatchServer` for a URL: torque://HOST or sim://..."""
+    if url.startswith("sim:"):
+        from mysched.backends.sim.server import sim_server_from_url
+
+        return sim_server_from_url(url, config)
+    if url.startswith("torque://") or "://" not in url:
+        host = url[len("torque://"):] if url.startswith("torque://") else url
+        from mysched.backends.torque.backend import TorqueServer
+
+        return TorqueServer(host or None, libtorque=config.libtorque or None, timeout=config.server_timeout)
+    raise UsageError(f"unknown server URL {url!r}: use torque://HOST or sim://")
+
+
+def _address(text: str) -> str | None:
+    return None if text.strip().lower() in ("", "off", "none") else text
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    config = config_or_default(args.config)
+    url = args.server or config.server
+    state_dir = args.state_dir or config.state_dir
+    server = make_server(url, config)
+
+    store = None
+    ingest = None
+    if not args.no_db:
+        from mysched.history.store import Store
+
+        db = args.db or config.database
+        if db.startswith("sqlite:////"):
+            os.makedirs(os.path.dirname(db[len("sqlite:///"):]), exist_ok=True)
+        store = Store(db)
+        if not url.startswith("sim:") and config.accounting_dir:
+            if os.path.isdir(config.accounting_dir):
+                def ingest() -> int:
+                    rep = store.ingest_accounting([config.accounting_dir], on_problem=log.warning)
+                    return rep.records_added
+            else:
+                log.warning("accounting directory %s not found: usage history comes from nothing but "
+                            "running jobs (set history.accounting_dir)", config.accounting_dir)
+
+    metrics = None
+    maddr = _address(args.metrics_address if args.metrics_address is not None else config.metrics_address)
+    if maddr:
+        from mysched.daemon.metrics import Metrics, serve
+        from prometheus_client import CollectorRegistry
+
+        metrics = Metrics(CollectorRegistry())
+        serve(metrics, maddr)
+        log.info("metrics on http://%s/metrics", maddr)
+
+    from mysched.daemon.cycle import Daemon
+    from mysched.daemon.service import Service
+
+    daemon = Daemon(config, server, store=store, metrics=metrics, config_path=args.config, dry_run=args.dry_run,
+                    state_dir=state_dir, ingest=ingest)
+    listener_factory = None
+    eaddr = _address(args.event_address if args.event_address is not None else config.event_address)
+    if eaddr and not args.once:
+        if url.startswith("sim:"):
+            listener_factory = _sim_events(server)
+        else:
+            listener_factory = _torque_events(eaddr)
+    log.info("mysched starting: server %s, config %s, state dir %s%s", url, config.source, state_dir,
+             " (dry run)" if args.dry_run else "")
+    return Service(daemon, listener_factory=listener_factory, once=args.once).run()
+
+
+def _torque_events(address: str):
+    from mysched.backends.torque.schedproto import SchedulerListener
+
+    host, _, port = address.rpartition(":")
+    try:
+        port_n = int(port)
+    except ValueError:
+        raise UsageError(f"event address must be HOST:PORT, got {address!r}") from None
+
+    def factory(on_event):
+        listener = SchedulerListener((host.strip("[]") or "127.0.0.1", port_n), on_event=on_event)
+        listener.start()
+        return listener
+    return factory
+
+
+def _sim_events(server):
+    """The simulated farm reports arrivals and ends as pbs_server would."""
+    def factory(on_event):
+        farm = server.farm
+        previous = farm.on_change
+
+        class _Hook:
+            def close(self):
+                farm.on_change = previous
+
+        def changed(ta, tb):
+            if previous is not None:
+                previous(ta, tb)
+            on_event("sim")
+        farm.on_change = changed
+        return _Hook()
+    return factory

@@ -1,0 +1,254 @@
+"""`mysched simulate`: try a configuration on a simulated farm before deploying it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+
+from mysched.cli.main import command
+import math
+
+from mysched.config.validate import PACKING_POLICIES, Config, PackingClass, auto_vos, parse_duration
+from mysched.errors import InputError, UsageError
+from mysched.core.model import TraceJob
+from mysched.core.planner import POLICIES
+from mysched.sim.report import format_comparison, format_result
+from mysched.backends.sim.farm import make_nodes
+from mysched.sim.replay import SimOptions, SimResult, simulate
+from mysched.cli.common import config_or_default, date_arg, positive_float, positive_int
+
+
+@command("simulate", "replay a workload through the planner on a simulated farm")
+def fill(p: argparse.ArgumentParser) -> None:
+    """Replay a workload through the same planner the daemon runs, on a simulated farm with a
+    virtual clock, and report occupancy, share violations, diversity, waits and planner time.
+
+    Without --trace the embedded synthetic workload (DESY-HH-like queues atlas, cms, lhcb, desy,
+    operations) runs on the farm of the configuration (default: the embedded example config).
+    With --trace an SWF trace (Parallel Workloads Archive, gzip or plain) or a TORQUE
+    accounting log is replayed; each SWF group becomes a VO with an equal share unless the
+    configuration or --vo-map maps groups to VOs."""
+    p.add_argument("-c", "--config", metavar="FILE", help="configuration file (default: embedded example)")
+    p.add_argument("--trace", metavar="FILE", help="SWF trace or TORQUE accounting log to replay")
+    p.add_argument("--format", choices=("auto", "swf", "accounting"), default="auto",
+                   help="trace format (default: guess from the content)")
+    p.add_argument("--vo-map", metavar="MAP", help="group to VO mapping: 'g2=atlas,g6=cms' or a file of "
+                   "'GROUP VO' lines")
+    p.add_argument("--first", type=positive_int, metavar="N", help="replay only the first N jobs")
+    p.add_argument("--from", dest="start_from", type=date_arg, metavar="DATE",
+                   help="skip jobs submitted before DATE (YYYY-MM-DD[THH:MM], UTC)")
+    p.add_argument("--nodes", type=positive_int, metavar="N", help="farm size in nodes (default: config farm)")
+    p.add_argument("--slots-per-node", type=positive_int, metavar="S", help="slots per node (default: config farm)")
+    p.add_argument("--policy", choices=POLICIES, default="mysched",
+                   help="scheduling policy: mysched, or a baseline: fifo (first fit, like pbs_sched) or "
+                        "least-loaded (FIFO onto the least-loaded node)")
+    p.add_argument("--compare", action="store_true", help="run all three policies and print them side by side")
+    p.add_argument("--interval", type=positive_float, metavar="SECONDS",
+                   help="cycle interval (default: scheduler.interval of the config)")
+    p.add_argument("--event-driven", action="store_true",
+                   help="also run a cycle soon after each submission or job end (as with pbs_server "
+                        "contacting the scheduler), rate-limited by scheduler.min_interval")
+    p.add_argument("--duration", type=positive_float, metavar="HOURS", default=48.0,
+                   help="synthetic workload: hours of submissions (default 48)")
+    p.add_argument("--seed", type=int, default=1, help="synthetic workload: random seed (default 1)")
+    p.add_argument("--mcore-fraction", type=float, default=0.0, metavar="F",
+                   help="synthetic workload: fraction of atlas/cms production jobs asking for 8 cores "
+                        "(fewer if the nodes are smaller) on one node (default 0: single-core, as at DESY-HH)")
+    p.add_argument("--pack", metavar="NAME", help="pack the jobs of VO or group NAME as a job class "
+                   "(adds to the configuration's packing classes)")
+    p.add_argument("--pack-policy", choices=PACKING_POLICIES, default="exclusive",
+                   help="packing policy for --pack (default exclusive)")
+    p.add_argument("--pack-ttl", type=parse_duration_arg, default=math.inf, metavar="DURATION",
+                   help="exclusive: release a node that got no new class job for this long (default inf)")
+    p.add_argument("--compare-packing", action="store_true",
+                   help="run the packed class under none, relaxed and exclusive side by side")
+    p.add_argument("--farm-frames", metavar="DIR", help="write the farm as a picture (one cell per slot) "
+                   "every --frame-every planner cycles")
+    p.add_argument("--frame-every", type=positive_int, default=60, metavar="K",
+                   help="cycles between farm pictures (default 60)")
+    p.add_argument("--farm-movie", metavar="FILE.gif", help="string the farm pictures together as a GIF")
+    p.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-' for stdout)")
+    p.add_argument("--plot", metavar="FILE.png", help="plot running/queued jobs per VO and occupancy")
+    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                   help="progress bar on stderr (auto: when stderr is a terminal)")
+    p.set_defaults(run=run)
+
+
+def parse_duration_arg(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _with_pack(config: Config, name: str, policy: str, ttl: float) -> Config:
+    if name not in config.vos and name not in config.group_vo:
+        known = sorted(set(config.vos) | set(config.group_vo))
+        raise UsageError(f"--pack {name}: no such VO or group (known: {', '.join(known[:20])}"
+                         f"{', ...' if len(known) > 20 else ''})")
+    pc = PackingClass(name=f"pack-{name}", policy=policy, vos=frozenset({name} & set(config.vos)),
+                      groups=frozenset({name} & set(config.group_vo)),
+                      ttl=ttl if policy == "exclusive" else math.inf)
+    return replace(config, packing=(pc,) + tuple(p for p in config.packing if p.name != pc.name))
+
+
+def _load_trace(args: argparse.Namespace, vo_map: dict[str, str] | None) -> tuple[list[TraceJob], dict]:
+    from mysched.sim.workloads import load_trace
+
+    return load_trace(args.trace, fmt=args.format, first=args.first, start_from=args.start_from,
+                      vo_map=vo_map, warn=lambda msg: print(f"mysched: warning: {msg}", file=sys.stderr))
+
+
+def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, str]:
+    """Workload, configuration and farm from the arguments (shared with `bench`)."""
+    vo_map = None
+    if args.vo_map:
+        from mysched.sim.workloads.swf import parse_vo_map
+
+        vo_map = parse_vo_map(args.vo_map)
+    if args.trace:
+        config = config_or_default(args.config) if args.config else Config()
+        workload, info = _load_trace(args, vo_map)
+        if not workload:
+            raise InputError(f"{args.trace}: no job to replay (after --first/--from and skipping cancelled jobs)")
+        groups = {tj.job.group: (tj.job.vo or tj.job.group) for tj in workload}
+        config = auto_vos(config, groups)
+        label = f"trace {args.trace}"
+        nodes_default = info.get("nodes")
+        slots_default = info.get("slots_per_node")
+    else:
+        if args.first or args.start_from is not None:
+            raise UsageError("--first and --from apply to --trace")
+        config = config_or_default(args.config)
+        from mysched.sim.workloads.synthetic import SyntheticSpec, generate
+
+        nodes_default = slots_default = None
+        n = args.nodes or config.farm.nodes
+        s = args.slots_per_node or config.farm.slots_per_node
+        if not 0.0 <= args.mcore_fraction <= 1.0:
+            raise UsageError(f"--mcore-fraction must be between 0 and 1, got {args.mcore_fraction:g}")
+        workload = generate(SyntheticSpec(duration=args.duration * 3600.0, slots=n * s, seed=args.seed,
+                                          mcore_fraction=args.mcore_fraction, mcore_cores=min(8, s)))
+        if vo_map:
+            workload = [tj._replace(job=tj.job._replace(vo=vo_map.get(tj.job.group, tj.job.vo)))
+                        for tj in workload]
+            config = auto_vos(config, {g: v for g, v in vo_map.items()})
+        label = f"synthetic DESY-HH-like workload, {args.duration:g} h, seed {args.seed}"
+    n = args.nodes or nodes_default or config.farm.nodes
+    s = args.slots_per_node or slots_default or config.farm.slots_per_node
+    nodes = make_nodes(n, s, config.farm.name_format)
+    return workload, config, nodes, label
+
+
+class _Progress:
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label = label
+        self.enabled = enabled
+        self.last = 0.0
+        self.t0 = time.monotonic()
+
+    def __call__(self, frac: float) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if frac < 1.0 and now - self.last < 0.2:
+            return
+        self.last = now
+        width = 30
+        done = int(frac * width)
+        sys.stderr.write(f"\r{self.label:<14} [{'#' * done}{'.' * (width - done)}] {frac:6.1%} "
+                         f"{now - self.t0:6.1f} s")
+        if frac >= 1.0:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _writable(path: str | None, option: str) -> None:
+    """Fail before a long simulation, not after it, if an output cannot be written."""
+    if not path or path == "-":
+        return
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d) or not os.access(d, os.W_OK):
+        raise UsageError(f"{option} {path}: directory {d} does not exist or is not writable")
+
+
+def run(args: argparse.Namespace) -> int:
+    _writable(args.json, "--json")
+    _writable(args.plot, "--plot")
+    _writable(args.farm_movie, "--farm-movie")
+    workload, config, nodes, label = prepare(args)
+    interval = args.interval or config.interval
+    if args.compare and args.compare_packing:
+        raise UsageError("--compare and --compare-packing cannot be combined; run them one after the other")
+    if args.compare_packing and not (args.pack or config.packing):
+        raise UsageError("--compare-packing needs a packed class: --pack NAME or packing classes in the config")
+    if args.farm_movie and not args.farm_frames:
+        raise UsageError("--farm-movie needs --farm-frames DIR (the pictures it is made of)")
+    runs: list[tuple[str, Config, str]] = []
+    if args.compare_packing:
+        for pol in PACKING_POLICIES:
+            if args.pack:
+                c = _with_pack(config, args.pack, pol, args.pack_ttl)
+            else:
+                c = replace(config, packing=tuple(replace(pc, policy=pol) for pc in config.packing))
+            runs.append((pol, c, "mysched"))
+    else:
+        if args.pack:
+            config = _with_pack(config, args.pack, args.pack_policy, args.pack_ttl)
+        for policy in (list(POLICIES) if args.compare else [args.policy]):
+            runs.append((policy, config, policy))
+    show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
+    print(f"simulating {label}: {len(workload)} jobs on {len(nodes)} nodes x {nodes[0].slots} slots, "
+          f"{'event-driven, ' if args.event_driven else ''}{interval:g} s cycles", flush=True)
+    results: list[SimResult] = []
+    for label_, cfg_, policy in runs:
+        opts = SimOptions(policy=policy, interval=interval, event_driven=args.event_driven,
+                          min_interval=min(cfg_.min_interval, interval),
+                          frame_every=args.frame_every if args.farm_frames else 0)
+        r = simulate(workload, cfg_, nodes, opts, progress=_Progress(label_, show))
+        r.policy = label_
+        results.append(r)
+        if args.farm_frames:
+            from mysched.sim.plot import write_frames
+
+            movie = args.farm_movie
+            if movie and len(runs) > 1:
+                root, ext = os.path.splitext(movie)
+                movie = f"{root}-{label_}{ext or '.gif'}"
+            paths = write_frames(r, args.farm_frames, [pc.name for pc in cfg_.packing], movie)
+            print(f"{len(paths)} farm picture(s) written to {args.farm_frames}" + (f", movie {movie}" if movie else ""))
+    if len(results) > 1:
+        print(format_comparison(results))
+        if args.compare_packing:
+            ff = {r.policy: r.packing.get("farm", {}).get("fill_factor") for r in results}
+            if ff.get("relaxed") is not None and ff.get("exclusive") is not None:
+                print(f"mean fill-factor loss of exclusive against relaxed: "
+                      f"{(ff['relaxed'] - ff['exclusive']) * 100:.2f} % of the slots")
+    else:
+        print(format_result(results[0]))
+    if args.json:
+        doc = results[0].to_json() if len(results) == 1 else {r.policy: r.to_json() for r in results}
+        text = json.dumps(doc, indent=2, sort_keys=True)
+        if args.json == "-":
+            print(text)
+        else:
+            try:
+                with open(args.json, "w", encoding="utf-8") as f:
+                    f.write(text + "\n")
+            except OSError as exc:
+                raise InputError(f"{args.json}: cannot write JSON: {exc.strerror}") from None
+    if args.plot:
+        from mysched.sim.plot import plot_result
+
+        if args.compare_packing:
+            from mysched.sim.plot import plot_packing
+
+            plot_packing(results, args.plot)
+        else:
+            plot_result(results[0], args.plot)
+        print(f"plot written to {args.plot}")
+    return 0

@@ -1,0 +1,2 @@
+"""Reading configuration files: the libconfig parser that remembers lines, and validation
+into the core's `Config` value."""

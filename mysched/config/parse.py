@@ -1,0 +1,142 @@
+"""libconfig parsing that remembers where each setting stands.
+
+libconf returns plain dicts and silently keeps the last of two equal keys. Admins need the
+line of a bad key and must hear about a duplicate, so this parser subclasses libconf's and
+records ``key path -> line`` while it parses.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import libconf
+
+from mysched.errors import ConfigError
+
+Path = tuple[str | int, ...]
+
+
+def dotted(path: Path) -> str:
+    """``("vos", "atlas", "share")`` -> ``vos.atlas.share``; list items as ``[i]``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+@dataclass
+class ParsedConfig:
+    """The raw settings tree plus where each key was written."""
+
+    data: dict[str, Any]
+    filename: str
+    lines: dict[Path, int] = field(default_factory=dict)
+    duplicates: list[tuple[Path, int, int]] = field(default_factory=list)
+
+    def where(self, path: Path) -> str:
+        """``FILE:LINE`` of the nearest enclosing setting that has a known line."""
+        p = tuple(path)
+        while p:
+            if p in self.lines:
+                return f"{self.filename}:{self.lines[p]}"
+            p = p[:-1]
+        return self.filename
+
+
+class _LocatingParser(libconf.Parser):
+    def __init__(self, tokenstream: libconf.TokenStream) -> None:
+        super().__init__(tokenstream)
+        self.stack: list[str | int] = []
+        self.lines: dict[Path, int] = {}
+        self.duplicates: list[tuple[Path, int, int]] = []
+
+    def setting_list_or_empty(self):  # noqa: D401 - libconf's grammar hook
+        result = libconf.AttrDict()
+        while True:
+            start = self.tokens.peek()
+            s = self.setting()
+            if s is None:
+                return result
+            name, value = s
+            path = tuple(self.stack) + (name,)
+            if name in result:
+                self.duplicates.append((path, self.lines.get(path, 0), start.row))
+            self.lines[path] = start.row
+            result[name] = value
+
+    def setting(self):
+        name = self.tokens.accept("name")
+        if name is None:
+            return None
+        self.tokens.expect(":", "=")
+        self.stack.append(name.text)
+        # Record the line before descending so nested errors can point at it.
+        self.lines.setdefault(tuple(self.stack), name.row)
+        try:
+            value = self.value()
+        finally:
+            self.stack.pop()
+        if value is None:
+            self.tokens.error("expected a value")
+        self.tokens.accept(";", ",")
+        return (name.text, value)
+
+    def _comma_separated_list_or_empty(self, nonterminal):
+        values = []
+        while True:
+            self.stack.append(len(values))
+            start = self.tokens.peek()
+            try:
+                v = nonterminal()
+            finally:
+                self.stack.pop()
+            if v is None:
+                return values
+            if start is not None:
+                self.lines.setdefault(tuple(self.stack) + (len(values),), start.row)
+            values.append(v)
+            if not self.tokens.accept(","):
+                return values
+
+
+def parse_text(text: str, filename: str = "<config>") -> ParsedConfig:
+    """Parse libconfig text; syntax errors become `ConfigError` naming file and line."""
+    try:
+        stream = libconf.TokenStream.from_file(io.StringIO(text), filename=filename)
+        parser = _LocatingParser(stream)
+        data = parser.parse()
+    except libconf.ConfigParseError as exc:
+        msg = str(exc)
+        m = re.search(r"row (\d+)", msg)
+        where = f"{filename}:{m.group(1)}" if m else filename
+        msg = re.sub(r" in '[^']*', row \d+, column \d+", "", msg)
+        raise ConfigError(f"{where}: syntax error: {msg}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{filename}: cannot read: {exc}") from None
+    return ParsedConfig(_plain(data), filename, parser.lines, parser.duplicates)
+
+
+def parse_file(path: str) -> ParsedConfig:
+    """Read and parse a configuration file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    return parse_text(text, path)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

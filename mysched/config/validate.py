@@ -1,0 +1,547 @@
+"""Typed, validated configuration read from a libconfig file.
+
+Every problem is reported at once as ``FILE:LINE: key.path: message`` so an admin can fix a
+file in one go; `load_config` raises `ConfigError` with all of them. The resulting `Config`
+is immutable and is what the pure planner receives.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from mysched.config.parse import ParsedConfig, Path, dotted, parse_file, parse_text
+from mysched.errors import ConfigError
+
+PACKING_POLICIES = ("none", "relaxed", "exclusive")
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.I)
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(value: Any) -> float:
+    """Seconds from a number or a string like ``90``, ``"30m"``, ``"2d"``, ``"inf"``."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration, got a boolean")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError("a duration cannot be negative")
+        return float(value)
+    if isinstance(value, str):
+        if value.strip().lower() in ("inf", "infinity", "never"):
+            return math.inf
+        m = _DURATION.match(value)
+        if m:
+            return float(m.group(1)) * _UNITS[m.group(2).lower()]
+    raise ValueError(f"expected a duration such as 3600, \"90m\" or \"2d\", got {value!r}")
+
+
+@dataclass(frozen=True)
+class VOConfig:
+    """A virtual organisation: its unix groups, its guaranteed share and its limits."""
+
+    name: str
+    groups: tuple[str, ...] = ()
+    share: float = 0.0
+    """Guaranteed fraction of the online slots (0..1); ignored when `slots` is set."""
+    slots: int | None = None
+    """Guarantee as an absolute number of slots."""
+    max_running: int | None = None
+    max_per_node: int | None = None
+
+    def guarantee(self, total_slots: int) -> int:
+        """Slots this VO is guaranteed on a farm of `total_slots` usable slots."""
+        if self.slots is not None:
+            return min(self.slots, total_slots)
+        return int(math.floor(self.share * total_slots + 1e-9))
+
+    def share_fraction(self, total_slots: int) -> float:
+        """The share as a fraction, whichever way it was written."""
+        if self.slots is not None:
+            return self.slots / total_slots if total_slots else 0.0
+        return self.share
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """Limits on one unix group (in total and per node)."""
+
+    name: str
+    max_running: int | None = None
+    max_per_node: int | None = None
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    """Site-side settings of a TORQUE queue."""
+
+    name: str
+    max_running: int | None = None
+    nodes: tuple[str, ...] = ()
+    """Node name patterns this queue's jobs may use (empty: every node)."""
+    node_types: tuple[str, ...] = ()
+    """Node types this queue's jobs may use (empty: every type)."""
+    exclusive: bool = False
+    """If true, the nodes assigned to this queue take no other queue's jobs."""
+
+    @property
+    def restricted(self) -> bool:
+        return bool(self.nodes or self.node_types)
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """A class of worker nodes and who may use it (e.g. nodes with software-area write access)."""
+
+    name: str
+    nodes: tuple[str, ...] = ()
+    properties: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    vos: tuple[str, ...] = ()
+
+    def matches(self, node_name: str, properties: frozenset[str]) -> bool:
+        if any(fnmatch.fnmatchcase(node_name, p) for p in self.nodes):
+            return True
+        return bool(self.properties) and set(self.properties) <= properties
+
+    def allows(self, vo: str, group: str) -> bool:
+        if not self.groups and not self.vos:
+            return True
+        return group in self.groups or vo in self.vos
+
+
+@dataclass(frozen=True)
+class HotLists:
+    """Jobs matching any list bypass the share ordering and go first."""
+
+    queues: frozenset[str] = frozenset()
+    vos: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+    users: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.queues or self.vos or self.groups or self.users)
+
+
+@dataclass(frozen=True)
+class PackingClass:
+    """A job class with a packing policy (INFN-T1 study): chosen by queue, VO, group or user."""
+
+    name: str
+    policy: str = "none"
+    queues: frozenset[str] = frozenset()
+    vos: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+    users: frozenset[str] = frozenset()
+    ttl: float = math.inf
+    """For `exclusive`: a reserved node with no new class job for `ttl` seconds is released."""
+
+    def matches(self, queue: str, vo: str, group: str, user: str) -> bool:
+        return queue in self.queues or vo in self.vos or group in self.groups or user in self.users
+
+
+@dataclass(frozen=True)
+class FarmSpec:
+    """Farm shape for the simulator (ignored by the daemon, which reads the real farm)."""
+
+    nodes: int = 50
+    slots_per_node: int = 8
+    name_format: str = "wn{index:04d}"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the planner and the daemon need, validated."""
+
+    vos: dict[str, VOConfig] = field(default_factory=dict)
+    default_vo: str = "others"
+    groups: dict[str, GroupConfig] = field(default_factory=dict)
+    queues: dict[str, QueueConfig] = field(default_factory=dict)
+    node_types: tuple[NodeType, ...] = ()
+    hot: HotLists = HotLists()
+    packing: tuple[PackingClass, ...] = ()
+    interval: float = 60.0
+    min_interval: float = 5.0
+    max_starts_per_cycle: int = 1000
+    history_window: float = 2 * 86400.0
+    half_life: float = 86400.0
+    fairshare_eps: float = 0.01
+    database: str = "sqlite:////var/lib/mysched/history.db"
+    accounting_dir: str = "/var/spool/torque/server_priv/accounting"
+    server: str = "torque://localhost"
+    libtorque: str = ""
+    server_timeout: float = 30.0
+    state_dir: str = "/var/lib/mysched"
+    metrics_address: str = "127.0.0.1:9720"
+    event_address: str = ""
+    farm: FarmSpec = FarmSpec()
+    source: str = "<defaults>"
+    group_vo: dict[str, str] = field(default_factory=dict)
+
+    def vo_of(self, group: str) -> str:
+        """The VO a unix group belongs to (the default VO for unmapped groups)."""
+        return self.group_vo.get(group, self.default_vo)
+
+    def vo(self, name: str) -> VOConfig:
+        """A VO's settings; an undeclared VO (e.g. the default) has no share and no limits."""
+        return self.vos.get(name) or VOConfig(name)
+
+
+# ---------------------------------------------------------------------------------------
+# Validation
+
+class _Checker:
+    """Collects problems while walking the raw settings tree."""
+
+    def __init__(self, parsed: ParsedConfig) -> None:
+        self.parsed = parsed
+        self.problems: list[str] = []
+
+    def problem(self, path: Path, message: str) -> None:
+        self.problems.append(f"{self.parsed.where(path)}: {dotted(path)}: {message}")
+
+    def group(self, value: Any, path: Path, allowed: dict[str, Any]) -> dict[str, Any]:
+        """Check a settings group against its allowed keys; return it (or {})."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.problem(path, f"expected a group {{ ... }}, got {_kind(value)}")
+            return {}
+        for key in value:
+            if key not in allowed:
+                hint = _close(key, allowed)
+                self.problem(path + (key,), "unknown setting" + (f" (did you mean '{hint}'?)" if hint else ""))
+        return value
+
+    def get(self, grp: dict, path: Path, key: str, conv: Callable[[Any], Any], default: Any) -> Any:
+        if key not in grp:
+            return default
+        try:
+            return conv(grp[key])
+        except (ValueError, TypeError) as exc:
+            self.problem(path + (key,), str(exc))
+            return default
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int):
+        return "an integer"
+    if isinstance(v, float):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, dict):
+        return "a group"
+    if isinstance(v, list):
+        return "a list"
+    return type(v).__name__
+
+
+def _close(key: str, allowed: dict[str, Any]) -> str | None:
+    import difflib
+
+    m = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.75)
+    return m[0] if m else None
+
+
+def _int(minimum: int = 0) -> Callable[[Any], int]:
+    def conv(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"expected an integer, got {_kind(v)} {v!r}")
+        if v < minimum:
+            raise ValueError(f"must be at least {minimum}, got {v}")
+        return v
+    return conv
+
+
+def _number(minimum: float = 0.0, maximum: float = math.inf) -> Callable[[Any], float]:
+    def conv(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"expected a number, got {_kind(v)} {v!r}")
+        if not (minimum <= v <= maximum):
+            raise ValueError(f"must be between {minimum:g} and {maximum:g}, got {v}")
+        return float(v)
+    return conv
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"expected a string, got {_kind(v)} {v!r}")
+    return v
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"expected true or false, got {_kind(v)} {v!r}")
+    return v
+
+
+def _strings(v: Any) -> tuple[str, ...]:
+    if isinstance(v, str):
+        return (v,)
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ValueError(f"expected a list of strings such as [\"a\", \"b\"], got {_kind(v)}")
+    return tuple(v)
+
+
+_TOP = dict.fromkeys([
+    "scheduler", "history", "fairshare", "server", "daemon", "default_vo", "vos", "groups",
+    "queues", "hot", "node_types", "packing", "farm",
+])
+
+
+def build_config(parsed: ParsedConfig) -> Config:
+    """Validate a parsed tree and build a `Config`; raise `ConfigError` with every problem."""
+    c = _Checker(parsed)
+    for path, first, again in parsed.duplicates:
+        c.problems.append(
+            f"{parsed.filename}:{again}: {dotted(path)}: duplicate setting (first set on line {first}; "
+            "libconfig would silently keep only the last one)"
+        )
+    top = c.group(parsed.data, (), _TOP)
+
+    sch = c.group(top.get("scheduler"), ("scheduler",),
+                  dict.fromkeys(["interval", "min_interval", "max_starts_per_cycle"]))
+    p = ("scheduler",)
+    interval = c.get(sch, p, "interval", parse_duration, 60.0)
+    min_interval = c.get(sch, p, "min_interval", parse_duration, 5.0)
+    max_starts = c.get(sch, p, "max_starts_per_cycle", _int(1), 1000)
+    if interval <= 0 or math.isinf(interval):
+        c.problem(p + ("interval",), "must be a positive, finite duration")
+    if min_interval > interval:
+        c.problem(p + ("min_interval",), "cannot be longer than scheduler.interval")
+
+    hist = c.group(top.get("history"), ("history",),
+                   dict.fromkeys(["window", "half_life", "database", "accounting_dir"]))
+    p = ("history",)
+    window = c.get(hist, p, "window", parse_duration, 2 * 86400.0)
+    half_life = c.get(hist, p, "half_life", parse_duration, 86400.0)
+    database = c.get(hist, p, "database", _str, Config.database)
+    accounting_dir = c.get(hist, p, "accounting_dir", _str, Config.accounting_dir)
+    if window <= 0 or math.isinf(window):
+        c.problem(p + ("window",), "must be a positive, finite duration")
+    if half_life <= 0:
+        c.problem(p + ("half_life",), "must be positive (use \"inf\" for no decay)")
+
+    fs = c.group(top.get("fairshare"), ("fairshare",), dict.fromkeys(["eps"]))
+    eps = c.get(fs, ("fairshare",), "eps", _number(1e-9, 10.0), 0.01)
+
+    srv = c.group(top.get("server"), ("server",), dict.fromkeys(["url", "libtorque", "timeout"]))
+    server = c.get(srv, ("server",), "url", _str, Config.server)
+    libtorque = c.get(srv, ("server",), "libtorque", _str, "")
+    server_timeout = c.get(srv, ("server",), "timeout", parse_duration, 30.0)
+    if not 0 < server_timeout < math.inf:
+        c.problem(("server", "timeout"), "must be a positive, finite duration")
+
+    dmn = c.group(top.get("daemon"), ("daemon",),
+                  dict.fromkeys(["state_dir", "metrics_address", "event_address"]))
+    state_dir = c.get(dmn, ("daemon",), "state_dir", _str, Config.state_dir)
+    metrics_address = c.get(dmn, ("daemon",), "metrics_address", _str, Config.metrics_address)
+    event_address = c.get(dmn, ("daemon",), "event_address", _str, "")
+
+    farm_raw = c.group(top.get("farm"), ("farm",), dict.fromkeys(["nodes", "slots_per_node", "name_format"]))
+    farm = FarmSpec(
+        nodes=c.get(farm_raw, ("farm",), "nodes", _int(1), FarmSpec.nodes),
+        slots_per_node=c.get(farm_raw, ("farm",), "slots_per_node", _int(1), FarmSpec.slots_per_node),
+        name_format=c.get(farm_raw, ("farm",), "name_format", _str, FarmSpec.name_format),
+    )
+
+    # VOs and groups ------------------------------------------------------------------
+    vos: dict[str, VOConfig] = {}
+    group_vo: dict[str, str] = {}
+    group_where: dict[str, str] = {}
+    vos_raw = c.group(top.get("vos"), ("vos",), {k: None for k in (top.get("vos") or {})}
+                      if isinstance(top.get("vos"), dict) else {})
+    vo_keys = dict.fromkeys(["groups", "share", "slots", "max_running", "max_per_node"])
+    total_share = 0.0
+    for name, raw in vos_raw.items():
+        p = ("vos", name)
+        g = c.group(raw, p, vo_keys)
+        groups = c.get(g, p, "groups", _strings, ())
+        share = c.get(g, p, "share", _number(0.0, 100.0), 0.0)
+        slots = c.get(g, p, "slots", _int(0), None)
+        if "share" in g and "slots" in g:
+            c.problem(p, "give either share (percent) or slots (absolute), not both")
+        total_share += share
+        for grp in groups:
+            if grp in group_vo and group_vo[grp] != name:
+                c.problem(p + ("groups",), f"group '{grp}' is already in VO '{group_vo[grp]}' "
+                          f"({group_where[grp]}); a group belongs to one VO")
+            else:
+                group_vo[grp] = name
+                group_where[grp] = parsed.where(p + ("groups",))
+        vos[name] = VOConfig(
+            name=name, groups=groups, share=share / 100.0, slots=slots,
+            max_running=c.get(g, p, "max_running", _int(0), None),
+            max_per_node=c.get(g, p, "max_per_node", _int(0), None),
+        )
+    if total_share > 100.0 + 1e-9:
+        c.problem(("vos",), f"shares add up to {total_share:g} %, more than 100 %")
+
+    default_vo = c.get(top, (), "default_vo", _str, "others")
+    if vos and "default_vo" in top and default_vo not in vos:
+        c.problem(("default_vo",), f"'{default_vo}' is not a VO declared under vos")
+
+    groups_cfg: dict[str, GroupConfig] = {}
+    graw = top.get("groups")
+    graw = c.group(graw, ("groups",), {k: None for k in graw} if isinstance(graw, dict) else {})
+    for name, raw in graw.items():
+        p = ("groups", name)
+        g = c.group(raw, p, dict.fromkeys(["max_running", "max_per_node", "vo"]))
+        if "vo" in g:
+            vo = c.get(g, p, "vo", _str, None)
+            if vo is not None:
+                if vo not in vos:
+                    c.problem(p + ("vo",), f"'{vo}' is not a VO declared under vos")
+                elif name in group_vo and group_vo[name] != vo:
+                    c.problem(p + ("vo",), f"group '{name}' is already in VO '{group_vo[name]}' "
+                              f"({group_where[name]}); a group belongs to one VO")
+                else:
+                    group_vo[name] = vo
+        groups_cfg[name] = GroupConfig(
+            name=name,
+            max_running=c.get(g, p, "max_running", _int(0), None),
+            max_per_node=c.get(g, p, "max_per_node", _int(0), None),
+        )
+
+    # Node types -------------------------------------------------------------------------
+    node_types: list[NodeType] = []
+    nraw = top.get("node_types")
+    nraw = c.group(nraw, ("node_types",), {k: None for k in nraw} if isinstance(nraw, dict) else {})
+    for name, raw in nraw.items():
+        p = ("node_types", name)
+        g = c.group(raw, p, dict.fromkeys(["nodes", "properties", "groups", "vos"]))
+        nt = NodeType(
+            name=name,
+            nodes=c.get(g, p, "nodes", _strings, ()),
+            properties=c.get(g, p, "properties", _strings, ()),
+            groups=c.get(g, p, "groups", _strings, ()),
+            vos=c.get(g, p, "vos", _strings, ()),
+        )
+        if not nt.nodes and not nt.properties:
+            c.problem(p, "a node type needs node name patterns (nodes) or node properties (properties)")
+        for vo in nt.vos:
+            if vo not in vos:
+                c.problem(p + ("vos",), f"'{vo}' is not a VO declared under vos")
+        node_types.append(nt)
+    type_names = {nt.name for nt in node_types}
+
+    # Queues -----------------------------------------------------------------------------
+    queues: dict[str, QueueConfig] = {}
+    qraw = top.get("queues")
+    qraw = c.group(qraw, ("queues",), {k: None for k in qraw} if isinstance(qraw, dict) else {})
+    for name, raw in qraw.items():
+        p = ("queues", name)
+        g = c.group(raw, p, dict.fromkeys(["max_running", "nodes", "node_types", "exclusive"]))
+        q = QueueConfig(
+            name=name,
+            max_running=c.get(g, p, "max_running", _int(0), None),
+            nodes=c.get(g, p, "nodes", _strings, ()),
+            node_types=c.get(g, p, "node_types", _strings, ()),
+            exclusive=c.get(g, p, "exclusive", _bool, False),
+        )
+        for t in q.node_types:
+            if t not in type_names:
+                c.problem(p + ("node_types",), f"unknown node type '{t}'")
+        if q.exclusive and not q.restricted:
+            c.problem(p + ("exclusive",), "an exclusive queue needs nodes or node_types to own")
+        queues[name] = q
+
+    def known_queues(path: Path, names: tuple[str, ...]) -> None:
+        if not queues:
+            return
+        for qn in names:
+            if qn not in queues:
+                c.problem(path, f"unknown queue '{qn}' (not declared under queues)")
+
+    def known_vos(path: Path, names: tuple[str, ...]) -> None:
+        for vn in names:
+            if vn not in vos:
+                c.problem(path, f"unknown VO '{vn}' (not declared under vos)")
+
+    # Hot lists -----------------------------------------------------------------------------
+    h = c.group(top.get("hot"), ("hot",), dict.fromkeys(["queues", "vos", "groups", "users"]))
+    hq = c.get(h, ("hot",), "queues", _strings, ())
+    hv = c.get(h, ("hot",), "vos", _strings, ())
+    known_queues(("hot", "queues"), hq)
+    known_vos(("hot", "vos"), hv)
+    hot = HotLists(frozenset(hq), frozenset(hv), frozenset(c.get(h, ("hot",), "groups", _strings, ())),
+                   frozenset(c.get(h, ("hot",), "users", _strings, ())))
+
+    # Packing classes ------------------------------------------------------------------------
+    packing: list[PackingClass] = []
+    praw = top.get("packing")
+    if praw is not None and not isinstance(praw, dict):
+        c.problem(("packing",), f"expected a group of job classes {{ name: {{ ... }}; }}, got {_kind(praw)}")
+        praw = {}
+    for name, raw in (praw or {}).items():
+        p = ("packing", name)
+        g = c.group(raw, p, dict.fromkeys(["policy", "queues", "vos", "groups", "users", "ttl"]))
+        policy = c.get(g, p, "policy", _str, "none")
+        if policy not in PACKING_POLICIES:
+            c.problem(p + ("policy",), f"must be one of {', '.join(PACKING_POLICIES)}, got '{policy}'")
+            policy = "none"
+        ttl = c.get(g, p, "ttl", parse_duration, math.inf)
+        if "ttl" in g and policy != "exclusive":
+            c.problem(p + ("ttl",), "ttl applies only to the exclusive policy")
+        pq = c.get(g, p, "queues", _strings, ())
+        pv = c.get(g, p, "vos", _strings, ())
+        known_queues(p + ("queues",), pq)
+        known_vos(p + ("vos",), pv)
+        pc = PackingClass(name, policy, frozenset(pq), frozenset(pv),
+                          frozenset(c.get(g, p, "groups", _strings, ())),
+                          frozenset(c.get(g, p, "users", _strings, ())), ttl)
+        if not (pc.queues or pc.vos or pc.groups or pc.users):
+            c.problem(p, "a job class needs at least one of queues, vos, groups, users")
+        if name == "default":
+            c.problem(p, "'default' is the name of the class of all other jobs; choose another name")
+        packing.append(pc)
+
+    if c.problems:
+        raise ConfigError(c.problems)
+    return Config(
+        vos=vos, default_vo=default_vo, groups=groups_cfg, queues=queues,
+        node_types=tuple(node_types), hot=hot, packing=tuple(packing), interval=interval,
+        min_interval=min_interval, max_starts_per_cycle=max_starts, history_window=window,
+        half_life=half_life, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
+        server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
+        event_address=event_address, farm=farm, source=parsed.filename, group_vo=group_vo,
+    )
+
+
+def load_config(path: str) -> Config:
+    """Read, parse and validate a configuration file."""
+    return build_config(parse_file(path))
+
+
+def config_from_text(text: str, filename: str = "<config>") -> Config:
+    """Parse and validate configuration text (tests, embedded defaults)."""
+    return build_config(parse_text(text, filename))
+
+
+def auto_vos(config: Config, group_vo: dict[str, str]) -> Config:
+    """Declare the VOs a replayed trace needs that the configuration lacks.
+
+    `group_vo` maps each group of the trace to its VO (itself when there is no mapping, so
+    each SWF group becomes a VO named after it). Groups the configuration already maps keep
+    their VO; new VOs share equally what the configured shares leave free (at least an
+    equal split when nothing is left), so shares and usage have something to act on.
+    """
+    new_map = {g: v for g, v in group_vo.items() if g not in config.group_vo}
+    new_vos = sorted({v for v in new_map.values() if v not in config.vos})
+    if not new_map:
+        return config
+    vos = dict(config.vos)
+    if new_vos:
+        left = max(0.0, 1.0 - sum(v.share for v in config.vos.values() if v.slots is None))
+        share = left / len(new_vos)
+        for v in new_vos:
+            vos[v] = VOConfig(name=v, groups=tuple(sorted(g for g, x in new_map.items() if x == v)), share=share)
+    gv = dict(config.group_vo)
+    gv.update(new_map)
+    return replace(config, vos=vos, group_vo=gv)

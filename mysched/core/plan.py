@@ -1,0 +1,121 @@
+"""What a scheduling cycle decided: the `Plan` and its parts.
+
+Every start carries why it was chosen (`hot`, `share`, `fairshare`, or the baseline's
+`fifo`), every waiting job a machine-readable reason from `REASONS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, NamedTuple
+
+from mysched.core.model import Placement
+
+REASONS: dict[str, str] = {
+    "held": "the job is held (qhold or a dependency)",
+    "not_queued": "the job is waiting for its execution time or a dependency (state W/T)",
+    "queue_disabled": "the job's queue is disabled or stopped",
+    "queue_max_running": "the job's queue runs its maximum number of jobs",
+    "vo_limit": "the VO runs its maximum number of jobs",
+    "group_limit": "the group runs its maximum number of jobs",
+    "too_large": "the job asks for more cores than any usable node has",
+    "node_type": "the nodes with room are of a type the job's group may not use",
+    "queue_nodes": "the nodes with room are not assigned to the job's queue",
+    "vo_node_limit": "the nodes with room already run the VO's per-node maximum",
+    "group_node_limit": "the nodes with room already run the group's per-node maximum",
+    "packing": "the nodes with room are reserved for another job class (exclusive packing)",
+    "no_free_slot": "no usable node has enough free cores",
+    "start_limit": "the cycle reached max_starts_per_cycle before this job's turn",
+}
+
+START_REASONS: dict[str, str] = {
+    "hot": "on a hot list: bypasses the share ordering",
+    "share": "the VO runs fewer slots than its guaranteed share",
+    "fairshare": "opportunistic: free slots go by decayed wall-clock usage relative to share",
+    "fifo": "baseline policy: submit order",
+}
+
+
+class Start(NamedTuple):
+    """Start `job_id` on `placement`; `rank` is its position in this cycle's order.
+
+    (NamedTuples, not dataclasses: a cycle makes tens of thousands of these.)"""
+
+    job_id: str
+    placement: Placement
+    reason: str
+    vo: str
+    group: str
+    user: str
+    queue: str
+    cores: int
+    rank: int
+    priority: float = 0.0
+
+
+class Wait(NamedTuple):
+    """Why a queued job was not started this cycle."""
+
+    job_id: str
+    reason: str
+    rank: int = 0
+    priority: float = 0.0
+    detail: str = ""
+    nodes_rejected: Mapping[str, int] | None = None
+
+
+class VOStatus(NamedTuple):
+    """A VO's position when the cycle began and what the cycle gave it."""
+
+    name: str
+    share: float
+    guarantee: int
+    running_slots: int
+    running_jobs: int
+    queued_jobs: int
+    usage: float
+    usage_fraction: float
+    priority: float
+    started: int = 0
+
+    @property
+    def below_guarantee(self) -> bool:
+        return self.running_slots < self.guarantee
+
+
+@dataclass
+class Plan:
+    """The planner's output: what to start, why the rest waits, and the farm's figures."""
+
+    now: float
+    starts: list[Start] = field(default_factory=list)
+    waits: dict[str, Wait] = field(default_factory=dict)
+    total_slots: int = 0
+    used_slots: int = 0
+    """Slots in use when the cycle began (before `starts`)."""
+    free_slots: int = 0
+    """Free usable slots left after `starts`."""
+    node_classes: dict[str, str] = field(default_factory=dict)
+    """Packing: node name -> job class holding it (exclusive reservations only)."""
+    policy: str = "mysched"
+    wake_at: float | None = None
+    """Earliest time the same snapshot could plan differently (an exclusive reservation's
+    TTL running out); lets an event-driven caller sleep until then."""
+    vo_table: Callable[[], dict[str, VOStatus]] | None = field(default=None, repr=False, compare=False)
+    """Makes `vos` on first read."""
+    _vos: dict[str, VOStatus] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def vos(self) -> dict[str, VOStatus]:
+        """Each VO's position at the start of the cycle and what it started, by name."""
+        if self._vos is None:
+            self._vos = self.vo_table() if self.vo_table is not None else {}
+            self.vo_table = None
+        return self._vos
+
+    def reasons(self) -> dict[str, int]:
+        """Waiting jobs counted by reason."""
+        out: dict[str, int] = {}
+        for w in self.waits.values():
+            out[w.reason] = out.get(w.reason, 0) + 1
+        return out

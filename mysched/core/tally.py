@@ -1,0 +1,521 @@
+"""What the planner derives from the configuration, the node list and the running jobs,
+kept from one cycle to the next.
+
+A farm changes little between two cycles: a few jobs end, a few start. Re-deriving
+per-node counts and node rankings from every running job in every cycle would make a
+cycle cost what runs, not what changed. So a `NodeIndex` keeps node facts (types, queue
+assignments, pools) and a `Tally` of the running jobs; each plan brings the tally up to
+date with its snapshot -- adding the jobs it has not counted, removing those that are
+gone -- and works on copies of the parts it changes. Results are the same as from a
+fresh index (tests check it on random sequences of snapshots).
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+from typing import Callable, Iterable
+
+from mysched.config.validate import Config, PackingClass
+from mysched.core.model import Changes, Job, JobState, Node, NodeState, Snapshot
+
+DEFAULT_CLASS = "default"
+RUNNING = (JobState.RUNNING, JobState.EXITING)
+WAITING = (JobState.QUEUED, JobState.HELD, JobState.WAITING, JobState.TRANSIT)
+
+
+class Load:
+    """Counts of the jobs on one node. A None user, VO, group or class is one nothing
+    reads in this plan (no diversity score, no per-node limit, no packing): not counted."""
+
+    __slots__ = ("name", "slots", "cap", "free", "used", "njobs", "users", "vos", "groups", "classes",
+                 "class_times", "key", "pool", "reserved", "usable")
+
+    def __init__(self, node: Node, key: tuple, usable: bool) -> None:
+        self.name = node.name
+        self.slots = node.slots
+        self.cap = node.slots if node.state is NodeState.FREE else 0
+        """Slots the scheduler may fill when the node runs nothing."""
+        self.free = self.cap
+        self.used = 0
+        self.njobs = 0
+        self.users: dict[str, int] = {}
+        self.vos: dict[str, int] = {}
+        self.groups: dict[str, int] = {}
+        self.classes: dict[str, int] = {}
+        self.class_times: dict[str, list[float]] = {}
+        """Start times of the class jobs (exclusive packing reservations follow the latest)."""
+        self.key = key
+        self.pool = None
+        self.reserved: str | None = None
+        self.usable = usable
+
+    def copy(self) -> "Load":
+        c = Load.__new__(Load)
+        c.name, c.slots, c.cap, c.free, c.used, c.njobs = self.name, self.slots, self.cap, self.free, self.used, self.njobs
+        c.users, c.vos, c.groups, c.classes = dict(self.users), dict(self.vos), dict(self.groups), dict(self.classes)
+        c.class_times = {k: list(v) for k, v in self.class_times.items()} if self.class_times else {}
+        c.key, c.pool, c.reserved, c.usable = self.key, None, None, self.usable
+        return c
+
+    def add(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
+            start: float | None) -> None:
+        self.used += cores
+        self.free = max(0, self.cap - self.used)
+        self.njobs += 1
+        if user is not None:
+            self.users[user] = self.users.get(user, 0) + 1
+        if vo is not None:
+            self.vos[vo] = self.vos.get(vo, 0) + 1
+        if group is not None:
+            self.groups[group] = self.groups.get(group, 0) + 1
+        if cls is not None:
+            self.classes[cls] = self.classes.get(cls, 0) + 1
+            if start is not None:
+                self.class_times.setdefault(cls, []).append(start)
+
+    def remove(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
+               start: float | None) -> None:
+        """Undo an `add` with the same arguments."""
+        self.used -= cores
+        self.free = max(0, self.cap - self.used)
+        self.njobs -= 1
+        for d, k in ((self.users, user), (self.vos, vo), (self.groups, group), (self.classes, cls)):
+            if k is not None:
+                _take(d, k, 1)
+        if cls is not None and start is not None:
+            times = self.class_times[cls]
+            times.remove(start)
+            if not times:
+                del self.class_times[cls]
+
+    def class_start(self, cls: str) -> float | None:
+        times = self.class_times.get(cls)
+        return max(times) if times else None
+
+
+class Ranking:
+    """Node names kept sorted by a score tuple whose last item is the node name.
+
+    A plan ranks on a `view` of the tally's ranking and copies it only when it changes it."""
+
+    __slots__ = ("keys", "of", "owned")
+
+    def __init__(self, keys: list[tuple] | None = None, of: dict[str, tuple] | None = None,
+                 owned: bool = True) -> None:
+        self.keys: list[tuple] = keys if keys is not None else []
+        self.of: dict[str, tuple] = of if of is not None else {}
+        self.owned = owned
+
+    def view(self) -> "Ranking":
+        return Ranking(self.keys, self.of, owned=False)
+
+    def _own(self) -> None:
+        self.keys = list(self.keys)
+        self.of = dict(self.of)
+        self.owned = True
+
+    def put(self, name: str, key: tuple) -> None:
+        old = self.of.get(name)
+        if old == key:
+            return
+        if not self.owned:
+            self._own()
+        if old is not None:
+            del self.keys[bisect.bisect_left(self.keys, old)]
+        self.of[name] = key
+        bisect.insort(self.keys, key)
+
+    def drop(self, name: str) -> None:
+        if name not in self.of:
+            return
+        if not self.owned:
+            self._own()
+        old = self.of.pop(name)
+        del self.keys[bisect.bisect_left(self.keys, old)]
+
+
+class Pool:
+    """Nodes alike for eligibility: same type, same queue assignment. A plan ranks its
+    nodes on views of the tally's rankings (`ranking`, `by_class` are its scratch)."""
+
+    __slots__ = ("ntype", "queues", "owners", "ranking", "by_class")
+
+    def __init__(self, key: tuple) -> None:
+        self.ntype, self.queues, self.owners = key
+        self.ranking = Ranking()
+        self.by_class: dict[str, Ranking] = {}
+
+
+def key_fn(policy: str) -> Callable[[Load], tuple]:
+    """A node's placement score (lower is better); the last item is always the name."""
+    if policy == "fifo":
+        return lambda ld: (ld.name,)
+    if policy == "least-loaded":
+        return lambda ld: (-ld.free, ld.name)
+    # For a user with no job on the node: highest diversity after placement, then fewest
+    # used slots, then name.
+    return lambda ld: (-(len(ld.users) + 1) / (ld.njobs + 1), ld.used, ld.name)
+
+
+def empty_key(policy: str, node: Node) -> tuple:
+    """`key_fn` of a node that runs nothing."""
+    if policy == "fifo":
+        return (node.name,)
+    if policy == "least-loaded":
+        return (-node.slots, node.name)
+    return (-1.0, 0, node.name)
+
+
+def _same_facts(a: tuple[Node, ...], b: tuple[Node, ...] | None) -> bool:
+    """Do two node lists agree on all the index reads (name, slots, state, properties)?"""
+    if b is None or len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is not y and (x.name != y.name or x.slots != y.slots or x.state is not y.state
+                           or x.properties != y.properties):
+            return False
+    return True
+
+
+class NodeIndex:
+    """What the planner derives from the configuration and the node list (node types,
+    queue assignments, pools), plus the `Tally` of running jobs. Callers that plan again
+    and again on the same farm (the daemon, the simulator) keep one and pass it in; it
+    starts afresh when the configuration is another object or a node's name, slots, state
+    or properties changed."""
+
+    def __init__(self) -> None:
+        self._config: Config | None = None
+        self._nodes: tuple[Node, ...] | None = None
+
+    def get(self, config: Config, nodes: tuple[Node, ...]) -> "NodeIndex":
+        if config is self._config and nodes is self._nodes:
+            return self
+        if config is self._config and _same_facts(nodes, self._nodes):
+            self._nodes = nodes  # a server's new node list saying the same: keep the tally
+            return self
+        self._build(config, nodes)
+        return self
+
+    def _build(self, config: Config, nodes: tuple[Node, ...]) -> None:
+        restricted = [q for q in config.queues.values() if q.restricted]
+        entries = []
+        keys: dict[tuple, None] = {}
+        total = 0
+        max_slots = 0
+        for node in nodes:
+            usable = node.state in (NodeState.FREE, NodeState.FULL)
+            counted = node.state not in (NodeState.DOWN, NodeState.OFFLINE)
+            ntype = next((nt.name for nt in config.node_types if nt.matches(node.name, node.properties)), None)
+            qs = frozenset(q.name for q in restricted
+                           if (q.nodes and any(fnmatch.fnmatchcase(node.name, p) for p in q.nodes))
+                           or (ntype is not None and ntype in q.node_types))
+            owners = frozenset(q for q in qs if config.queues[q].exclusive)
+            key = (ntype, qs, owners)
+            keys[key] = None
+            entries.append((node, ntype, key, usable, counted))
+            if counted:
+                total += node.slots
+            if usable:
+                max_slots = max(max_slots, node.slots)
+        self.config = config
+        self.entries = entries
+        self.by_name = {e[0].name: e for e in entries}
+        self.pool_keys = list(keys)
+        self.total_slots = total
+        self.max_slots = max_slots
+        self.usable_free = {e[0].name: e[0].slots for e in entries if e[3] and e[0].state is NodeState.FREE}
+        self.idle_free = sum(self.usable_free.values())
+        """Free slots of the farm if no job ran."""
+        self.packing = {pc.name: pc for pc in config.packing}
+        self.total_limits = (any(q.max_running is not None for q in config.queues.values())
+                             or any(v.max_running is not None for v in config.vos.values())
+                             or any(g.max_running is not None for g in config.groups.values()))
+        """Whether the configuration caps running jobs per queue, VO or group anywhere."""
+        self._pclass: dict[tuple[str, str, str, str], PackingClass | None] = {}
+        self._rules: dict[tuple[str, str, str], tuple] = {}
+        self.group_vo: dict[str, str] = {}
+        self.vo_fixed: dict[str, tuple[float, int]] = {}
+        """VO -> (share fraction, guaranteed slots) on this farm."""
+        self._tallies: dict[str, Tally] = {}
+        self._config, self._nodes = config, nodes
+
+    def clear(self) -> None:
+        """Forget everything (the tally refers back to its index: a cycle to break)."""
+        self._tallies.clear()
+        self._config = self._nodes = None
+
+    def rules(self, queue: str, vo: str, group: str) -> tuple:
+        """What the configuration says of a (queue, VO, group): (queue max running, VO max
+        running, group max running, VO per-node max, group per-node max, keys of the pools
+        it may use -- by queue assignment and node type)."""
+        k = (queue, vo, group)
+        got = self._rules.get(k)
+        if got is None:
+            cfg = self.config
+            qc = cfg.queues.get(queue)
+            v = cfg.vos.get(vo)
+            g = cfg.groups.get(group)
+            types = {nt.name: nt for nt in cfg.node_types}
+            keys = []
+            for ntype, queues, owners in self.pool_keys:
+                if qc is not None and qc.restricted:
+                    if queue not in queues:
+                        continue
+                elif owners:
+                    continue
+                if ntype is not None and not types[ntype].allows(vo, group):
+                    continue
+                keys.append((ntype, queues, owners))
+            got = self._rules[k] = (qc.max_running if qc else None, v.max_running if v else None,
+                                    g.max_running if g else None, v.max_per_node if v else None,
+                                    g.max_per_node if g else None, tuple(keys))
+        return got
+
+    def job_class(self, queue: str, vo: str, group: str, user: str) -> PackingClass | None:
+        """The packing class a job belongs to (None: default jobs)."""
+        k = (queue, vo, group, user)
+        try:
+            return self._pclass[k]
+        except KeyError:
+            pc = self._pclass[k] = next((p for p in self.config.packing if p.matches(queue, vo, group, user)), None)
+            return pc
+
+    def vo_of(self, group: str) -> str:
+        try:
+            return self.group_vo[group]
+        except KeyError:
+            vo = self.group_vo[group] = self.config.vo_of(group)
+            return vo
+
+    def tally(self, policy: str) -> "Tally":
+        t = self._tallies.get(policy)
+        if t is None:
+            t = self._tallies[policy] = Tally(self, policy)
+        return t
+
+    def empty_ranking(self, policy: str, pool_key: tuple) -> Ranking:
+        """The pool's usable nodes ranked as if no job ran anywhere."""
+        items = [empty_key(policy, e[0]) for e in self.entries
+                 if e[2] == pool_key and e[0].name in self.usable_free and e[0].slots > 0]
+        return Ranking(sorted(items), {k[-1]: k for k in items})
+
+
+class Tally:
+    """The running jobs of the last snapshot, reduced to what a plan reads: per-node loads
+    (only nodes that run something), running slots and jobs per VO, group, user and queue,
+    and each pool's nodes ranked by placement score (overall and per packing class).
+
+    `sync` brings it up to date with a snapshot. Plans never change it: they copy the
+    loads they touch and rank on copy-on-write views."""
+
+    def __init__(self, index: NodeIndex, policy: str) -> None:
+        cfg = index.config
+        self.index = index
+        self.policy = policy
+        self.keyf = key_fn(policy)
+        self.track = (policy == "mysched",
+                      any(v.max_per_node is not None for v in cfg.vos.values()),
+                      any(g.max_per_node is not None for g in cfg.groups.values()))
+        """Which per-node counts plans read: users for the diversity score, VOs and groups
+        only where a per-node limit exists."""
+        self.packing = index.packing
+        self.jobs: dict[str, list] = {}
+        """Counted running jobs: id -> [job, VO, packing class, generation last seen]."""
+        self.gen = 0
+        self.token: object = None
+        """`Snapshot.token` of the snapshot synced last."""
+        self.loads: dict[str, Load] = {}
+        self.vo_slots: dict[str, int] = {}
+        self.vo_jobs: dict[str, int] = {}
+        self.group_jobs: dict[str, int] = {}
+        self.group_slots: dict[str, int] = {}
+        self.user_slots: dict[str, int] = {}
+        self.queue_jobs: dict[str, int] = {}
+        self.rankings = {k: index.empty_ranking(policy, k) for k in index.pool_keys}
+        self.by_class: dict[tuple, dict[str, Ranking]] = {k: {} for k in index.pool_keys}
+        self.pools = {k: Pool(k) for k in index.pool_keys}
+        self._scratch: dict[tuple, tuple[dict, dict]] = {}
+        self.used = 0
+        """Slots in use on counted nodes."""
+        self.free = index.idle_free
+        """Free slots on usable nodes."""
+
+    def scratch(self, qsig: tuple) -> tuple[dict, dict]:
+        """Caches a plan fills with per-(queue, VO, group) rules and pools; they hold while
+        the server's queue limits (`qsig`) are the same."""
+        got = self._scratch.get(qsig)
+        if got is None:
+            if len(self._scratch) > 16:
+                self._scratch.clear()
+            got = self._scratch[qsig] = ({}, {})
+        return got
+
+    # -- bringing it up to date -------------------------------------------------------------
+    def sync(self, snapshot: Snapshot) -> tuple[list[tuple[Job, str]], dict[str, int]]:
+        """Count the snapshot's running jobs; return its waiting jobs (with their VO) and
+        the number waiting per VO.
+
+        When the snapshot lists its changes since the one synced last, only those are
+        applied. Otherwise every running job is looked at: one counted before as the same
+        object or an equal one (a TORQUE snapshot makes new objects every cycle) costs a
+        look-up, anything else is added, and whatever was counted but not seen again is
+        removed."""
+        ch = snapshot.changes
+        last, self.token = self.token, snapshot.token
+        if ch is not None and last is not None and ch.since is last:
+            return self._sync_changes(ch)
+        jobs = snapshot.jobs
+        counted = self.jobs
+        known = counted.get
+        vo_of = self.index.vo_of
+        group_vo = self.index.group_vo
+        self.gen = gen = self.gen + 1
+        queued: list[tuple[Job, str]] = []
+        vo_queued: dict[str, int] = {}
+        fresh: list[Job] = []
+        seen = 0
+        r, e = RUNNING
+        for job in jobs:
+            st = job.state
+            if st is r or st is e:
+                rec = known(job.id)
+                if rec is not None and (rec[0] is job or rec[0] == job):
+                    if rec[3] != gen:
+                        rec[3] = gen
+                        seen += 1
+                else:
+                    fresh.append(job)
+            elif st in WAITING:
+                vo = job.vo or group_vo.get(job.group) or vo_of(job.group)
+                vo_queued[vo] = vo_queued.get(vo, 0) + 1
+                queued.append((job, vo))
+        if seen < len(counted):  # jobs ended, or changed (a new object under a known id)
+            gone = [jid for jid, rec in counted.items() if rec[3] != gen]
+            self._apply([counted.pop(jid) for jid in gone], -1)
+        self._add(fresh)
+        return queued, vo_queued
+
+    def _sync_changes(self, ch: Changes) -> tuple[list[tuple[Job, str]], dict[str, int]]:
+        counted = self.jobs
+        gone = [counted.pop(jid) for jid in ch.stopped if jid in counted]
+        gone += [counted.pop(j.id) for j in ch.started if j.id in counted]
+        self._apply(gone, -1)
+        self._add(ch.started)
+        vo_of = self.index.vo_of
+        group_vo = self.index.group_vo
+        queued: list[tuple[Job, str]] = []
+        vo_queued: dict[str, int] = {}
+        for job in ch.waiting:
+            vo = job.vo or group_vo.get(job.group) or vo_of(job.group)
+            vo_queued[vo] = vo_queued.get(vo, 0) + 1
+            queued.append((job, vo))
+        return queued, vo_queued
+
+    def _add(self, fresh: Iterable[Job]) -> None:
+        counted = self.jobs
+        packing = self.packing
+        job_class = self.index.job_class
+        vo_of = self.index.vo_of
+        gen = self.gen
+        add = []
+        for job in fresh:
+            if job.id in counted:
+                continue  # the same id twice in one snapshot: counted once
+            vo = job.vo or vo_of(job.group)
+            if packing:
+                pc = job_class(job.queue, vo, job.group, job.user)
+                cls = pc.name if pc else DEFAULT_CLASS
+            else:
+                cls = None
+            rec = counted[job.id] = [job, vo, cls, gen]
+            add.append(rec)
+        self._apply(add, +1)
+
+    def _apply(self, recs: list[list], sign: int) -> None:
+        """Add (sign +1) or remove (-1) running jobs."""
+        if not recs:
+            return
+        by_name = self.index.by_name
+        idle = self.index.usable_free
+        t_users, t_vos, t_groups = self.track
+        touched: dict[str, Load] = {}
+        loads = self.loads
+        vo_slots, vo_jobs, group_jobs = self.vo_slots, self.vo_jobs, self.group_jobs
+        group_slots, user_slots, queue_jobs = self.group_slots, self.user_slots, self.queue_jobs
+        used, free = self.used, self.free
+        for job, vo, cls, _ in recs:
+            cores, group, user = job.cores, job.group, job.user
+            u = user if t_users else None
+            v = vo if t_vos else None
+            g = group if t_groups else None
+            if sign > 0:
+                vo_slots[vo] = vo_slots.get(vo, 0) + cores
+                vo_jobs[vo] = vo_jobs.get(vo, 0) + 1
+                group_jobs[group] = group_jobs.get(group, 0) + 1
+                group_slots[group] = group_slots.get(group, 0) + cores
+                user_slots[user] = user_slots.get(user, 0) + cores
+                queue_jobs[job.queue] = queue_jobs.get(job.queue, 0) + 1
+            else:
+                _take(vo_slots, vo, cores)
+                _take(vo_jobs, vo, 1)
+                _take(group_jobs, group, 1)
+                _take(group_slots, group, cores)
+                _take(user_slots, user, cores)
+                _take(queue_jobs, job.queue, 1)
+            for name, cores in job.placement:
+                ld = touched.get(name)
+                if ld is None:
+                    ld = loads.get(name)
+                    if ld is None:
+                        e = by_name.get(name)
+                        if e is None:
+                            continue  # a node the server does not list
+                        ld = loads[name] = Load(e[0], e[2], e[3])
+                    touched[name] = ld
+                    # take the node's part out of the totals; put it back once changed
+                    if by_name[name][4]:
+                        used -= min(ld.used, ld.slots)
+                    free -= (ld.free if ld.usable else 0) - idle.get(name, 0)
+                if sign > 0:
+                    ld.add(u, v, g, cls, cores, job.start_time)
+                else:
+                    ld.remove(u, v, g, cls, cores, job.start_time)
+        for name, ld in touched.items():
+            if by_name[name][4]:
+                used += min(ld.used, ld.slots)
+            free += (ld.free if ld.usable else 0) - idle.get(name, 0)
+            self._rank(ld)
+            if not ld.njobs:
+                del loads[name]
+        self.used, self.free = used, free
+
+    def _rank(self, ld: Load) -> None:
+        """Put a node where its new counts rank it (or take it out when it has no room)."""
+        ranking = self.rankings[ld.key]
+        classes = self.by_class[ld.key]
+        if ld.usable and ld.free > 0:
+            k = self.keyf(ld)  # for a node left empty, equal to `empty_key`
+            ranking.put(ld.name, k)
+            for cls in self.packing:
+                if ld.classes.get(cls):
+                    r = classes.get(cls)
+                    if r is None:
+                        r = classes[cls] = Ranking()
+                    r.put(ld.name, k)
+                elif cls in classes:
+                    classes[cls].drop(ld.name)
+        else:
+            ranking.drop(ld.name)
+            for r in classes.values():
+                r.drop(ld.name)
+
+
+def _take(d: dict[str, int], k: str, n: int) -> None:
+    """Subtract, dropping keys that reach zero (a fresh count would not have them)."""
+    v = d[k] - n
+    if v:
+        d[k] = v
+    else:
+        del d[k]

@@ -1,0 +1,1 @@
+"""The long-running scheduler: one cycle's I/O, the service loop, metrics, status file."""

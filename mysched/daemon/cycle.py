@@ -1,0 +1,310 @@
+"""One scheduling cycle against a live batch server: read, plan, start, record, publish.
+
+The `Daemon` composes the adapters around the pure planner, in the style of a state
+machine whose instructions I/O executes: the plan says what to start, this module does it
+and absorbs every failure of the outside world into counted, logged outcomes. It holds no
+timer; `mysched.daemon.service` calls `cycle()` on its schedule.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from mysched.config.validate import Config, load_config
+from mysched.errors import (ConfigError, JobGone, JobStateError, MyschedError, RunRefused, ServerError,
+                     ServerTimeout, ServerUnavailable, StoreError, Unauthorized)
+from mysched.core.model import FinishedJob, JobState, Snapshot
+from mysched.core.plan import Plan, Start
+from mysched.core.planner import NodeIndex, plan
+from mysched.backends.protocol import BatchServer
+from mysched.daemon.statusfile import build_status, write_status
+from mysched.core.usage import UsageLedger
+
+log = logging.getLogger("mysched")
+
+FAILURE_REASONS = {JobGone: "gone", JobStateError: "state", RunRefused: "refused", ServerTimeout: "timeout",
+                   Unauthorized: "unauthorized"}
+
+
+class HistoryStore(Protocol):
+    """What the daemon needs from the history store (see `mysched.history.store.Store`)."""
+
+    def finished_since(self, t: float) -> list[FinishedJob]: ...
+    def add_finished(self, records: list[FinishedJob]) -> int: ...
+    def record_cycle(self, **kw: Any) -> int: ...
+
+
+@dataclass
+class CycleOutcome:
+    """What one cycle did (also what the service logs and counts)."""
+
+    result: str
+    started: int = 0
+    failed: int = 0
+    planned: int = 0
+    duration: float = 0.0
+    plan_s: float = 0.0
+    error: str = ""
+    failures: dict[str, int] = field(default_factory=dict)
+    plan: Plan | None = None
+
+
+class Daemon:
+    """Runs cycles; keeps the last good configuration; never starts a job twice."""
+
+    def __init__(self, config: Config, server: BatchServer, *, store: HistoryStore | None = None,
+                 metrics: Any = None, config_path: str | None = None, dry_run: bool = False,
+                 state_dir: str | None = None, ingest: Callable[[], int] | None = None,
+                 wall: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.config_path = config_path
+        self.server = server
+        self.store = store
+        self.metrics = metrics
+        self.dry_run = dry_run
+        self.state_dir = state_dir if state_dir is not None else config.state_dir
+        self.ingest = ingest
+        self.wall = wall
+        self.ledger: UsageLedger | None = None
+        self.index = NodeIndex()
+        self._uncertain: set[str] = set()
+        """Jobs whose pbs_runjob timed out: re-read before any new attempt."""
+        self.last_ok: float | None = None
+        self.consecutive_failures = 0
+        self.events_expected = False
+        """Set by the service when it listens for pbs_server's scheduler contacts."""
+        self._warned_scheduling = False
+
+    # -- configuration ---------------------------------------------------------------------
+    def reload(self) -> bool:
+        """Re-read the configuration file; a bad file is logged and counted, the old one stays."""
+        if not self.config_path:
+            log.warning("reload requested but the configuration came from no file")
+            return False
+        try:
+            new = load_config(self.config_path)
+        except ConfigError as exc:
+            log.error("configuration reload rejected, keeping the previous one:\n%s", exc)
+            self._metric("reload", "error")
+            return False
+        self.config = new
+        self.ledger = None  # window or decay may have changed: rebuild from the store
+        log.info("configuration reloaded from %s", self.config_path)
+        self._metric("reload", "ok")
+        return True
+
+    def _metric(self, method: str, *args: Any, **kw: Any) -> None:
+        if self.metrics is not None:
+            try:
+                getattr(self.metrics, method)(*args, **kw)
+            except Exception:  # noqa: BLE001 - metrics must never break scheduling
+                log.debug("metrics %s failed", method, exc_info=True)
+
+    # -- history ---------------------------------------------------------------------------
+    def _history(self, now: float, snapshot: Snapshot) -> UsageLedger:
+        cfg = self.config
+        new: list[FinishedJob] = []
+        if self.store is not None:
+            if self.ingest is not None:
+                try:
+                    self.ingest()
+                except MyschedError as exc:
+                    log.warning("accounting ingestion failed: %s", exc)
+            pop = getattr(self.server, "pop_finished", None)
+            if pop is not None:
+                new = pop()
+                if new:
+                    self.store.add_finished(new)
+        if self.ledger is None:
+            self.ledger = UsageLedger(cfg.history_window, cfg.half_life, vo_of=cfg.vo_of)
+            recs = self.store.finished_since(now - cfg.history_window) if self.store is not None else list(new)
+            for r in sorted(recs, key=lambda r: r.end or 0):
+                self.ledger.add_job(r)
+            self._seen_ids = {(r.id, r.start) for r in recs}
+        else:
+            # Records may arrive a little after their end time (log lag): look back a margin;
+            # the seen-set keeps each job counted once.
+            margin = max(600.0, 2 * cfg.interval)
+            recs = self.store.finished_since(self._last_history - margin) if self.store is not None else new
+            for r in sorted(recs, key=lambda r: r.end or 0):
+                k = (r.id, r.start)
+                if k not in self._seen_ids:
+                    self._seen_ids.add(k)
+                    self.ledger.add_job(r)
+            if len(self._seen_ids) > 500_000:
+                self._seen_ids = {k for k in self._seen_ids if k[1] >= now - 2 * cfg.history_window}
+        self._last_history = now
+        return self.ledger
+
+    # -- the cycle -------------------------------------------------------------------------
+    def cycle(self) -> CycleOutcome:
+        """Run one cycle; never raises for outside failures (server, store, status file)."""
+        t0 = time.perf_counter()
+        cfg = self.config
+        try:
+            with self._timed("snapshot"):
+                snapshot = self.server.snapshot()
+        except ServerError as exc:
+            return self._failed(t0, f"batch server: {exc}")
+        now = snapshot.time or self.wall()
+        scheduling = (snapshot.extra.get("server") or {}).get("scheduling", "")
+        if self.events_expected and scheduling.lower() == "false" and not self._warned_scheduling:
+            log.warning("listening for job events, but pbs_server has scheduling = False and will send none; "
+                        "cycles run on the fixed interval (qmgr -c 'set server scheduling = True')")
+            self._warned_scheduling = True
+        try:
+            ledger = self._history(now, snapshot)
+            running = [j for j in snapshot.jobs if j.state in (JobState.RUNNING, JobState.EXITING)]
+            usage = ledger.usage(now, running, cfg.vo_of)
+        except StoreError as exc:
+            return self._failed(t0, f"history store: {exc}")
+        p0 = time.perf_counter()
+        p = plan(snapshot, cfg, usage, now, index=self.index)
+        plan_s = time.perf_counter() - p0
+        out = CycleOutcome("dry-run" if self.dry_run else "ok", planned=len(p.starts), plan_s=plan_s, plan=p)
+        done: list[tuple[Start, str]] = []
+        if self.dry_run:
+            for s in p.starts:
+                log.info("dry run: would start %s (%s/%s/%s, %d core%s) on %s: %s", s.job_id, s.vo, s.group,
+                         s.user, s.cores, "s" if s.cores > 1 else "", _loc(s), s.reason)
+        else:
+            self._start_all(p, out, done)
+        out.duration = time.perf_counter() - t0
+        self._record(now, snapshot, p, out, done)
+        self._publish(snapshot, p, out, done, usage)
+        self.last_ok = self.wall()
+        self.consecutive_failures = 0
+        self._metric("observe_cycle", out.duration, out.result)
+        return out
+
+    def _start_all(self, p: Plan, out: CycleOutcome, done: list[tuple[Start, str]]) -> None:
+        for s in p.starts:
+            if s.job_id in self._uncertain:
+                # A start of this job timed out before: look before touching it again.
+                try:
+                    job = self.server.get_job(s.job_id)
+                except ServerError as exc:
+                    self._fail(out, done, s, "timeout", f"cannot re-read {s.job_id}: {exc}")
+                    continue
+                if job is None or job.state != JobState.QUEUED:
+                    self._uncertain.discard(s.job_id)
+                    log.info("%s: earlier timed-out start took effect (state %s); not starting again",
+                             s.job_id, job.state.value if job else "gone")
+                    continue
+                self._uncertain.discard(s.job_id)
+            try:
+                with self._timed("runjob"):
+                    self.server.run_job(s.job_id, s.placement)
+            except ServerTimeout as exc:
+                self._uncertain.add(s.job_id)
+                try:
+                    job = self.server.get_job(s.job_id)
+                except ServerError:
+                    job = None
+                if job is not None and job.state in (JobState.RUNNING, JobState.EXITING):
+                    self._uncertain.discard(s.job_id)
+                    self._ok(out, done, s)
+                else:
+                    self._fail(out, done, s, "timeout", str(exc))
+                continue
+            except ServerUnavailable as exc:
+                # The server went away mid-cycle: the rest of the plan is void.
+                self._fail(out, done, s, "unavailable", str(exc))
+                out.result = "partial"
+                out.error = f"batch server lost during starts: {exc}"
+                log.error("%s; %d planned start(s) dropped", out.error, len(p.starts) - len(done))
+                return
+            except ServerError as exc:
+                reason = next((r for t, r in FAILURE_REASONS.items() if isinstance(exc, t)), "error")
+                self._fail(out, done, s, reason, str(exc))
+                continue
+            self._ok(out, done, s)
+
+    def _ok(self, out: CycleOutcome, done: list, s: Start) -> None:
+        out.started += 1
+        done.append((s, "ok"))
+        log.info("started %s (%s/%s/%s) on %s: %s", s.job_id, s.vo, s.group, s.user, _loc(s), s.reason)
+        self._metric("record_start", s.vo, s.reason)
+
+    def _fail(self, out: CycleOutcome, done: list, s: Start, reason: str, msg: str) -> None:
+        out.failed += 1
+        out.failures[reason] = out.failures.get(reason, 0) + 1
+        done.append((s, reason))
+        log.warning("start of %s on %s failed (%s): %s", s.job_id, _loc(s), reason, msg)
+        self._metric("record_start_failure", reason)
+
+    def _failed(self, t0: float, msg: str) -> CycleOutcome:
+        self.consecutive_failures += 1
+        out = CycleOutcome("error", duration=time.perf_counter() - t0, error=msg)
+        log.error("cycle failed (%d in a row): %s", self.consecutive_failures, msg)
+        self._metric("observe_cycle", out.duration, "error")
+        return out
+
+    def _timed(self, call: str):
+        if self.metrics is not None and hasattr(self.metrics, "time_call"):
+            return self.metrics.time_call(call)
+        return _Null()
+
+    def _record(self, now: float, snapshot: Snapshot, p: Plan, out: CycleOutcome, done: list) -> None:
+        if self.store is None:
+            return
+        try:
+            self.store.record_cycle(
+                time=now, duration=out.duration, result=out.result, n_started=out.started, n_failed=out.failed,
+                n_queued=sum(v.queued_jobs for v in p.vos.values()),
+                n_running=sum(v.running_jobs for v in p.vos.values()),
+                summary={"plan_s": out.plan_s, "reasons": p.reasons(), "failures": out.failures,
+                         "used_slots": p.used_slots, "total_slots": p.total_slots},
+                starts=[{"job_id": s.job_id, "placement": _loc(s), "reason": s.reason, "result": r}
+                        for s, r in done],
+            )
+        except StoreError as exc:
+            log.error("could not record the cycle: %s", exc)
+
+    def _publish(self, snapshot: Snapshot, p: Plan, out: CycleOutcome, done: list, usage) -> None:
+        cfg = self.config
+        cycle = {"result": out.result, "duration_s": round(out.duration, 4), "plan_s": round(out.plan_s, 4),
+                 "started": out.started, "failed": out.failed, "failures": out.failures,
+                 "dry_run": self.dry_run}
+        if self.state_dir:
+            try:
+                write_status(self.state_dir, build_status(snapshot, p, cfg, cycle=cycle, published=self.wall(),
+                                                         usage=usage))
+            except OSError as exc:
+                log.error("could not write the status file in %s: %s", self.state_dir, exc)
+        if self.metrics is not None:
+            # Figures after this cycle's starts, as the next snapshot will show them.
+            started_slots: dict[str, int] = {}
+            started_jobs: dict[str, int] = {}
+            for s, r in done:
+                if r == "ok":
+                    started_slots[s.vo] = started_slots.get(s.vo, 0) + s.cores
+                    started_jobs[s.vo] = started_jobs.get(s.vo, 0) + 1
+            total = p.total_slots
+            vos = p.vos.values()
+            used = {v.name: v.running_slots + started_slots.get(v.name, 0) for v in vos}
+            self._metric(
+                "set_farm_state",
+                running_by_vo={v.name: v.running_jobs + started_jobs.get(v.name, 0) for v in vos},
+                queued_by_vo={v.name: v.queued_jobs - started_jobs.get(v.name, 0) for v in vos},
+                used_slots_by_vo=used,
+                total_slots=total, used_slots=p.used_slots + sum(started_slots.values()),
+                share_target_by_vo={v.name: v.share for v in vos},
+                share_achieved_by_vo={k: (u / total if total else 0.0) for k, u in used.items()},
+                pending_by_reason=p.reasons(),
+            )
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _loc(s: Start) -> str:
+    return "+".join(f"{n}:ppn={c}" for n, c in s.placement)

@@ -1,0 +1,179 @@
+"""The long-running service: APScheduler loop, signals, systemd notification, events.
+
+Cycles run one at a time on a fixed interval (coalesced: a late cycle is run once, not
+caught up). With an event listener, a job submission or end reported by pbs_server brings
+the next cycle forward, no sooner than `min_interval` after the last one. A failed cycle
+(server down) is retried with exponential back-off up to four intervals. SIGHUP reloads the
+configuration (a bad file is rejected and the old one kept); SIGTERM/SIGINT let the current
+cycle finish and exit 0.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import signal
+import threading
+import time
+from typing import Any, Callable
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.date import DateTrigger
+
+from mysched.daemon import sdnotify
+from mysched.daemon.cycle import CycleOutcome, Daemon
+
+log = logging.getLogger("mysched")
+
+
+class Service:
+    """Drive a `Daemon` until stopped."""
+
+    def __init__(self, daemon: Daemon, *, listener_factory: Callable[[Callable[[str], None]], Any] | None = None,
+                 once: bool = False) -> None:
+        self.daemon = daemon
+        self.listener_factory = listener_factory
+        self.listener = None
+        self.once = once
+        self._stop = threading.Event()
+        self._reload = threading.Event()
+        self._lock = threading.Lock()
+        self._event_pending = False
+        self._last_cycle_start = 0.0
+        self.cycles = 0
+        self.last: CycleOutcome | None = None
+        self._sched: BackgroundScheduler | None = None
+        self._ready_sent = False
+
+    # -- scheduling ------------------------------------------------------------------------
+    @property
+    def _scale(self) -> float:
+        """Wall seconds per configured second: a simulated server's clock may run faster."""
+        return 1.0 / float(getattr(self.daemon.server, "speed", 1.0) or 1.0)
+
+    def _delay_after(self, out: CycleOutcome) -> float:
+        cfg = self.daemon.config
+        if out.result == "error":
+            k = self.daemon.consecutive_failures
+            return min(4 * cfg.interval, max(cfg.min_interval, 1.0) * 2 ** (k - 1)) * self._scale
+        if self._event_pending:
+            return cfg.min_interval * self._scale
+        return cfg.interval * self._scale
+
+    def _schedule(self, delay: float) -> None:
+        if self._sched is None or self._stop.is_set():
+            return
+        when = dt.datetime.now() + dt.timedelta(seconds=max(0.0, delay))
+        self._sched.add_job(self._run_cycle, DateTrigger(run_date=when), id="cycle", replace_existing=True,
+                            max_instances=1, coalesce=True, misfire_grace_time=None)
+
+    def _run_cycle(self) -> None:
+        if self._stop.is_set():
+            return
+        with self._lock:
+            self._event_pending = False
+            self._last_cycle_start = time.monotonic()
+            out = self.daemon.cycle()
+            self.cycles += 1
+            self.last = out
+        self._after_cycle(out)
+        if self.once:
+            self._stop.set()
+            return
+        self._schedule(self._delay_after(out))
+
+    def _after_cycle(self, out: CycleOutcome) -> None:
+        if out.result == "error":
+            text = f"cycle failed: {out.error}"
+        else:
+            text = (f"cycle ok: {out.started} started, {out.failed} failed, "
+                    f"{out.duration:.2f} s" + (" (dry run)" if self.daemon.dry_run else ""))
+            log.info("%s (plan %.3f s)", text, out.plan_s)
+        if not self._ready_sent:
+            # Ready once config, store and a first contact with the server were tried.
+            sdnotify.ready(text)
+            self._ready_sent = True
+        else:
+            sdnotify.status(text)
+        # The watchdog watches the daemon, not pbs_server: a cycle that completed (even one
+        # that found the server down) proves the loop is alive.
+        sdnotify.watchdog()
+
+    def on_event(self, reason: str) -> None:
+        """pbs_server reported a job event: bring the next cycle forward (rate-limited)."""
+        cfg = self.daemon.config
+        self._event_pending = True
+        if self._lock.locked():
+            return  # the running cycle will schedule the next one at min_interval
+        since = time.monotonic() - self._last_cycle_start
+        delay = max(0.0, cfg.min_interval * self._scale - since)
+        self._schedule(delay)
+        log.debug("event %s: next cycle in %.1f s", reason, delay)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def _signals(self) -> None:
+        def stop(signum, frame):
+            log.info("signal %s: finishing the current cycle, then exiting", signal.Signals(signum).name)
+            self._stop.set()
+
+        def hup(signum, frame):
+            self._reload.set()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGHUP, hup)
+
+    def run(self) -> int:
+        """Run until SIGTERM/SIGINT (or one cycle with `once`); return the exit status."""
+        if self.once:
+            self._run_cycle_once()
+            return 0 if self.last is not None and self.last.result != "error" else 1
+        if threading.current_thread() is threading.main_thread():
+            self._signals()
+        if self.listener_factory is not None:
+            try:
+                self.listener = self.listener_factory(self.on_event)
+                self.daemon.events_expected = True
+            except Exception as exc:  # noqa: BLE001 - events are an optimisation; the interval remains
+                log.error("event listener not started (%s); cycles run on the fixed interval only", exc)
+        self._sched = BackgroundScheduler(job_defaults={"coalesce": True, "max_instances": 1})
+        self._sched.start()
+        self._schedule(0)
+        try:
+            while not self._stop.wait(0.5):
+                if self._reload.is_set():
+                    self._reload.clear()
+                    sdnotify.reloading()
+                    with self._lock:
+                        self.daemon.reload()
+                    sdnotify.ready("configuration reloaded")
+        finally:
+            sdnotify.stopping()
+            self._sched.shutdown(wait=True)  # a running cycle finishes first
+            if self.listener is not None:
+                try:
+                    self.listener.close()
+                except Exception:  # noqa: BLE001
+                    pass
+            try:
+                self.daemon.server.close()
+            except Exception:  # noqa: BLE001
+                pass
+        log.info("stopped after %d cycle(s)", self.cycles)
+        return 0
+
+    def _run_cycle_once(self) -> None:
+        with self._lock:
+            out = self.daemon.cycle()
+            self.cycles += 1
+            self.last = out
+        if out.result == "error":
+            log.error("cycle failed: %s", out.error)
+        else:
+            log.info("cycle %s: %d started, %d failed, %.2f s", out.result, out.started, out.failed, out.duration)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def request_reload(self) -> None:
+        self._reload.set()

@@ -1,0 +1,182 @@
+"""The status file: what the daemon publishes after each cycle for the status commands.
+
+It is one JSON document written atomically (temporary file + rename) with mode 0644 in the
+state directory, so unprivileged users can read queue, node and share views without access
+to the database or the batch server. Jobs and nodes are stored as rows under a `columns`
+header to keep the file small and quick to load at tens of thousands of jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from typing import Any
+
+from mysched.config.validate import Config
+from mysched.errors import StatusError
+from mysched.core.model import JobState, NodeState, Snapshot
+from mysched.core.plan import Plan
+
+FORMAT = 1
+FILENAME = "status.json"
+
+JOB_COLUMNS = ["id", "vo", "group", "user", "queue", "cores", "state", "submit", "start", "walltime",
+               "nodes", "rank", "priority", "reason", "detail", "rejected"]
+NODE_COLUMNS = ["name", "state", "type", "slots", "used", "jobs", "vos", "users", "diversity", "class",
+                "properties"]
+
+
+def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[str, Any] | None = None,
+                 published: float | None = None, usage: Any = None) -> dict[str, Any]:
+    """The status document for one cycle (pure: no I/O)."""
+    starts = {s.job_id: s for s in plan.starts}
+    rejected_sets: list[dict[str, int]] = []
+    rejected_index: dict[int, int] = {}
+    jobs = []
+    node_jobs: dict[str, list] = {}
+    for job in snapshot.jobs:
+        vo = job.vo or config.vo_of(job.group)
+        state = job.state.value
+        rank = prio = None
+        reason = detail = ""
+        rej = None
+        placement = job.placement
+        s = starts.get(job.id)
+        w = plan.waits.get(job.id)
+        if s is not None:
+            state = "S"  # being started by this cycle
+            rank, prio, reason = s.rank, s.priority, s.reason
+            placement = s.placement
+        elif w is not None:
+            rank, prio, reason, detail = w.rank, w.priority, w.reason, w.detail
+            if w.nodes_rejected is not None:
+                key = id(w.nodes_rejected)
+                if key not in rejected_index:
+                    rejected_index[key] = len(rejected_sets)
+                    rejected_sets.append(dict(w.nodes_rejected))
+                rej = rejected_index[key]
+        nodes_txt = "+".join(f"{n}:{c}" for n, c in placement)
+        jobs.append([job.id, vo, job.group, job.user, job.queue, job.cores, state, job.submit_time,
+                     job.start_time, job.walltime, nodes_txt, rank, round(prio, 6) if prio is not None else None,
+                     reason, detail, rej])
+        if job.state in (JobState.RUNNING, JobState.EXITING) or s is not None:
+            for n, c in placement:
+                node_jobs.setdefault(n, []).append((job.user, vo, c))
+    types = {}
+    for node in snapshot.nodes:
+        types[node.name] = next((nt.name for nt in config.node_types
+                                 if nt.matches(node.name, node.properties)), "")
+    nodes = []
+    for node in snapshot.nodes:
+        js = node_jobs.get(node.name, [])
+        vos: dict[str, int] = {}
+        for _, vo, _c in js:
+            vos[vo] = vos.get(vo, 0) + 1
+        users = len({u for u, _, _ in js})
+        used = sum(c for _, _, c in js)
+        div = users / len(js) if js else None
+        state = node.state.value
+        if node.state in (NodeState.FREE, NodeState.FULL):
+            state = "full" if used >= node.slots or node.state == NodeState.FULL else ("free" if not js else "partial")
+        nodes.append([node.name, state, types[node.name], node.slots, used, len(js), vos, users,
+                      round(div, 4) if div is not None else None, plan.node_classes.get(node.name, ""),
+                      sorted(node.properties)])
+    vos_doc = {}
+    for name, v in plan.vos.items():
+        cfg_vo = config.vo(name)
+        vos_doc[name] = {
+            "share": round(v.share, 6), "guarantee": v.guarantee, "running_slots": v.running_slots,
+            "running_jobs": v.running_jobs, "queued_jobs": v.queued_jobs, "usage_s": round(v.usage, 1),
+            "usage_fraction": round(v.usage_fraction, 6), "priority": round(v.priority, 6),
+            "below_guarantee": v.below_guarantee, "started": v.started,
+            "groups": list(cfg_vo.groups), "max_running": cfg_vo.max_running, "max_per_node": cfg_vo.max_per_node,
+        }
+    return {
+        "format": FORMAT,
+        "published": published if published is not None else snapshot.time,
+        "snapshot_time": snapshot.time,
+        "server": snapshot.server,
+        "config": config.source,
+        "interval": config.interval,
+        "policy": plan.policy,
+        "cycle": cycle or {},
+        "farm": {"total_slots": plan.total_slots, "used_slots": plan.used_slots + sum(s.cores for s in plan.starts),
+                 "free_slots": plan.free_slots, "nodes": len(snapshot.nodes)},
+        "reasons": plan.reasons(),
+        "vos": vos_doc,
+        "job_columns": JOB_COLUMNS,
+        "jobs": jobs,
+        "node_columns": NODE_COLUMNS,
+        "nodes": nodes,
+        "rejected": rejected_sets,
+        "queues": {q.name: {"enabled": q.enabled, "started": q.started, "max_running": q.max_running}
+                   for q in snapshot.queues},
+        "usage": {"window_s": config.history_window, "half_life_s": config.half_life,
+                  "group": {k: round(v, 1) for k, v in (usage.group.items() if usage is not None else ())},
+                  "user": {k: round(v, 1) for k, v in (usage.user.items() if usage is not None else ())}},
+        "limits": {"groups": {g.name: {"max_running": g.max_running, "max_per_node": g.max_per_node}
+                              for g in config.groups.values()}},
+        "node_types": {nt.name: {"groups": list(nt.groups), "vos": list(nt.vos)} for nt in config.node_types},
+        "queue_config": {q.name: {"max_running": q.max_running, "nodes": list(q.nodes),
+                                  "node_types": list(q.node_types), "exclusive": q.exclusive}
+                         for q in config.queues.values()},
+    }
+
+
+def write_status(directory: str, doc: dict[str, Any]) -> str:
+    """Write the document atomically as `directory`/status.json, world-readable."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, FILENAME)
+    fd, tmp = tempfile.mkstemp(prefix=".status.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, separators=(",", ":"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def read_status(path: str, *, max_age: float | None = None, now: float | None = None) -> dict[str, Any]:
+    """Load a status file; missing, unreadable, corrupt or stale files raise `StatusError`.
+
+    `path` may be the file or the state directory. `max_age` is in seconds of wall time
+    since the file was written (its mtime).
+    """
+    if os.path.isdir(path):
+        path = os.path.join(path, FILENAME)
+    try:
+        st = os.stat(path)
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise StatusError(f"{path}: no status file — is the mysched daemon running? "
+                          "(it writes this file after each cycle; see --state-dir)") from None
+    except PermissionError:
+        raise StatusError(f"{path}: permission denied (the daemon writes it world-readable; check the "
+                          "state directory's permissions)") from None
+    except (OSError, ValueError) as exc:
+        raise StatusError(f"{path}: unreadable status file: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise StatusError(f"{path}: not a mysched status file of format {FORMAT}")
+    if max_age is not None:
+        age = (now if now is not None else time.time()) - st.st_mtime
+        if age > max_age:
+            raise StatusError(f"{path}: status is stale: last written {age:.0f} s ago (daemon stopped or "
+                              f"stuck? expected a cycle every {doc.get('interval', 60):g} s)")
+    return doc
+
+
+def rows(doc: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """Jobs or nodes of a status document as dicts (`kind` is "jobs" or "nodes")."""
+    cols = doc[f"{kind[:-1]}_columns"]
+    return [dict(zip(cols, r)) for r in doc[kind]]

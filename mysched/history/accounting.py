@@ -1,0 +1,216 @@
+"""TORQUE accounting logs (``server_priv/accounting/YYYYMMDD``): parsing and job records.
+
+A line is ``MM/DD/YYYY HH:MM:SS;TYPE;JOBID;key=value key=value ...`` (TORQUE's
+``account_record``). Only `E` (job end) records carry wall-clock use; they become
+`FinishedJob` records. Real logs from several TORQUE versions differ (CPU time as
+``hh:mm:ss`` or seconds, cores from ``total_execution_slots`` or only from ``exec_host``),
+and concatenated logs may carry a ``YYYYMMDD:`` file-name prefix: all of that is accepted.
+Malformed lines raise `ValueError` with a message; callers report them with file and line
+and go on.
+
+Time: the line's stamp is the server's local time without a zone. It is read in the local
+zone of the machine running mysched (which is normally the server itself, or set ``TZ``);
+where the record carries epoch seconds (``end=`` of `E`, ``start=`` of `S`) those are used
+instead, as they are exact and zone-free.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass
+from typing import Collection, Iterator
+
+from mysched.core.model import FinishedJob
+from mysched.backends.torque.values import duration_or_none, parse_exec_host, parse_nodes
+
+RECORD_TYPES = frozenset("QSRCTEDA")
+"""TORQUE's record types (``src/include/acct.h``): queued, started, rerun, checkpointed,
+restarted, ended, deleted, aborted. Other letters (PBS Pro's ``L``, ``a``, ...) are skipped."""
+
+_STAMP = re.compile(r"(\d\d)/(\d\d)/(\d{4}) (\d\d):(\d\d):(\d\d)")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_hour_cache: dict[tuple[str, str, str, str], float] = {}
+_hour_cache_zone: tuple = ()
+_key_cache: dict[str, bool] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class AccountingRecord:
+    """One accounting line: type (Q, S, E, D, A, ...), time, job id and its attributes."""
+
+    type: str
+    time: float
+    job_id: str
+    attrs: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class LineProblem:
+    """A line that could not be used, located as ``FILE:LINE`` for the admin's editor."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+class NotRun(ValueError):
+    """An `E` record of a job that never started (TORQUE writes ``start=0``): no wall-clock."""
+
+
+def parse_stamp(text: str) -> float:
+    """``MM/DD/YYYY HH:MM:SS`` in the local time zone -> Unix time; ValueError if malformed.
+
+    Hand-parsed with one `mktime` per hour (not `strptime` per line): ingestion reads
+    millions of these. In the repeated hour when DST ends, `mktime` picks one of the two.
+    """
+    m = _STAMP.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"bad time stamp {text.strip()!r} (expected MM/DD/YYYY HH:MM:SS)")
+    mon, day, year, hour, minute, sec = m.groups()
+    if not ("01" <= mon <= "12" and "01" <= day <= "31" and hour <= "23" and minute <= "59" and sec <= "60"):
+        raise ValueError(f"bad time stamp {text.strip()!r} (field out of range)")
+    global _hour_cache_zone
+    zone = (time.tzname, time.timezone, time.altzone)  # changes only with TZ + time.tzset()
+    if _hour_cache_zone != zone or len(_hour_cache) > 10_000:
+        _hour_cache.clear()
+        _hour_cache_zone = zone
+    key = (year, mon, day, hour)
+    base = _hour_cache.get(key)
+    if base is None:
+        base = _hour_cache[key] = time.mktime((int(year), int(mon), int(day), int(hour), 0, 0, 0, 0, -1))
+    return base + int(minute) * 60 + int(sec)
+
+
+def _is_key(k: str) -> bool:
+    ok = _key_cache.get(k)
+    if ok is None:
+        if len(_key_cache) > 10_000:
+            _key_cache.clear()
+        ok = _key_cache[k] = _KEY.fullmatch(k) is not None
+    return ok
+
+
+def parse_attrs(text: str) -> dict[str, str]:
+    """``a=1 b=two words c=3`` -> dict. A value runs until the next `` key=`` token, so values
+    with blanks (a job name, ``Resource_Request_2.0``) survive; runs of blanks become one."""
+    out: dict[str, str] = {}
+    key = None
+    for tok in text.split():
+        k, eq, v = tok.partition("=")
+        if eq and _is_key(k):
+            key = k
+            out[k] = v
+        elif key is not None:
+            out[key] += " " + tok
+    return out
+
+
+def parse_line(line: str, types: Collection[str] | None = None) -> AccountingRecord | None:
+    """Parse one line: None for a blank line, a record type TORQUE does not write, or one
+    not in `types` (its attributes are then not parsed at all); ValueError if malformed."""
+    line = line.strip()
+    if not line:
+        return None
+    if line[8:9] == ":" and line[:8].isdigit():
+        line = line[9:]  # "20150327:" file-name prefix of concatenated logs
+    parts = line.split(";", 3)
+    if len(parts) < 3:
+        raise ValueError("expected 'MM/DD/YYYY HH:MM:SS;TYPE;JOBID;attributes'")
+    stamp, rtype, job_id = parts[0], parts[1].strip(), parts[2].strip()
+    t = parse_stamp(stamp)
+    if len(rtype) != 1 or not rtype.isalpha():
+        raise ValueError(f"bad record type {rtype!r}")
+    if not job_id or " " in job_id:
+        raise ValueError(f"bad job id {job_id!r}")
+    if rtype not in RECORD_TYPES or (types is not None and rtype not in types):
+        return None
+    attrs = parse_attrs(parts[3]) if len(parts) > 3 else {}
+    epoch = attrs.get("end" if rtype == "E" else "start" if rtype == "S" else "")
+    if epoch and epoch.isdigit() and int(epoch) > 0:
+        t = float(epoch)
+    return AccountingRecord(rtype, t, job_id, attrs)
+
+
+def _cores(a: dict[str, str], placement: tuple[tuple[str, int], ...]) -> int:
+    """total_execution_slots, else slots counted in exec_host, else the nodes request, else 1."""
+    slots = a.get("total_execution_slots", "")
+    if slots.isdigit() and int(slots) > 0:
+        return int(slots)
+    if placement:
+        return max(1, sum(c for _, c in placement))
+    try:
+        return parse_nodes(a["Resource_List.nodes"]) if a.get("Resource_List.nodes") else 1
+    except ValueError:
+        return 1
+
+
+def to_finished_job(rec: AccountingRecord) -> FinishedJob:
+    """The wall-clock record of an `E` line.
+
+    `NotRun` if the job never started; ValueError if its start or end is unusable. Fields
+    that only refine the record (exec_host, cput, exit status) are dropped when garbled
+    rather than losing the job's wall-clock.
+    """
+    a = rec.attrs
+    user = a.get("user") or a.get("owner", "").split("@")[0] or "unknown"
+    group = a.get("group") or "unknown"
+    queue = a.get("queue") or "unknown"
+    try:
+        start = float(a["start"])
+        if not math.isfinite(start):
+            raise ValueError
+    except (KeyError, ValueError):
+        raise ValueError("E record without a valid start=") from None
+    if start <= 0:
+        raise NotRun("E record of a job that never started (start=0)")
+    end_text = a.get("end", "")
+    try:
+        end = float(end_text) if end_text and end_text != "0" else rec.time
+        if not math.isfinite(end):
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"bad end={end_text!r}") from None
+    if end < start:
+        raise ValueError(f"end ({end:.0f}) before start ({start:.0f})")
+    try:
+        placement = parse_exec_host(a["exec_host"]) if a.get("exec_host") else ()
+    except ValueError:
+        placement = ()
+    cput = duration_or_none(a.get("resources_used.cput"))
+    status_text = a.get("Exit_status", "")
+    status = int(status_text) if status_text.lstrip("-").isdigit() else None
+    return FinishedJob(rec.job_id, user, group, queue, start, end, _cores(a, placement), None, cput, status,
+                       tuple(n for n, _ in placement))
+
+
+def iter_file(path: str, start_offset: int = 0, *, first_line: int = 1, types: Collection[str] | None = None
+              ) -> Iterator[tuple[AccountingRecord | LineProblem | None, int]]:
+    """``(item, byte offset after the line)`` for each complete line from `start_offset` on.
+
+    The item is an `AccountingRecord`, a `LineProblem` (malformed line, numbered from
+    `first_line`) or None (blank line, type skipped): exactly one per line, so callers can
+    count lines and resume at any offset yielded.
+
+    A last line without its newline is still being written: it is not returned, so a later
+    read picks it up whole. OSError propagates.
+    """
+    with open(path, "rb") as f:
+        f.seek(start_offset)
+        offset = start_offset
+        lineno = first_line
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                return
+            offset += len(raw)
+            try:
+                item: AccountingRecord | LineProblem | None = parse_line(raw.decode("utf-8", errors="replace"),
+                                                                         types)
+            except ValueError as exc:
+                item = LineProblem(path, lineno, str(exc))
+            yield item, offset
+            lineno += 1

@@ -1,0 +1,578 @@
+"""The history store: finished-job wall-clock records and what each cycle did (SQLAlchemy Core).
+
+SQLite is the embedded default (WAL, busy timeout, so status commands can read while the
+daemon writes); any SQLAlchemy URL works, PostgreSQL is tested. The schema is versioned
+and migrated at open. Every write is one transaction: accounting records go in together
+with the file offset they were read up to, so a kill at any instant loses nothing
+committed and a job is never counted twice (also guarded by a unique key on job id and
+start). Methods raise only `StoreError` (database) and `InputError` (accounting files).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+from urllib.parse import unquote
+
+from sqlalchemy import (BigInteger, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text,
+                        UniqueConstraint, create_engine, event, func, insert, inspect, select, text)
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from mysched.history.accounting import LineProblem, NotRun, iter_file, to_finished_job
+from mysched.errors import InputError, StoreError
+from mysched.core.model import FinishedJob
+
+SCHEMA_VERSION = 3
+MAX_PROBLEMS = 20
+"""Problems listed in an `IngestReport` (all are counted)."""
+BATCH_LINES = 5000
+"""Lines per transaction while ingesting: bounds what a kill makes us read again."""
+HEAD_BYTES = 4096
+_DAY_FILE = re.compile(r"^\d{8}$")
+_PG_MIGRATION_LOCK = 0x6D797363  # pg_advisory_xact_lock key: one migrator at a time
+_WRITE = "mysched_write"
+
+metadata = MetaData()
+
+schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
+
+finished_jobs = Table(
+    "finished_jobs", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(255), nullable=False),
+    Column("start", Float, nullable=False),
+    Column("end", Float, nullable=False),
+    Column("user", String(255), nullable=False),
+    Column("grp", String(255), nullable=False),
+    Column("queue", String(255), nullable=False),
+    Column("vo", String(255)),
+    Column("cores", Integer, nullable=False),
+    Column("cput", Float),
+    Column("exit_status", Integer),
+    Column("nodes", Text, nullable=False, default=""),
+    Column("source", String(32), nullable=False, default="accounting"),
+    UniqueConstraint("job_id", "start", name="uq_finished_job"),
+    Index("ix_finished_jobs_end", "end"),
+)
+
+cycles = Table(
+    "cycles", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("time", Float, nullable=False, index=True),
+    Column("duration", Float, nullable=False),
+    Column("result", String(32), nullable=False),
+    Column("n_started", Integer, nullable=False),
+    Column("n_failed", Integer, nullable=False),
+    Column("n_queued", Integer, nullable=False),
+    Column("n_running", Integer, nullable=False),
+    Column("summary", Text, nullable=False, default="{}"),
+)
+
+start_attempts = Table(
+    "starts", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("cycle_id", Integer, ForeignKey("cycles.id"), nullable=False, index=True),
+    Column("job_id", String(255), nullable=False, index=True),
+    Column("placement", Text, nullable=False),
+    Column("reason", String(32), nullable=False),
+    Column("result", String(32), nullable=False),
+)
+
+ingest_positions = Table(
+    "ingest_positions", metadata,
+    Column("path", String(1024), primary_key=True),
+    Column("inode", BigInteger, nullable=False),
+    Column("offset", BigInteger, nullable=False),
+    Column("size", BigInteger),
+    Column("line", BigInteger),
+    Column("head", String(64), nullable=False, default=""),
+    Column("updated", Float, nullable=False),
+)
+"""Per accounting file: read up to `offset` (= `line` lines) of the file with this inode and
+first bytes (`head`, a SHA-1); `size` as last seen, so an unchanged file costs one stat."""
+
+state = Table(
+    "state", metadata,
+    Column("key", String(255), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+
+def _v2_end_index(c: Connection) -> None:
+    c.execute(text('CREATE INDEX IF NOT EXISTS ix_finished_jobs_end ON finished_jobs ("end")'))
+
+
+def _v3_positions(c: Connection) -> None:
+    have = {col["name"] for col in inspect(c).get_columns("ingest_positions")}
+    for name in ("size", "line"):
+        if name not in have:
+            c.execute(text(f"ALTER TABLE ingest_positions ADD COLUMN {name} BIGINT"))
+    if c.dialect.name == "postgresql":  # 64-bit inodes (XFS) and files over 2 GB
+        c.execute(text('ALTER TABLE ingest_positions ALTER COLUMN inode TYPE BIGINT, '
+                       'ALTER COLUMN "offset" TYPE BIGINT'))
+
+
+MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
+    (2, "index finished jobs by end time", _v2_end_index),
+    (3, "ingest positions: size and line number; 64-bit inode and offset", _v3_positions),
+]
+"""Ordered steps from version N-1 to N. Version 1 is the first released schema; a new
+database is created at `SCHEMA_VERSION` directly from `metadata`. Each step must leave a
+database equal to a fresh one. All steps run in one transaction (SQLite and PostgreSQL
+have transactional DDL); they are written to be safe to run again all the same."""
+
+
+_CREDENTIALS = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^:/@]*:)(.*)@")
+"""``scheme://user:`` and the password, up to the last ``@`` before the query string."""
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password replaced by ``***`` (also a password with a raw ``@``)."""
+    head, q, query = url.partition("?")
+    m = _CREDENTIALS.match(head)
+    return f"{m.group(1)}***@{head[m.end():]}{q}{query}" if m else url
+
+
+
+@dataclass
+class IngestReport:
+    """What one accounting ingestion did; `problems` lists the first `MAX_PROBLEMS` as
+    ``FILE:LINE: message``."""
+
+    files: int = 0
+    lines: int = 0
+    records_added: int = 0
+    duplicates: int = 0
+    malformed: int = 0
+    ignored: int = 0
+    """Lines without wall-clock: other record types, blank lines, jobs that never ran."""
+    problems: list[str] = field(default_factory=list)
+
+
+class Store:
+    """History database. Methods raise only `StoreError` (and `InputError` for unreadable
+    accounting files). `create=False` opens an existing store without migrating it (for
+    read-only status commands)."""
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        self.url = url
+        self.masked = mask_url(url)
+        m = _CREDENTIALS.match(url.partition("?")[0])
+        self._secrets = {s for s in ((m.group(2), unquote(m.group(2))) if m else ()) if len(s) >= 3}
+        if m and "@" in m.group(2):  # the driver would take part of the password for the host
+            raise StoreError(f"history database {self.masked}: the password contains '@': write it as %40")
+        try:
+            u = make_url(url)
+            kw: dict[str, Any] = {}
+            if u.get_backend_name() == "sqlite":
+                kw["connect_args"] = {"timeout": 30}
+            else:
+                kw["pool_pre_ping"] = True
+                if u.get_backend_name() == "postgresql" and u.get_driver_name() in ("psycopg2", "psycopg"):
+                    kw["connect_args"] = {"connect_timeout": 10}
+                if u.get_driver_name() == "psycopg2":  # batched executemany (plain one is a round trip a row)
+                    kw["executemany_mode"] = "values_plus_batch"
+            self.engine: Engine = create_engine(u, **kw)
+        except ImportError as exc:
+            raise StoreError(f"history database {self.masked}: database driver not installed ({exc})") from None
+        except (SQLAlchemyError, ValueError) as exc:
+            raise StoreError(f"history database {self.masked}: {self._clean(str(exc))}") from None
+        self.dialect = self.engine.dialect.name
+        if self.dialect == "sqlite":
+            _sqlite_setup(self.engine)
+        # Writes declare themselves so SQLite takes the write lock up front (BEGIN IMMEDIATE):
+        # a deferred transaction that reads then writes fails at once, without waiting.
+        self._writer = self.engine.execution_options(**{_WRITE: True})
+        try:
+            self.migrate() if create else self.check()
+        except StoreError:
+            self.engine.dispose()
+            raise
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def _clean(self, msg: str) -> str:
+        for s in self._secrets:
+            msg = msg.replace(s, "***")
+        return msg
+
+    def _fail(self, what: str, exc: Exception) -> StoreError:
+        orig = getattr(exc, "orig", None) or exc
+        lines = str(orig).strip().splitlines()
+        msg = lines[0].strip() if lines else type(orig).__name__
+        if self.dialect == "sqlite" and "unable to open database file" in msg:
+            db = self.engine.url.database or ""
+            parent = os.path.dirname(os.path.abspath(db)) if db else ""
+            if parent and not os.path.isdir(parent):
+                msg += f" (directory {parent} does not exist)"
+            elif parent and not os.access(parent, os.W_OK):
+                msg += f" (directory {parent} is not writable)"
+        return StoreError(f"history database {self.masked}: {what}: {self._clean(msg)}")
+
+    @contextmanager
+    def _db(self, what: str) -> Iterator[None]:
+        """Turn any database error inside into a one-line `StoreError` saying `what` failed."""
+        try:
+            yield
+        except SQLAlchemyError as exc:
+            raise self._fail(what, exc) from None
+
+    def _upsert(self, c: Connection, table: Table, key: str, values: dict[str, Any]) -> None:
+        if self.dialect in ("sqlite", "postgresql"):
+            ins = _dialect_insert(self.dialect)(table).values(**values)
+            c.execute(ins.on_conflict_do_update(index_elements=[key],
+                                                set_={k: v for k, v in values.items() if k != key}))
+        elif c.execute(table.update().where(table.c[key] == values[key]).values(**values)).rowcount == 0:
+            c.execute(insert(table).values(**values))
+
+    @staticmethod
+    def _read_version(c: Connection) -> int:
+        if not inspect(c).has_table("schema_version"):
+            return 0
+        return c.execute(select(func.max(schema_version.c.version))).scalar() or 0
+
+    def _newer(self, v: int) -> StoreError:
+        return StoreError(f"history database {self.masked} has schema version {v}, newer than this mysched "
+                          f"understands ({SCHEMA_VERSION}): upgrade mysched (or use another database)")
+
+    def migrate(self) -> int:
+        """Bring the schema to `SCHEMA_VERSION` in one transaction; return the version found.
+        Idempotent; a database newer than this code is refused."""
+        with self._db("cannot open or migrate the schema"), self._writer.begin() as c:
+            if self.dialect == "postgresql":
+                c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+            current = self._read_version(c)
+            if current > SCHEMA_VERSION:
+                raise self._newer(current)
+            if current == 0:
+                metadata.create_all(c)
+                c.execute(insert(schema_version).values(version=SCHEMA_VERSION))
+            elif current < SCHEMA_VERSION:
+                for version, _what, step in MIGRATIONS:
+                    if current < version <= SCHEMA_VERSION:
+                        step(c)
+                c.execute(schema_version.delete())
+                c.execute(insert(schema_version).values(version=SCHEMA_VERSION))
+            return current
+
+    def check(self) -> int:
+        """The schema version of an existing store; StoreError if it has none or is too new."""
+        with self._db("cannot open"), self.engine.connect() as c:
+            v = self._read_version(c)
+        if v == 0:
+            raise StoreError(f"history database {self.masked} holds no mysched history yet (the daemon or "
+                             "'mysched history import' creates it)")
+        if v > SCHEMA_VERSION:
+            raise self._newer(v)
+        return v
+
+    def version(self) -> int:
+        with self._db("cannot read the schema version"), self.engine.connect() as c:
+            return self._read_version(c)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- finished jobs -----------------------------------------------------------------------
+    def _insert_finished(self, c: Connection, records: Iterable[FinishedJob], source: str) -> tuple[int, int]:
+        """Insert what is new; return (added, duplicates)."""
+        rows = [{"job_id": r.id, "start": r.start, "end": r.end, "user": r.user, "grp": r.group,
+                 "queue": r.queue, "vo": r.vo, "cores": r.cores, "cput": r.cput, "exit_status": r.exit_status,
+                 "nodes": ",".join(r.nodes), "source": source} for r in records if r.end is not None]
+        if not rows:
+            return 0, 0
+        # Look the batch's jobs up once and insert only the new ones in one executemany; the
+        # unique key still guards against a concurrent writer (its conflicts are ignored).
+        existing: set[tuple[str, float]] = set()
+        ids = list({r["job_id"] for r in rows})
+        fj = finished_jobs.c
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            existing.update((j, s) for j, s in c.execute(select(fj.job_id, fj.start).where(fj.job_id.in_(chunk))))
+        new = []
+        for r in rows:
+            k = (r["job_id"], r["start"])
+            if k not in existing:
+                existing.add(k)
+                new.append(r)
+        if new:
+            if self.dialect in ("sqlite", "postgresql"):
+                stmt = _dialect_insert(self.dialect)(finished_jobs).on_conflict_do_nothing(
+                    index_elements=["job_id", "start"])
+            else:
+                stmt = insert(finished_jobs)
+            c.execute(stmt, new)
+        return len(new), len(rows) - len(new)
+
+    def add_finished(self, records: list[FinishedJob], source: str = "sim") -> int:
+        """Store wall-clock records (one transaction); known ones are ignored. Returns how many were new."""
+        with self._db("cannot store finished jobs"), self._writer.begin() as c:
+            return self._insert_finished(c, records, source)[0]
+
+    def finished_since(self, t: float) -> list[FinishedJob]:
+        """Jobs that ended at or after `t`, oldest end first (decayed usage over the window)."""
+        with self._db("cannot read finished jobs"), self.engine.connect() as c:
+            res = c.execute(select(finished_jobs).where(finished_jobs.c.end >= t)
+                            .order_by(finished_jobs.c.end, finished_jobs.c.id))
+            return [_row_to_job(r) for r in res]
+
+    def count_finished(self) -> int:
+        with self._db("cannot count finished jobs"), self.engine.connect() as c:
+            return c.execute(select(func.count()).select_from(finished_jobs)).scalar_one()
+
+    def usage_summary(self, since: float | None = None, until: float | None = None, by: str = "vo",
+                      vo_of: Callable[[str], str | None] | None = None) -> list[dict[str, Any]]:
+        """Per VO/group/user/queue: ``{key, jobs, wall_hours, cpu_hours}``, most wall-clock first.
+
+        Wall-clock is (end - start) x cores clipped to [since, until]; CPU time is clipped in
+        the same proportion. The VO is the record's own, else ``vo_of(group)``, else the group.
+        """
+        if by not in ("vo", "group", "user", "queue"):
+            raise StoreError(f"cannot summarise by {by!r}: use vo, group, user or queue")
+        fj = finished_jobs.c
+        q = select(fj.start, fj.end, fj.cores, fj.cput, fj.user, fj.grp, fj.queue, fj.vo)
+        if since is not None:
+            q = q.where(fj.end >= since)
+        if until is not None:
+            q = q.where(fj.start <= until)
+        out: dict[Any, dict[str, Any]] = {}
+        with self._db("cannot summarise usage"), self.engine.connect() as c:
+            for start, end, cores, cput, user, grp, queue, vo in c.execute(q):
+                if by == "vo":
+                    key = vo or (vo_of(grp) if vo_of else grp)
+                else:
+                    key = {"user": user, "group": grp, "queue": queue}[by]
+                lo = max(start, since) if since is not None else start
+                hi = min(end, until) if until is not None else end
+                span = max(0.0, hi - lo)
+                full = end - start
+                d = out.setdefault(key, {"key": key, "jobs": 0, "wall_hours": 0.0, "cpu_hours": 0.0})
+                d["jobs"] += 1
+                d["wall_hours"] += span * cores / 3600.0
+                if cput is not None:
+                    d["cpu_hours"] += cput / 3600.0 * (span / full if full > 0 else 1.0)
+        return sorted(out.values(), key=lambda d: -d["wall_hours"])
+
+    # -- cycles --------------------------------------------------------------------------------
+    def record_cycle(self, *, time: float, duration: float, result: str, n_started: int, n_failed: int,
+                     n_queued: int, n_running: int, summary: dict[str, Any] | None = None,
+                     starts: list[dict[str, Any]] | None = None) -> int:
+        """Store a cycle and its start attempts (dicts as `record_start` takes) in one
+        transaction; return the cycle id."""
+        with self._db("cannot record the cycle"), self._writer.begin() as c:
+            cid = c.execute(insert(cycles).values(
+                time=time, duration=duration, result=result, n_started=n_started, n_failed=n_failed,
+                n_queued=n_queued, n_running=n_running, summary=json.dumps(summary or {}))).inserted_primary_key[0]
+            if starts:
+                c.execute(insert(start_attempts), [{"cycle_id": cid, **s} for s in starts])
+            return int(cid)
+
+    def record_start(self, cycle_id: int, job_id: str, placement: str, reason: str, result: str) -> int:
+        """Store one start attempt of cycle `cycle_id` (placement as given to pbs_runjob)."""
+        with self._db("cannot record the start"), self._writer.begin() as c:
+            return int(c.execute(insert(start_attempts).values(
+                cycle_id=cycle_id, job_id=job_id, placement=placement, reason=reason, result=result)
+            ).inserted_primary_key[0])
+
+    def recent_cycles(self, n: int = 10) -> list[dict[str, Any]]:
+        """The last `n` cycles, newest first, with their summary decoded."""
+        with self._db("cannot read cycles"), self.engine.connect() as c:
+            res = c.execute(select(cycles).order_by(cycles.c.id.desc()).limit(n))
+            return [dict(r._mapping) | {"summary": json.loads(r.summary or "{}")} for r in res]
+
+    def starts_of(self, job_id: str) -> list[dict[str, Any]]:
+        """Every start attempt of a job, oldest first."""
+        with self._db("cannot read starts"), self.engine.connect() as c:
+            res = c.execute(select(start_attempts).where(start_attempts.c.job_id == job_id)
+                            .order_by(start_attempts.c.id))
+            return [dict(r._mapping) for r in res]
+
+    # -- small durable state ----------------------------------------------------------------
+    def get_state(self, key: str) -> Any:
+        """The JSON value stored under `key`, or None."""
+        with self._db("cannot read state"), self.engine.connect() as c:
+            row = c.execute(select(state.c.value).where(state.c.key == key)).first()
+            return json.loads(row[0]) if row else None
+
+    def set_state(self, key: str, value: Any) -> None:
+        """Store a JSON-serialisable value under `key` (replacing any)."""
+        with self._db("cannot write state"), self._writer.begin() as c:
+            self._upsert(c, state, "key", {"key": key, "value": json.dumps(value)})
+
+    # -- accounting ingestion ----------------------------------------------------------------
+    def ingest_accounting(self, dir_or_files: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,
+                          now: float | None = None, on_problem: Callable[[str], None] | None = None
+                          ) -> IngestReport:
+        """Read new `E` records from accounting files; a directory means its ``YYYYMMDD``
+        files in name order (so after midnight yesterday's file is finished first).
+
+        Incremental and idempotent: each file's inode, byte offset and line are remembered
+        with the records they cover, in the same transaction; an unchanged file costs one
+        stat; a file that shrank or was replaced is read again from the start (the unique
+        key drops what is already stored); a partial last line waits for its newline.
+        Malformed lines are counted, reported to `on_problem` and skipped. `now` stamps the
+        positions (default: the clock).
+        """
+        paths = [dir_or_files] if isinstance(dir_or_files, (str, os.PathLike)) else list(dir_or_files)
+        files = _accounting_files([os.fspath(p) for p in paths])
+        with self._db("cannot read ingest positions"), self.engine.connect() as c:
+            known = {r.path: r for r in c.execute(select(ingest_positions))}
+        rep = IngestReport()
+        for path in files:
+            self._ingest_file(path, known.get(path), rep, time.time() if now is None else now, on_problem)
+        return rep
+
+    def _ingest_file(self, path: str, row: Any, rep: IngestReport, now: float,
+                     on_problem: Callable[[str], None] | None) -> None:
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+        size = st.st_size
+        if row is not None and row.inode == st.st_ino and row.size == size:
+            return  # unchanged since last read
+        offset = line = 0
+        try:
+            # Same inode, not shorter, same first bytes: the same file grown. Anything else
+            # (rotated, truncated, replaced — inodes get reused) is read from the start.
+            if row is not None and row.inode == st.st_ino and row.offset <= size and (
+                    not row.head or row.head == _head(path, row.offset)):
+                offset = row.offset
+                line = row.line if row.line is not None else _count_lines(path, offset)
+            if offset == 0 and _is_gzip(path):
+                self._problem(rep, f"{path}: gzip-compressed; decompress it first (zcat)", on_problem,
+                              malformed=False)
+                return
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+        rep.files += 1
+        batch: list[FinishedJob] = []
+        pos, n = offset, 0
+
+        def flush(done: bool) -> None:
+            # `size` = "read to the end of a file this big": set only once at the end, so a
+            # kill between batches leaves a position that does not look complete.
+            with self._db(f"cannot store the records of {path}"), self._writer.begin() as c:
+                added, dups = self._insert_finished(c, batch, "accounting")
+                self._upsert(c, ingest_positions, "path", {
+                    "path": path, "inode": st.st_ino, "offset": pos, "size": max(size, pos) if done else pos,
+                    "line": line + n, "head": _head(path, pos), "updated": now})
+            rep.records_added += added
+            rep.duplicates += dups
+            batch.clear()
+
+        try:
+            for item, pos in iter_file(path, offset, first_line=line + 1, types=("E",)):
+                n += 1
+                rep.lines += 1
+                if item is None:
+                    rep.ignored += 1
+                elif isinstance(item, LineProblem):
+                    self._problem(rep, str(item), on_problem)
+                else:
+                    try:
+                        batch.append(to_finished_job(item))
+                    except NotRun:
+                        rep.ignored += 1
+                    except ValueError as exc:
+                        self._problem(rep, str(LineProblem(path, line + n, str(exc))), on_problem)
+                if n % BATCH_LINES == 0:
+                    flush(False)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+        flush(True)
+
+    @staticmethod
+    def _problem(rep: IngestReport, msg: str, on_problem: Callable[[str], None] | None, *,
+                 malformed: bool = True) -> None:
+        rep.malformed += malformed
+        if len(rep.problems) < MAX_PROBLEMS:
+            rep.problems.append(msg)
+            if on_problem is not None:
+                on_problem(msg)
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    """WAL (readers never block the writer), a busy timeout, and BEGIN issued by SQLAlchemy
+    rather than pysqlite, so DDL is transactional and writers can BEGIN IMMEDIATE."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA busy_timeout=30000")
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+        except Exception:  # noqa: BLE001 - a read-only user cannot switch modes; reading still works
+            pass
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITE) else "BEGIN")
+
+
+def _dialect_insert(dialect: str) -> Callable[[Table], Any]:
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dinsert
+    else:
+        from sqlalchemy.dialects.postgresql import insert as dinsert
+    return dinsert
+
+
+def _accounting_files(paths: list[str]) -> list[str]:
+    """Files to read, each once, by real path: directories give their ``YYYYMMDD`` files in
+    name order (anything else in there is not TORQUE's)."""
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            try:
+                names = sorted(os.listdir(p))
+            except OSError as exc:
+                raise InputError(f"{p}: cannot list accounting directory: {exc.strerror}") from None
+            out += [os.path.join(p, n) for n in names if _DAY_FILE.match(n) and os.path.isfile(os.path.join(p, n))]
+        elif os.path.isfile(p):
+            out.append(p)
+        else:
+            raise InputError(f"{p}: no such accounting file or directory")
+    return list(dict.fromkeys(os.path.realpath(f) for f in out))
+
+
+def _head(path: str, limit: int) -> str:
+    """SHA-1 of a file's first min(limit, HEAD_BYTES) bytes: tells a grown file from a new one."""
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha1(f.read(min(HEAD_BYTES, limit))).hexdigest()
+    except OSError:
+        return ""
+
+
+def _count_lines(path: str, offset: int) -> int:
+    """Newlines before `offset` (positions stored before line numbers were)."""
+    n = 0
+    with open(path, "rb") as f:
+        while offset > 0:
+            chunk = f.read(min(offset, 1 << 20))
+            if not chunk:
+                break
+            n += chunk.count(b"\n")
+            offset -= len(chunk)
+    return n
+
+
+def _is_gzip(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def _row_to_job(r: Any) -> FinishedJob:
+    return FinishedJob(r.job_id, r.user, r.grp, r.queue, r.start, r.end, r.cores, r.vo, r.cput, r.exit_status,
+                       tuple(n for n in (r.nodes or "").split(",") if n))

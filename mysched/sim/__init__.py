@@ -1,0 +1,1 @@
+"""Replaying workloads through the planner on a simulated farm, and reporting on it."""

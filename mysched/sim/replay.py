@@ -1,0 +1,432 @@
+"""Replay a workload through the planner on a simulated farm and measure the outcome.
+
+The loop is the daemon's loop on a virtual clock: read a snapshot, plan, start jobs. To be
+fast on months-long traces it runs a cycle only when one could change something (a job
+arrived, ended or was started since the last cycle, and some job waits with a slot free),
+and jumps the clock from event to event otherwise. Cycles stay on the same fixed grid as
+in production (or, event-driven, follow events rate-limited by `min_interval`), so the
+figures are those the real daemon would produce.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from mysched.config.validate import Config
+from mysched.core.model import Job, Node, TraceJob
+from mysched.core.planner import NodeIndex, plan
+from mysched.backends.sim.farm import SimulatedFarm
+from mysched.core.usage import UsageLedger
+
+BLOCKING = {"held", "not_queued", "queue_disabled", "too_large", "vo_limit", "group_limit", "queue_max_running"}
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """How to run a simulation."""
+
+    policy: str = "mysched"
+    interval: float = 60.0
+    event_driven: bool = False
+    min_interval: float = 5.0
+    timeline_points: int = 2000
+    frame_every: int = 0
+    """Capture the farm picture every this many planner cycles (0: never)."""
+    usage_refresh: float = 300.0
+    """Recompute decayed usage at most this often (simulated seconds). It moves slowly (a
+    window of days, a half-life of hours) and the planner adds this cycle's running slots
+    itself, so refreshing every few minutes changes no decision a site would notice."""
+
+
+@dataclass
+class SimResult:
+    """Figures of one simulation run (see `to_json` for their definitions)."""
+
+    policy: str
+    jobs: int = 0
+    started: int = 0
+    finished: int = 0
+    occupancy: float = 0.0
+    diversity: float = 0.0
+    share_violations: int = 0
+    vo: dict[str, dict] = field(default_factory=dict)
+    wait: list[float] = field(default_factory=list)
+    cycle_times: list[float] = field(default_factory=list)
+    cycles: int = 0
+    span_s: float = 0.0
+    wall_s: float = 0.0
+    start_failures: int = 0
+    timeline: dict[str, list] = field(default_factory=dict)
+    nodes: int = 0
+    slots: int = 0
+    packing: dict[str, dict] = field(default_factory=dict)
+    frames: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """The `--json` document: stable keys."""
+        return {
+            "policy": self.policy,
+            "jobs": self.jobs,
+            "started": self.started,
+            "finished": self.finished,
+            "occupancy": round(self.occupancy, 6),
+            "vo": self.vo,
+            "share_violations": self.share_violations,
+            "diversity": round(self.diversity, 6),
+            "wait_s": _stats(self.wait, ("mean", "p50", "p95", "max")),
+            "cycle_s": _stats(self.cycle_times, ("p50", "p99", "max")),
+            "cycles": self.cycles,
+            "simulated_s": self.span_s,
+            "wall_s": round(self.wall_s, 3),
+            "start_failures": self.start_failures,
+            "farm": {"nodes": self.nodes, "slots": self.slots},
+            "packing_index": {c: v["packing_index"] for c, v in self.packing.items()},
+            "fill_factor": {c: v["fill_factor"] for c, v in self.packing.items()},
+        }
+
+
+def _stats(values: list[float], which: Iterable[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if not values:
+        return {k: 0.0 for k in which}
+    s = sorted(values)
+    n = len(s)
+    for k in which:
+        if k == "mean":
+            out[k] = round(sum(s) / n, 6)
+        elif k == "max":
+            out[k] = round(s[-1], 6)
+        else:
+            q = float(k[1:]) / 100.0
+            out[k] = round(s[min(n - 1, int(math.ceil(q * n)) - 1)], 6)
+    return out
+
+
+def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], opts: SimOptions = SimOptions(),
+             progress: Callable[[float], None] | None = None) -> SimResult:
+    """Run `workload` on `nodes` under `config` and return the measured figures."""
+    wall0 = time.perf_counter()
+    classes = {pc.name: pc for pc in config.packing}
+    nodes = tuple(nodes)
+    index = NodeIndex().get(config, nodes)  # the planner's, also for the farm's packing figures
+
+    def classify(job: Job, vo: str) -> str | None:
+        pc = index.job_class(job.queue, vo, job.group, job.user)
+        return pc.name if pc else None
+
+    farm = SimulatedFarm(nodes, workload, vo_of=config.vo_of, classify=classify if classes else None)
+    slots_per_node = max((n.slots for n in nodes), default=1)
+    res = SimResult(policy=opts.policy, jobs=len(workload), nodes=len(nodes), slots=farm.total_slots)
+    if not workload:
+        return res
+    # Only the mysched policy reads decayed usage; the baselines plan without it.
+    fairshare = opts.policy == "mysched"
+    ledger = UsageLedger(config.history_window, config.half_life, vo_of=config.vo_of)
+    usage_cache = _UsageCache(ledger, opts.usage_refresh if fairshare else math.inf)
+    vo_area: dict[str, float] = {}
+
+    def ended(job: Job, vo: str) -> None:
+        start = job.start_time if job.start_time is not None else farm.now
+        if fairshare:
+            ledger.add(vo, job.group, job.user, start, farm.now, job.cores)
+        res.finished += 1
+        vo_area[vo] = vo_area.get(vo, 0.0) + job.cores * (farm.now - start)
+
+    farm.on_end = ended
+    total = farm.total_slots
+    guarantees = {name: v.guarantee(total) for name, v in config.vos.items()}
+    below_since: dict[str, float] = {}
+    below_s: dict[str, float] = {v: 0.0 for v in guarantees}
+    t0 = farm.now
+    interval = opts.interval
+    acc = {"q_used": 0.0, "q_avail": 0.0, "div": 0.0, "busy": 0.0}
+    pi_acc = {c: [0.0, 0.0, 0.0] for c in classes}  # sum PI, sum class fill, samples
+
+    def packing_now(c: str) -> tuple[float, float] | None:
+        used_nodes = farm.class_nodes.get(c, 0)
+        if not used_nodes:
+            return None
+        cs = farm.class_slots.get(c, 0)
+        needed = math.ceil(cs / slots_per_node)
+        return needed / used_nodes, cs / (used_nodes * slots_per_node)
+
+    grid_at = [t0, 0]  # the last time seen and its grid index (the next call starts there)
+
+    def on_change(ta: float, tb: float) -> None:
+        dt = tb - ta
+        if farm.queued > 0:
+            acc["q_used"] += farm.used * dt
+            acc["q_avail"] += total * dt
+        ka = grid_at[1] if ta == grid_at[0] else math.ceil((ta - t0) / interval - 1e-9)
+        kb = math.ceil((tb - t0) / interval - 1e-9)
+        grid_at[0], grid_at[1] = tb, kb
+        k = kb - ka
+        if k > 0 and farm.busy_nodes:
+            acc["div"] += k * farm.div_sum
+            acc["busy"] += k * farm.busy_nodes
+        if k > 0 and classes:
+            for c in classes:
+                got = packing_now(c)
+                if got is not None:
+                    a = pi_acc[c]
+                    a[0] += k * got[0]
+                    a[1] += k * got[1]
+                    a[2] += k
+
+    farm.on_change = on_change
+
+    def track_below(t: float) -> None:
+        """Only VOs whose counts changed can have crossed their guarantee."""
+        touched = farm.vo_touched
+        if not touched:
+            return
+        for vo in touched:
+            g = guarantees.get(vo)
+            if g is None:
+                continue
+            is_below = farm.vo_queued.get(vo, 0) > 0 and farm.vo_running.get(vo, 0) < g
+            if is_below and vo not in below_since:
+                below_since[vo] = t
+            elif not is_below and vo in below_since:
+                below_s[vo] += t - below_since.pop(vo)
+        touched.clear()
+
+    span_end = max(tj.job.submit_time for tj in workload)
+    step = max(interval, (span_end - t0) / max(1, opts.timeline_points))
+    tl: dict[str, list] = {"t": [], "used": [], "running": [], "queued": [], "packing_index": []}
+    last_sample = -math.inf
+
+    def sample(t: float) -> None:
+        nonlocal last_sample
+        if t - last_sample < step:
+            return
+        last_sample = t
+        tl["t"].append(t - t0)
+        tl["used"].append(farm.used)
+        tl["running"].append({k: v for k, v in farm.vo_running.items() if v})
+        tl["queued"].append({k: v for k, v in farm.vo_queued.items() if v})
+        if classes:
+            tl["packing_index"].append({c: got[0] for c in classes if (got := packing_now(c)) is not None})
+
+    t = t0
+    last_cycle = -math.inf
+    wake_at: float | None = None
+    next_progress = t0
+    while True:
+        farm.advance(t)
+        track_below(t)
+        sample(t)
+        if wake_at is not None and t >= wake_at:
+            farm.dirty = True  # a reservation ran out: the same farm may now plan differently
+            wake_at = None
+        if farm.queued > 0 and farm.dirty and farm.free_slots > 0:
+            wake_at = _cycle(farm, config, usage_cache, opts.policy, res, t, index, guarantees)
+            last_cycle = t
+            if opts.frame_every and res.cycles % opts.frame_every == 1:
+                res.frames.append((t - t0, farm.slot_classes()))
+            track_below(t)
+        elif farm.queued > 0:
+            farm.dirty = False
+        if farm.exhausted:
+            break
+        if progress is not None and t >= next_progress:
+            progress(min(1.0, (t - t0) / max(1.0, span_end - t0)))
+            next_progress = t + (span_end - t0) / 1000.0
+        # When is the next cycle worth running?
+        if opts.event_driven:
+            ev = farm.next_event()
+            if wake_at is not None and farm.queued:
+                ev = wake_at if ev is None else min(ev, wake_at)
+            if ev is None:
+                break
+            nxt = min(max(ev, last_cycle + opts.min_interval), _next_grid(t, t0, interval))
+            if farm.queued == 0 or not farm.dirty:
+                nxt = max(nxt, ev)
+            t = max(nxt, t + 1e-6)
+        else:
+            nxt = t + interval
+            if not farm.dirty or farm.queued == 0 or farm.free_slots <= 0:
+                ev = farm.next_event(arrivals=True, ends=True)
+                if wake_at is not None and farm.queued:
+                    ev = wake_at if ev is None else min(ev, wake_at)
+                if ev is None:
+                    break
+                if ev > nxt:
+                    nxt = _next_grid(ev - 1e-9, t0, interval)
+            t = nxt
+    for vo, since in below_since.items():
+        below_s[vo] += farm.now - since
+    # Jobs still running at the end count up to the end of the replay.
+    for job in farm.jobs.values():
+        if job.start_time is not None:
+            vo = job.vo or config.vo_of(job.group)
+            vo_area[vo] = vo_area.get(vo, 0.0) + job.cores * (farm.now - job.start_time)
+    used_total = sum(vo_area.values())
+    names = sorted(set(config.vos) | set(vo_area))
+    res.vo = {
+        vo: {
+            "share": round(config.vo(vo).share_fraction(total), 6),
+            "guarantee": guarantees.get(vo, 0),
+            "used": round(vo_area.get(vo, 0.0) / used_total, 6) if used_total else 0.0,
+            "below_guarantee_s": round(below_s.get(vo, 0.0), 1),
+        }
+        for vo in names
+    }
+    res.occupancy = acc["q_used"] / acc["q_avail"] if acc["q_avail"] else 1.0
+    if classes:
+        # Farm Fill Factor: used / available slots while jobs wait (the slots a packing
+        # policy leaves idle show here) -- the same integral as the occupancy.
+        res.packing = {"farm": {"packing_index": None, "fill_factor": round(res.occupancy, 6)}}
+        for c, (spi, sff, n) in pi_acc.items():
+            res.packing[c] = {"packing_index": round(spi / n, 6) if n else None,
+                              "fill_factor": round(sff / n, 6) if n else None,
+                              "policy": classes[c].policy}
+    res.diversity = acc["div"] / acc["busy"] if acc["busy"] else 1.0
+    res.span_s = farm.now - t0
+    res.timeline = tl
+    res.wall_s = time.perf_counter() - wall0
+    if progress is not None:
+        progress(1.0)
+    return res
+
+
+def _next_grid(t: float, t0: float, interval: float) -> float:
+    """The first cycle time on the grid strictly after t."""
+    return t0 + (math.floor((t - t0) / interval) + 1) * interval
+
+
+class _UsageCache:
+    """Decayed usage, recomputed when older than `refresh` simulated seconds."""
+
+    def __init__(self, ledger: UsageLedger, refresh: float) -> None:
+        self.ledger = ledger
+        self.refresh = refresh
+        self.at = -math.inf
+        self.value = None
+
+    def get(self, now: float, snap) -> "object":
+        if self.value is None or now - self.at >= self.refresh:
+            running = [j for j in snap.jobs if j.start_time is not None]
+            self.value = self.ledger.usage(now, running)
+            self.at = now
+        return self.value
+
+
+def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy: str, res: SimResult,
+           now: float, index: NodeIndex, guarantees: dict[str, int]) -> float | None:
+    """One planner cycle on the farm; returns when the plan could change with time alone."""
+    snap = farm.snapshot()
+    usage = usage_cache.get(now, snap)
+    c0 = time.perf_counter()
+    p = plan(snap, config, usage, now, policy=policy, index=index)
+    res.cycle_times.append(time.perf_counter() - c0)
+    res.cycles += 1
+    farm.dirty = False
+    if p.starts:
+        res.share_violations += _violations(p, snap, config, farm, guarantees, index)
+    jobs = farm.jobs
+    for s in p.starts:
+        job = jobs[s.job_id]
+        try:
+            farm.run_job(s.job_id, s.placement)
+        except Exception:  # noqa: BLE001 - a refused start is counted, the plan goes on
+            res.start_failures += 1
+            continue
+        res.started += 1
+        res.wait.append(now - job.submit_time)
+    return p.wake_at
+
+
+def _violations(p, snap, config: Config, farm: SimulatedFarm, guarantees: dict[str, int],
+                index: NodeIndex) -> int:
+    """Starts given to a VO at/above its guarantee while a below-guarantee VO had a job
+    waiting that could have run on that node (node type, queue assignment, free cores,
+    per-node limits, packing). Hot-list starts bypass shares by design and are not counted.
+
+    Called before the starts are made, so the farm's counts are the plan's starting point."""
+    if not p.waits:
+        return 0  # nobody was left waiting
+    vo_running, vo_queued = farm.vo_running, farm.vo_queued
+    below_waiting: dict[str, list[Job]] = {vo: [] for vo, g in guarantees.items()
+                                           if vo_queued.get(vo, 0) and vo_running.get(vo, 0) < g}
+    if not below_waiting:
+        return 0
+    # Cheap test first: did any start go to a VO already at its guarantee?
+    run = dict(vo_running)
+    over = False
+    for s in sorted(p.starts, key=lambda s: s.rank):
+        if s.reason != "hot" and run.get(s.vo, 0) >= guarantees.get(s.vo, 0):
+            over = True
+            break
+        run[s.vo] = run.get(s.vo, 0) + s.cores
+    if not over:
+        return 0
+    jobs = {j.id: j for j in snap.jobs}
+    for w in p.waits.values():
+        if w.reason in BLOCKING:
+            continue
+        j = jobs.get(w.job_id)
+        if j is None:
+            continue
+        vo = j.vo or config.vo_of(j.group)
+        lst = below_waiting.get(vo)
+        if lst is not None:
+            lst.append(j)
+    running = dict(vo_running)
+    guarantee = guarantees
+    free = dict(farm.free)
+    # Per-node VO and group job counts, for the per-node limits (built only when needed).
+    per_node: dict[str, dict[str, int]] = {}
+    for j in snap.jobs:
+        if j.start_time is not None:
+            jvo = j.vo or config.vo_of(j.group)
+            for name, _ in j.placement:
+                d = per_node.setdefault(name, {})
+                d[("v", jvo)] = d.get(("v", jvo), 0) + 1
+                d[("g", j.group)] = d.get(("g", j.group), 0) + 1
+
+    def fits(j: Job, vo: str, name: str) -> bool:
+        # The planner's own rules: the pools (queue assignment, node type) and per-node limits.
+        *_, vmax, gmax, pool_keys = index.rules(j.queue, vo, j.group)
+        if j.cores > free[name] or index.by_name[name][2] not in pool_keys:
+            return False
+        reserved = p.node_classes.get(name)
+        if reserved is not None:
+            pc = index.job_class(j.queue, vo, j.group, j.user)
+            if pc is None or pc.name != reserved:
+                return False
+        d = per_node.get(name, {})
+        if vmax is not None and d.get(("v", vo), 0) >= vmax:
+            return False
+        if gmax is not None and d.get(("g", j.group), 0) >= gmax:
+            return False
+        return True
+
+    count = 0
+    for s in sorted(p.starts, key=lambda s: s.rank):
+        name = s.placement[0][0]
+        if s.reason != "hot" and running.get(s.vo, 0) >= guarantee.get(s.vo, 0):
+            for vo, waiting in below_waiting.items():
+                if vo == s.vo or running.get(vo, 0) >= guarantee.get(vo, 0):
+                    continue
+                seen = set()
+                for j in waiting:
+                    k = (j.queue, j.group, j.cores, j.user)
+                    if k in seen:
+                        continue
+                    seen.add(k)
+                    if fits(j, vo, name):
+                        count += 1
+                        break
+                else:
+                    continue
+                break
+        running[s.vo] = running.get(s.vo, 0) + s.cores
+        free[name] -= s.cores
+        d = per_node.setdefault(name, {})
+        d[("v", s.vo)] = d.get(("v", s.vo), 0) + 1
+        d[("g", s.group)] = d.get(("g", s.group), 0) + 1
+    return count

@@ -1,0 +1,47 @@
+"""Workloads for the simulator: SWF traces, TORQUE accounting logs, the synthetic default."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Mapping
+
+from mysched.errors import InputError
+from mysched.core.model import TraceJob
+from mysched.sim.workloads.swf import READ_ERRORS, open_text, read_swf
+
+_ACCOUNTING = re.compile(r"^(\d{8}:)?\d\d/\d\d/\d{4} \d\d:\d\d:\d\d;[A-Z];")
+
+
+def detect_format(path: str) -> str:
+    """"swf" or "accounting", from the first line that is not blank."""
+    with open_text(path) as f:
+        try:
+            for line in f:
+                s = line.strip()
+                if not s:
+                    continue
+                return "accounting" if _ACCOUNTING.match(s) else "swf"
+        except READ_ERRORS as exc:
+            raise InputError(f"{path}: cannot read: {exc}") from None
+    raise InputError(f"{path}: empty file")
+
+
+def load_trace(path: str, *, fmt: str = "auto", first: int | None = None, start_from: float | None = None,
+               vo_map: Mapping[str, str] | None = None,
+               warn: Callable[[str], None] | None = None) -> tuple[list[TraceJob], dict]:
+    """Jobs of a trace in submit order, plus what is known of its farm (``nodes``, ``slots_per_node``)."""
+    if fmt == "auto":
+        fmt = detect_format(path)
+    if fmt == "accounting":
+        from mysched.sim.workloads.acctrace import read_accounting_trace
+
+        return read_accounting_trace(path, first=first, start_from=start_from, vo_map=vo_map, warn=warn)
+    tr = read_swf(path, first=first, start_from=start_from, vo_map=vo_map, on_problem=warn)
+    if warn is not None:
+        if tr.skipped.get("malformed", 0) > len(tr.problems):
+            warn(f"{path}: {tr.skipped['malformed']} malformed lines skipped in all (first {len(tr.problems)} shown)")
+    info: dict = {"skipped": tr.skipped}
+    if tr.max_nodes and tr.max_procs and tr.max_procs % tr.max_nodes == 0:
+        info["nodes"] = tr.max_nodes
+        info["slots_per_node"] = tr.max_procs // tr.max_nodes
+    return tr.jobs, info

@@ -1,0 +1,68 @@
+"""A TORQUE accounting log as a workload: each `E` record becomes a job to replay.
+
+Submit time is the record's ``qtime`` (else ``ctime``, else its start); runtime is
+``end - start``; cores, walltime and memory requests come from the record.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Mapping
+
+from mysched.history.accounting import NotRun, parse_line, to_finished_job
+from mysched.backends.torque.values import duration_or_none
+from mysched.errors import InputError
+from mysched.core.model import Job, JobState, TraceJob
+from mysched.sim.workloads.swf import open_text
+
+MAX_PROBLEMS = 20
+
+
+def read_accounting_trace(path: str, *, first: int | None = None, start_from: float | None = None,
+                          vo_map: Mapping[str, str] | None = None,
+                          warn: Callable[[str], None] | None = None) -> tuple[list[TraceJob], dict]:
+    """Jobs of an accounting log (or a directory of them), in submit order."""
+    files = [path]
+    if os.path.isdir(path):
+        files = sorted(os.path.join(path, n) for n in os.listdir(path) if n[:1].isdigit())
+    jobs: list[TraceJob] = []
+    seen: set[tuple[str, float]] = set()
+    malformed = 0
+    for fname in files:
+        with open_text(fname) as f:
+            for lineno, line in enumerate(f, 1):
+                try:
+                    rec = parse_line(line)
+                    if rec is None or rec.type != "E":
+                        continue
+                    fj = to_finished_job(rec)
+                except NotRun:
+                    continue  # deleted before it started: nothing to replay
+                except ValueError as exc:
+                    malformed += 1
+                    if warn is not None and malformed <= MAX_PROBLEMS:
+                        warn(f"{fname}:{lineno}: {exc}")
+                    continue
+                if (fj.id, fj.start) in seen:
+                    continue
+                seen.add((fj.id, fj.start))
+                a = rec.attrs
+                submit = fj.start
+                for key in ("qtime", "ctime"):
+                    try:
+                        submit = min(float(a[key]), fj.start)
+                        break
+                    except (KeyError, ValueError):
+                        continue
+                if start_from is not None and submit < start_from:
+                    continue
+                walltime = duration_or_none(a.get("Resource_List.walltime"))
+                vo = vo_map.get(fj.group) if vo_map else None
+                jobs.append(TraceJob(Job(fj.id, fj.queue, fj.user, fj.group, fj.cores, JobState.QUEUED, submit,
+                                         None, walltime, None, (), vo), fj.end - fj.start))
+    if not jobs and malformed:
+        raise InputError(f"{path}: no usable E record ({malformed} malformed lines)")
+    jobs.sort(key=lambda t: (t.job.submit_time, t.job.id))
+    if first is not None:
+        jobs = jobs[:first]
+    return jobs, {"malformed": malformed}

@@ -1,0 +1,425 @@
+"""Reader for Standard Workload Format traces (Parallel Workloads Archive, Alea's extension).
+
+SWF: 18 whitespace-separated columns, ``;`` header comment lines, ``-1`` for a missing value;
+plain, gzip, bzip2 or xz (told apart by magic bytes, not by the file name). Alea's extended
+lines (wagap-2013) add column 19 (node list), 20 (queue name) and 21 (PBS nodespec) and carry
+absolute submit times without a header.
+
+What becomes of a line (the simulator replays *what ran*):
+
+- Jobs cancelled before they started -- status 5 with no allocated processor or no run time
+  (LPC-EGEE: user, group and requested time are -1 too) -- are skipped as ``cancelled``.
+  Cancelled jobs that got a processor are kept, even those killed within the second (run 0):
+  the real scheduler dispatched them, and they held their slots that long (as AccaSim counts).
+  Failed jobs (status 0) are kept; so are jobs that ran for 0 s: they still had to be placed.
+- Jobs without a submit time (``no_submit``) or run time (``no_runtime``) cannot be replayed.
+- Lines that are not SWF (too few columns, a non-numeric value in a column we read) are
+  ``malformed``: reported as ``FILE:LINE: reason`` and skipped; the rest loads. Only the
+  columns the reader uses are checked.
+- A file that is missing, unreadable or holds no SWF job line at all raises `InputError`.
+
+Names: user ``u<N>``; group ``g<N>`` (``nogroup`` where the trace has -1: SWF numbers groups
+from 1, and traces without the field then form one group); queue: the name the header's
+``; Queue: N name`` lines give (LPC-EGEE: test, short, long, day, infinite, batch), else
+``q<N>``, ``default`` where the column is -1; Alea: column 20. `Job.vo` is set only from
+`vo_map` -- otherwise the configuration maps groups to VOs.
+
+Requested memory: SWF gives KB per processor; a header note ``'mem_req' column relates to:
+quantity=per_job`` (LPC-EGEE) makes it KB per job; Alea's column 10 is bytes per job.
+`Job.mem` is bytes per job.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gc
+import gzip
+import io
+import lzma
+import os
+import re
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import IO, Callable, Mapping
+
+from mysched.errors import InputError
+from mysched.core.model import Job, JobState, TraceJob
+
+LPC_QUEUES: dict[int, str] = {1: "test", 2: "short", 3: "long", 4: "day", 5: "infinite", 6: "batch"}
+"""LPC-EGEE-2004 queue names (SOURCES.md), for copies that lost the header's Queue lines."""
+
+MAX_PROBLEMS = 20
+"""Malformed lines kept as messages (all are counted in ``skipped["malformed"]``)."""
+
+NOT_SWF_AFTER = 100
+"""Malformed lines before the first good one after which the file is declared not SWF."""
+
+_QUEUE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*")
+_COLUMNS = ("job number", "submit time", "wait time", "run time", "allocated processors",
+            "average CPU time", "used memory", "requested processors", "requested time",
+            "requested memory", "status", "user", "group", "executable", "queue", "partition",
+            "preceding job", "think time")
+_MAGIC: tuple[tuple[bytes, Callable[[IO[bytes]], IO[bytes]]], ...] = (
+    (b"\x1f\x8b", lambda f: gzip.GzipFile(fileobj=f)),
+    (b"BZh", lambda f: bz2.BZ2File(f)),
+    (b"\xfd7zXZ\x00", lambda f: lzma.LZMAFile(f)),
+)
+READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
+"""What reading a damaged (e.g. truncated) compressed file may raise."""
+
+
+@dataclass
+class SwfTrace:
+    """The jobs of a trace in submit order, what was skipped and why, and the header facts."""
+
+    path: str
+    jobs: list[TraceJob] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Lines not replayed, by reason: cancelled, no_submit, no_runtime, malformed,
+    before_start_from. Lines after `first` was reached are not read, so not counted."""
+    problems: list[str] = field(default_factory=list)
+    """The first `MAX_PROBLEMS` malformed lines as ``FILE:LINE: reason``."""
+    unix_start: float | None = None
+    """Header ``UnixStartTime``; None if absent (submit times are then taken as absolute)."""
+    timezone: str | None = None
+    """Header ``TimeZoneString`` (e.g. ``Europe/Paris``), else ``UTC+HH:MM`` from ``TimeZone``."""
+    max_nodes: int | None = None
+    max_procs: int | None = None
+    queue_names: dict[int, str] = field(default_factory=dict)
+    """Queue number -> name, from the header."""
+    extended: bool = False
+    """Alea's extended format (queue names from column 20)."""
+    cancelled_ran: int = 0
+    """Status-5 jobs kept because they ran (counted before the `first` cut of a file that is
+    not in submit order)."""
+    truncated: bool = False
+    """Reading stopped once `first` jobs were found."""
+    lines: int = 0
+    """Lines read."""
+    groups: dict[str, int] = field(default_factory=dict)
+    """Jobs per group, for the groups of `jobs` (sorted by name)."""
+    queues: dict[str, int] = field(default_factory=dict)
+    """Jobs per queue (sorted by name)."""
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + n
+
+
+def open_text(path: str | os.PathLike[str]) -> io.TextIOWrapper:
+    """Open a plain or compressed (gzip, bzip2, xz: by magic bytes) file as text.
+
+    Undecodable bytes become U+FFFD, so binary junk shows as malformed lines, not as an
+    exception halfway through."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        magic = f.peek(6)[:6]  # not read+seek: pipes and process substitution work too
+    except OSError as exc:
+        f.close()
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    raw: IO[bytes] = f
+    for prefix, opener in _MAGIC:
+        if magic.startswith(prefix):
+            raw = opener(f)
+            break
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None)
+
+
+def _first_int(text: str) -> int | None:
+    """``"70  (dual)"`` -> 70."""
+    try:
+        return int(float(text.split()[0]))
+    except (ValueError, IndexError, OverflowError):
+        return None
+
+
+class _Reader:
+    """One pass over one file; a class so the per-line loop keeps its state in locals."""
+
+    def __init__(self, path: str, vo_map: Mapping[str, str] | None) -> None:
+        self.tr = SwfTrace(path)
+        self.vo_map = vo_map
+        self.mem_per_job = False
+        self.lpc = "LPC-EGEE" in os.path.basename(path)
+        self.name_count: dict[str, int] = {}
+        self.strings: dict[str, str] = {}
+
+    def problem(self, lineno: int, message: str) -> None:
+        tr = self.tr
+        tr.skip("malformed")
+        if len(tr.problems) < MAX_PROBLEMS:
+            tr.problems.append(f"{tr.path}:{lineno}: {message}")
+
+    def header(self, line: str) -> bool:
+        """Take what we use from a ``;`` line; True if it changes how job lines are read."""
+        key, sep, value = line.lstrip()[1:].partition(":")
+        if not sep:
+            return False
+        key = key.strip()
+        tr = self.tr
+        if key == "UnixStartTime":
+            v = _first_int(value)
+            if v is not None:
+                tr.unix_start = float(v)
+                return True
+        elif key == "TimeZoneString":
+            tr.timezone = value.split("#")[0].strip() or tr.timezone
+        elif key == "TimeZone" and tr.timezone is None:
+            v = _first_int(value)
+            if v is not None:
+                sign = "-" if v < 0 else "+"
+                tr.timezone = f"UTC{sign}{abs(v) // 3600:02d}:{abs(v) % 3600 // 60:02d}"
+        elif key == "MaxNodes":
+            tr.max_nodes = _first_int(value)
+        elif key == "MaxProcs":
+            tr.max_procs = _first_int(value)
+        elif key == "Queue":
+            words = value.split()
+            try:
+                num = int(words[0])
+            except (ValueError, IndexError):
+                return False
+            if len(words) > 1 and _QUEUE_NAME.fullmatch(words[1]):
+                tr.queue_names[num] = words[1]
+                self.name_count[words[1]] = self.name_count.get(words[1], 0) + 1
+                return True
+        elif key == "Note" and "mem_req" in value and "per_job" in value:
+            self.mem_per_job = True
+            return True
+        elif key in ("Installation", "Computer") and "LPC" in value:
+            self.lpc = True
+            return True
+        return False
+
+    def queue_name(self, num: int) -> str:
+        name = self.tr.queue_names.get(num)
+        if name is not None and self.name_count.get(name) == 1:
+            return name
+        if self.lpc and not self.tr.queue_names and num in LPC_QUEUES:
+            return LPC_QUEUES[num]
+        return f"q{num}" if num >= 0 else "default"
+
+    def attrs(self, parts: list[str]) -> tuple:
+        """(queue, user, group, cores, walltime, mem, vo, status, alloc) of a line.
+
+        Cached by the caller per distinct text of these columns: most lines repeat a few
+        users, groups, queues and requests, so the conversions run once per combination."""
+        values = []
+        for col in (4, 7, 8, 9, 10, 11, 12):
+            text = parts[col]
+            try:
+                values.append(int(text) if col != 8 and col != 9 else float(text))
+            except ValueError:
+                raise ValueError(f"non-numeric {_COLUMNS[col]} (column {col + 1}): {text!r}") from None
+        alloc, req_procs, req_time, req_mem, status, user, group = values
+        if not (req_time == req_time and req_mem == req_mem):
+            raise ValueError("NaN in requested time or memory")
+        if len(parts) >= 20:
+            queue = parts[19]
+            self.tr.extended = True
+        else:
+            try:
+                queue = self.queue_name(int(parts[14]))
+            except ValueError:
+                raise ValueError(f"non-numeric {_COLUMNS[14]} (column 15): {parts[14]!r}") from None
+        cores = alloc if alloc > 0 else (req_procs if req_procs > 0 else 1)
+        mem = None
+        if 0 < req_mem < 1e18:
+            if len(parts) >= 20:
+                mem = int(req_mem)  # Alea: bytes per job
+            elif self.mem_per_job:
+                mem = int(req_mem * 1024)
+            else:
+                mem = int(req_mem * 1024) * cores
+        intern = self.strings.setdefault
+        u = intern(f"u{user}", f"u{user}") if user >= 0 else "nouser"
+        g = intern(f"g{group}", f"g{group}") if group >= 0 else "nogroup"
+        q = intern(queue, queue)
+        vo = self.vo_map.get(g) if self.vo_map else None
+        walltime = req_time if 0 < req_time < 1e15 else None
+        return (q, u, g, cores, walltime, mem, vo, status, alloc)
+
+
+def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_from: float | None = None,
+             vo_map: Mapping[str, str] | None = None,
+             on_problem: Callable[[str], None] | None = None) -> SwfTrace:
+    """Read an SWF trace into jobs to replay, sorted by submit time (absolute Unix seconds).
+
+    `start_from` (absolute Unix time) skips jobs submitted before it; `first` then keeps only
+    the first N jobs replayed, in submit order (reading stops there when the file is in
+    submit order, as archive files are). Malformed lines go to `on_problem` (the first
+    `MAX_PROBLEMS`, once the file has proved to be SWF: junk gets one error, not a page)."""
+    if first is not None and first < 0:
+        raise ValueError("first must be >= 0")
+    path = os.fspath(path)
+    rd = _Reader(path, vo_map)
+    tr = rd.tr
+    jobs: list[TraceJob] = []
+    append = jobs.append
+    cache: dict[tuple, tuple] = {}
+    get = cache.get
+    queued = JobState.QUEUED
+    base = 0.0
+    good = 0  # lines with all columns we read numeric
+    last_submit = -1.0
+    in_order = True
+    limit = first if first is not None else -1
+    lineno = 0
+    cancelled = no_submit = no_runtime = early = cancelled_ran = 0
+    with open_text(path) as f:
+        # Hundreds of thousands of new objects and no cycles among them: the cyclic collector
+        # would only rescan the growing job list (a fifth of the load time on LPC-EGEE).
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for lineno, line in enumerate(f, 1):
+                parts = line.split()
+                n = len(parts)
+                if n == 0:
+                    continue
+                if parts[0][0] == ";":
+                    if rd.header(line):
+                        cache.clear()
+                        base = tr.unix_start or 0.0
+                    continue
+                if n < 18:
+                    rd.problem(lineno, f"expected 18 columns, found {n}")
+                    if not good and tr.skipped["malformed"] >= NOT_SWF_AFTER:
+                        break
+                    continue
+                key = (parts[4], parts[7], parts[8], parts[9], parts[10], parts[11], parts[12], parts[14],
+                       parts[19] if n >= 20 else None)
+                a = get(key)
+                try:
+                    if a is None:
+                        a = cache[key] = rd.attrs(parts)
+                    jid = parts[0]
+                    if not jid.isdecimal():
+                        raise ValueError(f"non-numeric {_COLUMNS[0]} (column 1): {jid!r}")
+                    submit = float(parts[1])
+                    run = float(parts[3])
+                except ValueError as exc:
+                    msg = str(exc)
+                    if msg.startswith("could not convert"):
+                        col = 1 if not _is_number(parts[1]) else 3
+                        msg = f"non-numeric {_COLUMNS[col]} (column {col + 1}): {parts[col]!r}"
+                    rd.problem(lineno, msg)
+                    if not good and tr.skipped["malformed"] >= NOT_SWF_AFTER:
+                        break
+                    continue
+                good += 1
+                if a[7] == 5 and (a[8] <= 0 or run < 0):
+                    cancelled += 1
+                    continue
+                if not 0 <= submit < 1e12:
+                    no_submit += 1
+                    continue
+                if not 0 <= run < 1e12:
+                    no_runtime += 1
+                    continue
+                t = base + submit
+                if start_from is not None and t < start_from:
+                    early += 1
+                    continue
+                if t < last_submit:
+                    in_order = False
+                last_submit = t
+                if len(jobs) == limit:
+                    if in_order:
+                        tr.truncated = True
+                        break
+                    limit = -1  # out of order: read it all, sort, then cut
+                append(TraceJob(Job(jid, a[0], a[1], a[2], a[3], queued, t, None, a[4], a[5], (), a[6]), run))
+                if a[7] == 5:
+                    cancelled_ran += 1
+        except READ_ERRORS as exc:
+            raise InputError(f"{path}: cannot read (line {lineno + 1}): {exc}") from None
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+    tr.lines = lineno
+    if not good:
+        if tr.problems:
+            raise InputError(f"{path}: not an SWF trace: no job line of 18 numeric columns "
+                             f"(first problem: {tr.problems[0]})")
+        raise InputError(f"{path}: not an SWF trace: no job lines")
+    for reason, count in (("cancelled", cancelled), ("no_submit", no_submit), ("no_runtime", no_runtime),
+                          ("before_start_from", early)):
+        if count:
+            tr.skip(reason, count)
+    if not in_order:
+        jobs.sort(key=_submit_key)
+        if first is not None and len(jobs) > first:
+            del jobs[first:]
+            tr.truncated = True
+    tr.cancelled_ran = cancelled_ran
+    tr.jobs = jobs
+    tr.groups = dict(sorted(Counter(map(_group_of, jobs)).items()))
+    tr.queues = dict(sorted(Counter(map(_queue_of, jobs)).items()))
+    # Reported once the file proved to be a trace: junk gets one error, not 20 warnings.
+    if on_problem is not None:
+        for text in tr.problems:
+            on_problem(text)
+    return tr
+
+
+_submit_key = attrgetter("job.submit_time")
+_group_of = attrgetter("job.group")
+_queue_of = attrgetter("job.queue")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def parse_vo_map(text_or_path: str | os.PathLike[str]) -> dict[str, str]:
+    """Group -> VO for ``--vo-map``: ``g2=atlas,g6=cms``, or a file of ``GROUP VO`` or
+    ``GROUP=VO`` lines (``#`` comments, blank lines allowed). Bad syntax raises `InputError`
+    naming the item or ``FILE:LINE``."""
+    text = os.fspath(text_or_path)
+    if os.path.isfile(text):
+        try:
+            with open(text, encoding="utf-8", errors="replace") as f:
+                items = list(enumerate(f, 1))
+        except OSError as exc:
+            raise InputError(f"{text}: cannot read: {exc.strerror or exc}") from None
+        source = text
+
+        def where(i: int) -> str:
+            return f"{text}:{i}"
+    else:
+        if "=" not in text:
+            raise InputError(f"{text}: no such file, and not a GROUP=VO list (e.g. g2=atlas,g6=cms)")
+        items = list(enumerate(text.split(","), 1))
+        source = "--vo-map"
+
+        def where(i: int) -> str:
+            return f"--vo-map item {i}"
+    out: dict[str, str] = {}
+    for i, raw in items:
+        item = raw.split("#", 1)[0].strip()
+        if not item:
+            continue
+        if "=" in item:
+            parts = [p.strip() for p in item.split("=")]
+        else:
+            parts = item.split()
+        if len(parts) != 2 or not all(parts) or any(c.isspace() for p in parts for c in p):
+            raise InputError(f"{where(i)}: expected GROUP=VO or GROUP VO, got {raw.strip()!r}")
+        group, vo = parts
+        if group in out and out[group] != vo:
+            raise InputError(f"{where(i)}: group {group} mapped twice ({out[group]} and {vo})")
+        out[group] = vo
+    if not out:
+        raise InputError(f"{source}: empty VO mapping")
+    return out
