@@ -7,7 +7,8 @@ import math
 import pytest
 
 from mysched.cli.main import main
-from mysched.config.validate import config_from_text, load_config, parse_duration
+from mysched.core.durations import parse_duration
+from mysched.config import config_from_text, load_config
 from mysched.errors import ConfigError
 
 from .conftest import REPO

@@ -6,7 +6,7 @@ import json
 import os
 
 
-from mysched.config.validate import config_from_text
+from mysched.config import config_from_text
 from mysched.daemon.cycle import Daemon
 from mysched.errors import JobGone, RunRefused, ServerTimeout, ServerUnavailable
 from mysched.core.model import JobState, Node, TraceJob
@@ -147,7 +147,7 @@ def test_dry_run_starts_nothing(tmp_path):
 def test_bad_reload_keeps_the_last_good_config(tmp_path):
     path = tmp_path / "mysched.cfg"
     path.write_text(CFG + "scheduler = { max_starts_per_cycle = 1; };\n")
-    from mysched.config.validate import load_config
+    from mysched.config import load_config
     d, server, farm = make()
     d.config = load_config(str(path))
     d.config_path = str(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mysched.config.validate import config_from_text
+from mysched.config import config_from_text
 from mysched.core.model import Job, TraceJob
 from mysched.core.planner import plan
 from mysched.backends.sim.farm import make_nodes

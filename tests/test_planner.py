@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mysched.config.validate import config_from_text
+from mysched.config import config_from_text
 from mysched.core.model import JobState, Node, NodeState, Queue
 from mysched.core.planner import plan
 from mysched.core.usage import Usage

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from mysched.cli.main import main
-from mysched.config.validate import config_from_text
+from mysched.config import config_from_text
 from mysched.core.model import Job, TraceJob
 from mysched.backends.sim.farm import make_nodes
 from mysched.sim.replay import SimOptions, simulate
@@ -19,7 +19,7 @@ from .conftest import REPO
 
 
 def test_synthetic_groups_match_the_example_config():
-    from mysched.config.validate import load_config
+    from mysched.config import load_config
     cfg = load_config(str(REPO / "etc" / "mysched.cfg"))
     for vo, groups in DESY_VOS.items():
         for g in groups:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from mysched.cli.main import main
-from mysched.config.validate import config_from_text
+from mysched.config import config_from_text
 from mysched.core.model import JobState, Node, NodeState
 from mysched.core.planner import plan
 from mysched.daemon.statusfile import build_status, write_status

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from mysched.config.validate import config_from_text
+from mysched.config import config_from_text
 from mysched.core.model import Job, JobState, Node, NodeState, Queue, Snapshot
 from mysched.core.planner import NodeIndex, plan
 from mysched.core.usage import Usage

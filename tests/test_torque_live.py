@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from mysched.config.validate import config_from_text
+from mysched.config import config_from_text
 from mysched.daemon.cycle import Daemon
 from mysched.errors import JobGone, JobStateError, MyschedError, ServerTimeout
 from mysched.core.model import JobState, NodeState

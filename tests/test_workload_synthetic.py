@@ -162,7 +162,7 @@ def test_capped_lognormal_mean():
 
 
 def test_example_config_knows_every_group_and_queue():
-    from mysched.config.validate import load_config
+    from mysched.config import load_config
 
     for path in (REPO / "etc" / "mysched.cfg", REPO / "mysched" / "data" / "mysched.cfg"):
         cfg = load_config(str(path))

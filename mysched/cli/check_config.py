@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from mysched.cli.main import command
-from mysched.config.validate import load_config
+from mysched.config import load_config
 
 
 @command("check-config", "validate a configuration file")

@@ -6,7 +6,9 @@ import argparse
 import datetime as dt
 from importlib import resources
 
-from mysched.config.validate import Config, config_from_text, load_config
+from mysched.core.config import Config
+
+from mysched.config import config_from_text, load_config
 
 
 def positive_int(text: str) -> int:

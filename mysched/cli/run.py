@@ -8,7 +8,7 @@ import os
 import sys
 
 from mysched.cli.main import command
-from mysched.config.validate import Config
+from mysched.core.config import Config
 from mysched.errors import UsageError
 from mysched.cli.common import config_or_default
 

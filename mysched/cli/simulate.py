@@ -12,7 +12,9 @@ from dataclasses import replace
 from mysched.cli.main import command
 import math
 
-from mysched.config.validate import PACKING_POLICIES, Config, PackingClass, auto_vos, parse_duration
+from mysched.core.config import PACKING_POLICIES, Config, PackingClass, auto_vos
+
+from mysched.core.durations import parse_duration
 from mysched.errors import InputError, UsageError
 from mysched.core.model import TraceJob
 from mysched.core.planner import POLICIES

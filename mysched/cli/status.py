@@ -40,7 +40,7 @@ def _state_dir(args: argparse.Namespace) -> str:
     if os.environ.get("MYSCHED_STATE_DIR"):
         return os.environ["MYSCHED_STATE_DIR"]
     if args.config:
-        from mysched.config.validate import load_config
+        from mysched.config import load_config
 
         return load_config(args.config).state_dir
     return "/var/lib/mysched"

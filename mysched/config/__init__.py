@@ -1,2 +1,6 @@
 """Reading configuration files: the libconfig parser that remembers lines, and validation
-into the core's `Config` value."""
+into the core's immutable `Config` (`mysched.core.config`)."""
+
+from mysched.config.validate import build_config, config_from_text, load_config
+
+__all__ = ["build_config", "config_from_text", "load_config"]

@@ -32,7 +32,7 @@ import math
 from collections import deque
 from typing import Iterable, NamedTuple
 
-from mysched.config.validate import Config, PackingClass
+from mysched.core.config import Config, PackingClass
 from mysched.core.model import Job, JobState, Snapshot
 from mysched.core.plan import Plan, Start, VOStatus, Wait
 from mysched.core.tally import DEFAULT_CLASS, Load, NodeIndex, Pool, Ranking, Tally

@@ -16,7 +16,7 @@ import bisect
 import fnmatch
 from typing import Callable, Iterable
 
-from mysched.config.validate import Config, PackingClass
+from mysched.core.config import Config, PackingClass
 from mysched.core.model import Changes, Job, JobState, Node, NodeState, Snapshot
 
 DEFAULT_CLASS = "default"

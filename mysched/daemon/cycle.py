@@ -13,7 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from mysched.config.validate import Config, load_config
+from mysched.core.config import Config
+
+from mysched.config import load_config
 from mysched.errors import (ConfigError, JobGone, JobStateError, MyschedError, RunRefused, ServerError,
                      ServerTimeout, ServerUnavailable, StoreError, Unauthorized)
 from mysched.core.model import FinishedJob, JobState, Snapshot

@@ -14,7 +14,7 @@ import tempfile
 import time
 from typing import Any
 
-from mysched.config.validate import Config
+from mysched.core.config import Config
 from mysched.errors import StatusError
 from mysched.core.model import JobState, NodeState, Snapshot
 from mysched.core.plan import Plan

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Collection, Iterator
 
 from mysched.core.model import FinishedJob
-from mysched.backends.torque.values import duration_or_none, parse_exec_host, parse_nodes
+from mysched.backends.torque.values import parse_exec_host, parse_nodes
+from mysched.core.durations import duration_or_none
 
 RECORD_TYPES = frozenset("QSRCTEDA")
 """TORQUE's record types (``src/include/acct.h``): queued, started, rerun, checkpointed,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import random
 
-from mysched.config.validate import Config, config_from_text
+from mysched.core.config import Config
+
+from mysched.config import config_from_text
 from mysched.core.model import Job, JobState, Node, Snapshot
 
 N_VOS = 20

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from mysched.config.validate import Config
+from mysched.core.config import Config
 from mysched.core.model import Job, Node, TraceJob
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.sim.farm import SimulatedFarm

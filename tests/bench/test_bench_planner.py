@@ -61,7 +61,7 @@ def test_simulator_on_synthetic_day(benchmark):
 def test_simulator_on_lpc_egee(benchmark, traces, policy):
     """The real EGEE trace (first 50,000 jobs) on 70 x 2 cores, 60 s cycles (issue #6 item 3;
     tools/accasim_compare.sh compares the whole trace with AccaSim)."""
-    from mysched.config.validate import Config, auto_vos
+    from mysched.core.config import Config, auto_vos
     from mysched.backends.sim.farm import make_nodes
     from mysched.sim.replay import SimOptions, simulate
     from mysched.sim.workloads import load_trace

@@ -11,7 +11,7 @@ import time
 from typing import Callable
 from urllib.parse import parse_qs, urlparse
 
-from mysched.config.validate import Config
+from mysched.core.config import Config
 from mysched.errors import UsageError
 from mysched.core.model import FinishedJob, Job, Placement, Snapshot
 from mysched.backends.sim.farm import SimulatedFarm, make_nodes

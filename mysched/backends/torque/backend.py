@@ -18,7 +18,8 @@ from typing import Callable
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
                       Unauthorized)
 from mysched.core.model import Job, JobState, Node, NodeState, Placement, Queue, Snapshot
-from mysched.backends.torque.values import parse_duration, parse_exec_host, parse_mem, parse_nodes
+from mysched.backends.torque.values import parse_exec_host, parse_mem, parse_nodes
+from mysched.core.durations import parse_duration
 from mysched.backends.torque.ifl import IFL, StatResult, load_ifl
 
 log = logging.getLogger("mysched")

@@ -1,37 +1,15 @@
-"""Values as TORQUE writes them (server replies and accounting logs): durations, sizes,
-nodes specs and exec_host lists. One parser each, shared by the IFL adapter and the
+"""Values as TORQUE writes them (server replies and accounting logs): sizes, nodes specs
+and exec_host lists (durations: `mysched.core.durations`). One parser each, shared by the IFL adapter and the
 accounting reader; malformed values raise `ValueError`."""
 
 from __future__ import annotations
 
 import re
 
-Placement = tuple[tuple[str, int], ...]
-
-
-def parse_duration(text: str) -> float:
-    """``HH:MM:SS`` / ``MM:SS`` / seconds -> seconds; ValueError if malformed."""
-    text = text.strip()
-    parts = text.split(":")
-    if not text or len(parts) > 4 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"bad duration {text!r}")
-    total = 0
-    for p in parts:
-        total = total * 60 + int(p)
-    return float(total)
+from mysched.core.model import Placement
 
 
 _MEM = re.compile(r"^(\d+)\s*([kmgtp]?)(b|w)?$", re.I)
-
-
-def duration_or_none(text: str | None) -> float | None:
-    """An optional duration attribute: None when absent, empty or unreadable."""
-    if not text:
-        return None
-    try:
-        return parse_duration(text)
-    except ValueError:
-        return None
 
 
 def parse_mem(text: str) -> int:

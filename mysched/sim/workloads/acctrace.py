@@ -10,7 +10,7 @@ import os
 from typing import Callable, Mapping
 
 from mysched.history.accounting import NotRun, parse_line, to_finished_job
-from mysched.backends.torque.values import duration_or_none
+from mysched.core.durations import duration_or_none
 from mysched.errors import InputError
 from mysched.core.model import Job, JobState, TraceJob
 from mysched.sim.workloads.swf import open_text

@@ -1,0 +1,188 @@
+"""The configuration as the planner sees it: immutable, validated values.
+
+Reading and checking a file is `mysched.config`'s job; this module holds only the values
+and the rules they answer (which VO a group belongs to, what a VO is guaranteed), so the
+pure core does not depend on the libconfig parser.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field, replace
+
+PACKING_POLICIES = ("none", "relaxed", "exclusive")
+
+
+@dataclass(frozen=True)
+class VOConfig:
+    """A virtual organisation: its unix groups, its guaranteed share and its limits."""
+
+    name: str
+    groups: tuple[str, ...] = ()
+    share: float = 0.0
+    """Guaranteed fraction of the online slots (0..1); ignored when `slots` is set."""
+    slots: int | None = None
+    """Guarantee as an absolute number of slots."""
+    max_running: int | None = None
+    max_per_node: int | None = None
+
+    def guarantee(self, total_slots: int) -> int:
+        """Slots this VO is guaranteed on a farm of `total_slots` usable slots."""
+        if self.slots is not None:
+            return min(self.slots, total_slots)
+        return int(math.floor(self.share * total_slots + 1e-9))
+
+    def share_fraction(self, total_slots: int) -> float:
+        """The share as a fraction, whichever way it was written."""
+        if self.slots is not None:
+            return self.slots / total_slots if total_slots else 0.0
+        return self.share
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """Limits on one unix group (in total and per node)."""
+
+    name: str
+    max_running: int | None = None
+    max_per_node: int | None = None
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    """Site-side settings of a TORQUE queue."""
+
+    name: str
+    max_running: int | None = None
+    nodes: tuple[str, ...] = ()
+    """Node name patterns this queue's jobs may use (empty: every node)."""
+    node_types: tuple[str, ...] = ()
+    """Node types this queue's jobs may use (empty: every type)."""
+    exclusive: bool = False
+    """If true, the nodes assigned to this queue take no other queue's jobs."""
+
+    @property
+    def restricted(self) -> bool:
+        return bool(self.nodes or self.node_types)
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """A class of worker nodes and who may use it (e.g. nodes with software-area write access)."""
+
+    name: str
+    nodes: tuple[str, ...] = ()
+    properties: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    vos: tuple[str, ...] = ()
+
+    def matches(self, node_name: str, properties: frozenset[str]) -> bool:
+        if any(fnmatch.fnmatchcase(node_name, p) for p in self.nodes):
+            return True
+        return bool(self.properties) and set(self.properties) <= properties
+
+    def allows(self, vo: str, group: str) -> bool:
+        if not self.groups and not self.vos:
+            return True
+        return group in self.groups or vo in self.vos
+
+
+@dataclass(frozen=True)
+class HotLists:
+    """Jobs matching any list bypass the share ordering and go first."""
+
+    queues: frozenset[str] = frozenset()
+    vos: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+    users: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.queues or self.vos or self.groups or self.users)
+
+
+@dataclass(frozen=True)
+class PackingClass:
+    """A job class with a packing policy (INFN-T1 study): chosen by queue, VO, group or user."""
+
+    name: str
+    policy: str = "none"
+    queues: frozenset[str] = frozenset()
+    vos: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+    users: frozenset[str] = frozenset()
+    ttl: float = math.inf
+    """For `exclusive`: a reserved node with no new class job for `ttl` seconds is released."""
+
+    def matches(self, queue: str, vo: str, group: str, user: str) -> bool:
+        return queue in self.queues or vo in self.vos or group in self.groups or user in self.users
+
+
+@dataclass(frozen=True)
+class FarmSpec:
+    """Farm shape for the simulator (ignored by the daemon, which reads the real farm)."""
+
+    nodes: int = 50
+    slots_per_node: int = 8
+    name_format: str = "wn{index:04d}"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the planner and the daemon need, validated."""
+
+    vos: dict[str, VOConfig] = field(default_factory=dict)
+    default_vo: str = "others"
+    groups: dict[str, GroupConfig] = field(default_factory=dict)
+    queues: dict[str, QueueConfig] = field(default_factory=dict)
+    node_types: tuple[NodeType, ...] = ()
+    hot: HotLists = HotLists()
+    packing: tuple[PackingClass, ...] = ()
+    interval: float = 60.0
+    min_interval: float = 5.0
+    max_starts_per_cycle: int = 1000
+    history_window: float = 2 * 86400.0
+    half_life: float = 86400.0
+    fairshare_eps: float = 0.01
+    database: str = "sqlite:////var/lib/mysched/history.db"
+    accounting_dir: str = "/var/spool/torque/server_priv/accounting"
+    server: str = "torque://localhost"
+    libtorque: str = ""
+    server_timeout: float = 30.0
+    state_dir: str = "/var/lib/mysched"
+    metrics_address: str = "127.0.0.1:9720"
+    event_address: str = ""
+    farm: FarmSpec = FarmSpec()
+    source: str = "<defaults>"
+    group_vo: dict[str, str] = field(default_factory=dict)
+
+    def vo_of(self, group: str) -> str:
+        """The VO a unix group belongs to (the default VO for unmapped groups)."""
+        return self.group_vo.get(group, self.default_vo)
+
+    def vo(self, name: str) -> VOConfig:
+        """A VO's settings; an undeclared VO (e.g. the default) has no share and no limits."""
+        return self.vos.get(name) or VOConfig(name)
+
+
+def auto_vos(config: Config, group_vo: dict[str, str]) -> Config:
+    """Declare the VOs a replayed trace needs that the configuration lacks.
+
+    `group_vo` maps each group of the trace to its VO (itself when there is no mapping, so
+    each SWF group becomes a VO named after it). Groups the configuration already maps keep
+    their VO; new VOs share equally what the configured shares leave free (at least an
+    equal split when nothing is left), so shares and usage have something to act on.
+    """
+    new_map = {g: v for g, v in group_vo.items() if g not in config.group_vo}
+    new_vos = sorted({v for v in new_map.values() if v not in config.vos})
+    if not new_map:
+        return config
+    vos = dict(config.vos)
+    if new_vos:
+        left = max(0.0, 1.0 - sum(v.share for v in config.vos.values() if v.slots is None))
+        share = left / len(new_vos)
+        for v in new_vos:
+            vos[v] = VOConfig(name=v, groups=tuple(sorted(g for g, x in new_map.items() if x == v)), share=share)
+    gv = dict(config.group_vo)
+    gv.update(new_map)
+    return replace(config, vos=vos, group_vo=gv)
