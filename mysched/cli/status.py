@@ -14,8 +14,8 @@ from typing import Any
 
 from mysched.cli.main import command
 from mysched.errors import StatusError, UsageError
-from mysched.core.estimate import BLOCKED, estimate_start, node_admits
-from mysched.core.plan import REASONS, START_REASONS
+from mysched.core.estimate import estimate_start, node_admits
+from mysched.core.reasons import BLOCKING, REASONS, START_REASONS
 from mysched.daemon.statusfile import read_status, rows
 from mysched.cli.textout import dump_json, duration, table
 from mysched.cli.common import date_arg
@@ -60,7 +60,7 @@ def load(args: argparse.Namespace) -> dict[str, Any]:
 def _classify(j: dict[str, Any]) -> str:
     if j["state"] in RUNNING:
         return "running"
-    if j["reason"] in BLOCKED:
+    if j["reason"] in BLOCKING:
         return "blocked"
     return "queued"
 

@@ -14,7 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-BLOCKED = {"held", "not_queued", "queue_disabled", "vo_limit", "group_limit", "queue_max_running", "too_large"}
+from mysched.core.reasons import BLOCKING
+
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def estimate_start(doc: dict[str, Any], job_id: str) -> Estimate:
     target = by_id[job_id]
     if target["state"] in ("R", "E", "S"):
         return Estimate(target["start"] or now, True, "already running", 0)
-    if target["reason"] in BLOCKED:
+    if target["reason"] in BLOCKING:
         return Estimate(None, False, f"blocked ({target['reason']}): it cannot start until that changes", 0)
     vo, queue, group, cores = target["vo"], target["queue"], target["group"], target["cores"]
     usable = [n for n in nodes if n["state"] in ("free", "partial", "full") and n["slots"] >= cores
@@ -84,7 +85,7 @@ def estimate_start(doc: dict[str, Any], job_id: str) -> Estimate:
         slots.extend([now] * max(0, n["slots"] - len(slots)))
         slots.sort()
     ahead = sorted((j for j in jobs if j["state"] not in ("R", "E", "S") and j["rank"] is not None
-                    and j["rank"] < (target["rank"] or 0) and j["reason"] not in BLOCKED), key=lambda j: j["rank"])
+                    and j["rank"] < (target["rank"] or 0) and j["reason"] not in BLOCKING), key=lambda j: j["rank"])
     # Jobs ahead take the earliest slots among the target's nodes (ignoring the one-node rule
     # for them: an approximation that keeps this fast at tens of thousands of jobs).
     heap = [(t, name) for name, ts in free_at.items() for t in ts]

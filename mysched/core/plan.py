@@ -1,7 +1,7 @@
 """What a scheduling cycle decided: the `Plan` and its parts.
 
 Every start carries why it was chosen (`hot`, `share`, `fairshare`, or the baseline's
-`fifo`), every waiting job a machine-readable reason from `REASONS`.
+`fifo`), every waiting job a machine-readable reason (`mysched.core.reasons`).
 """
 
 from __future__ import annotations
@@ -10,31 +10,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, NamedTuple
 
 from mysched.core.model import Placement
-
-REASONS: dict[str, str] = {
-    "held": "the job is held (qhold or a dependency)",
-    "not_queued": "the job is waiting for its execution time or a dependency (state W/T)",
-    "queue_disabled": "the job's queue is disabled or stopped",
-    "queue_max_running": "the job's queue runs its maximum number of jobs",
-    "vo_limit": "the VO runs its maximum number of jobs",
-    "group_limit": "the group runs its maximum number of jobs",
-    "too_large": "the job asks for more cores than any usable node has",
-    "node_type": "the nodes with room are of a type the job's group may not use",
-    "queue_nodes": "the nodes with room are not assigned to the job's queue",
-    "vo_node_limit": "the nodes with room already run the VO's per-node maximum",
-    "group_node_limit": "the nodes with room already run the group's per-node maximum",
-    "packing": "the nodes with room are reserved for another job class (exclusive packing)",
-    "no_free_slot": "no usable node has enough free cores",
-    "start_limit": "the cycle reached max_starts_per_cycle before this job's turn",
-}
-
-START_REASONS: dict[str, str] = {
-    "hot": "on a hot list: bypasses the share ordering",
-    "share": "the VO runs fewer slots than its guaranteed share",
-    "fairshare": "opportunistic: free slots go by decayed wall-clock usage relative to share",
-    "fifo": "baseline policy: submit order",
-}
-
 
 class Start(NamedTuple):
     """Start `job_id` on `placement`; `rank` is its position in this cycle's order.

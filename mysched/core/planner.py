@@ -35,6 +35,7 @@ from typing import Iterable, NamedTuple
 from mysched.core.config import Config, PackingClass
 from mysched.core.model import Job, JobState, Snapshot
 from mysched.core.plan import Plan, Start, VOStatus, Wait
+from mysched.core.reasons import NODE_REJECTIONS
 from mysched.core.tally import DEFAULT_CLASS, Load, NodeIndex, Pool, Ranking, Tally
 from mysched.core.usage import Usage
 
@@ -511,7 +512,7 @@ class _Planner:
         roomy = {k: v for k, v in counts.items() if k not in ("node_down", "no_free_slot")}
         if roomy:
             reason = max(sorted(roomy), key=lambda k: roomy[k])
-            detail = f"{roomy[reason]} node(s) with room rejected: {REASON_SHORT.get(reason, reason)}"
+            detail = f"{roomy[reason]} node(s) with room rejected: {NODE_REJECTIONS.get(reason, reason)}"
         else:
             reason = "no_free_slot"
             detail = f"no usable node has {cores} free core(s)"
@@ -716,12 +717,3 @@ class _VOTable:
                                  self.queued.get(name, 0), f.usage, f.usage_fraction, f.priority,
                                  self.started.get(name, 0))
         return out
-
-
-REASON_SHORT = {
-    "queue_nodes": "not assigned to the job's queue",
-    "node_type": "node type not allowed for the job's group",
-    "packing": "reserved for another job class",
-    "vo_node_limit": "VO per-node limit reached",
-    "group_node_limit": "group per-node limit reached",
-}

@@ -17,11 +17,11 @@ from typing import Callable, Iterable
 
 from mysched.core.config import Config
 from mysched.core.model import Job, Node, TraceJob
+from mysched.core.reasons import BLOCKING
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.usage import UsageLedger
 
-BLOCKING = {"held", "not_queued", "queue_disabled", "too_large", "vo_limit", "group_limit", "queue_max_running"}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,47 @@
+"""Every reason the scheduler gives, defined once: why a job starts, why one waits, and
+which waits no free slot can end.
+
+The planner, the status commands, start estimates and the simulator's share-violation check
+all read these, so a reason means the same everywhere and a new one is added in one place.
+"""
+
+from __future__ import annotations
+
+REASONS: dict[str, str] = {
+    "held": "the job is held (qhold or a dependency)",
+    "not_queued": "the job is waiting for its execution time or a dependency (state W/T)",
+    "queue_disabled": "the job's queue is disabled or stopped",
+    "queue_max_running": "the job's queue runs its maximum number of jobs",
+    "vo_limit": "the VO runs its maximum number of jobs",
+    "group_limit": "the group runs its maximum number of jobs",
+    "too_large": "the job asks for more cores than any usable node has",
+    "node_type": "the nodes with room are of a type the job's group may not use",
+    "queue_nodes": "the nodes with room are not assigned to the job's queue",
+    "vo_node_limit": "the nodes with room already run the VO's per-node maximum",
+    "group_node_limit": "the nodes with room already run the group's per-node maximum",
+    "packing": "the nodes with room are reserved for another job class (exclusive packing)",
+    "no_free_slot": "no usable node has enough free cores",
+    "start_limit": "the cycle reached max_starts_per_cycle before this job's turn",
+}
+
+START_REASONS: dict[str, str] = {
+    "hot": "on a hot list: bypasses the share ordering",
+    "share": "the VO runs fewer slots than its guaranteed share",
+    "fairshare": "opportunistic: free slots go by decayed wall-clock usage relative to share",
+    "fifo": "baseline policy: submit order",
+}
+
+BLOCKING: frozenset[str] = frozenset({
+    "held", "not_queued", "queue_disabled", "too_large", "vo_limit", "group_limit", "queue_max_running",
+})
+"""Waits that free capacity would not end: the job cannot start until something else changes
+(a hold, its queue, a limit). `mysched jobs` lists these as blocked; estimates give no time."""
+
+NODE_REJECTIONS: dict[str, str] = {
+    "queue_nodes": "not assigned to the job's queue",
+    "node_type": "node type not allowed for the job's group",
+    "packing": "reserved for another job class",
+    "vo_node_limit": "VO per-node limit reached",
+    "group_node_limit": "group per-node limit reached",
+}
+"""Short texts for the reasons a node was rejected for a job that had room elsewhere."""
