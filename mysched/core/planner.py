@@ -36,7 +36,9 @@ from mysched.core.config import Config, PackingClass
 from mysched.core.model import Job, JobState, Snapshot
 from mysched.core.plan import Plan, Start, VOStatus, Wait
 from mysched.core.reasons import NODE_REJECTIONS
-from mysched.core.tally import DEFAULT_CLASS, Load, NodeIndex, Pool, Ranking, Tally
+from mysched.core.admission import refusal
+from mysched.core.index import NodeIndex
+from mysched.core.tally import DEFAULT_CLASS, Load, Pool, Ranking, Tally
 from mysched.core.usage import Usage
 
 __all__ = ["POLICIES", "NodeIndex", "plan"]
@@ -479,7 +481,7 @@ class _Planner:
         cores = job.cores
         cls = pc.name if pc else None
         eligible = {id(p) for p in self._pools(job.queue, vo, job.group)}
-        qc = self.cfg.queues.get(job.queue)
+        refusals: dict[tuple, str] = {}
         vmax = self.cfg.vos.get(vo)
         vmax = vmax.max_per_node if vmax is not None else None
         gmax = self.cfg.groups.get(job.group)
@@ -494,12 +496,9 @@ class _Planner:
             elif ld.free < cores:
                 r = "no_free_slot"
             elif id(pool) not in eligible:
-                if qc is not None and qc.restricted and job.queue not in pool.queues:
-                    r = "queue_nodes"
-                elif pool.owners:
-                    r = "queue_nodes"
-                else:
-                    r = "node_type"
+                r = refusals.get(ld.key)
+                if r is None:
+                    r = refusals[ld.key] = refusal(self.cfg, ld.key, job.queue)
             elif ld.reserved is not None and ld.reserved != cls:
                 r = "packing"
             elif vmax is not None and ld.vos.get(vo, 0) >= vmax:

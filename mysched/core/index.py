@@ -1,0 +1,134 @@
+"""What the planner derives from the configuration and the node list, kept between cycles.
+
+Node types, queue assignments and the pools of alike nodes change only when the
+configuration or the node list does; the `Tally` of running jobs changes a little every
+cycle. A `NodeIndex` holds both, so a caller that plans again and again on one farm (the
+daemon, the simulator) pays for what changed.
+"""
+
+from __future__ import annotations
+
+from mysched.core.admission import NodeKey, admits, node_key, node_type
+from mysched.core.config import Config, PackingClass
+from mysched.core.model import Node, NodeState
+from mysched.core.tally import Ranking, Tally, empty_key
+
+
+def _same_facts(a: tuple[Node, ...], b: tuple[Node, ...] | None) -> bool:
+    """Do two node lists agree on all the index reads (name, slots, state, properties)?"""
+    if b is None or len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is not y and (x.name != y.name or x.slots != y.slots or x.state is not y.state
+                           or x.properties != y.properties):
+            return False
+    return True
+
+
+class NodeIndex:
+    """What the planner derives from the configuration and the node list (node types,
+    queue assignments, pools), plus the `Tally` of running jobs. Callers that plan again
+    and again on the same farm (the daemon, the simulator) keep one and pass it in; it
+    starts afresh when the configuration is another object or a node's name, slots, state
+    or properties changed."""
+
+    def __init__(self) -> None:
+        self._config: Config | None = None
+        self._nodes: tuple[Node, ...] | None = None
+
+    def get(self, config: Config, nodes: tuple[Node, ...]) -> "NodeIndex":
+        if config is self._config and nodes is self._nodes:
+            return self
+        if config is self._config and _same_facts(nodes, self._nodes):
+            self._nodes = nodes  # a server's new node list saying the same: keep the tally
+            return self
+        self._build(config, nodes)
+        return self
+
+    def _build(self, config: Config, nodes: tuple[Node, ...]) -> None:
+        entries = []
+        keys: dict[tuple, None] = {}
+        total = 0
+        max_slots = 0
+        for node in nodes:
+            usable = node.state in (NodeState.FREE, NodeState.FULL)
+            counted = node.state not in (NodeState.DOWN, NodeState.OFFLINE)
+            ntype = node_type(config, node.name, node.properties)
+            key = node_key(config, node.name, ntype)
+            keys[key] = None
+            entries.append((node, ntype, key, usable, counted))
+            if counted:
+                total += node.slots
+            if usable:
+                max_slots = max(max_slots, node.slots)
+        self.config = config
+        self.entries = entries
+        self.by_name = {e[0].name: e for e in entries}
+        self.pool_keys = list(keys)
+        self.total_slots = total
+        self.max_slots = max_slots
+        self.usable_free = {e[0].name: e[0].slots for e in entries if e[3] and e[0].state is NodeState.FREE}
+        self.idle_free = sum(self.usable_free.values())
+        """Free slots of the farm if no job ran."""
+        self.packing = {pc.name: pc for pc in config.packing}
+        self.total_limits = (any(q.max_running is not None for q in config.queues.values())
+                             or any(v.max_running is not None for v in config.vos.values())
+                             or any(g.max_running is not None for g in config.groups.values()))
+        """Whether the configuration caps running jobs per queue, VO or group anywhere."""
+        self._pclass: dict[tuple[str, str, str, str], PackingClass | None] = {}
+        self._rules: dict[tuple[str, str, str], tuple] = {}
+        self.group_vo: dict[str, str] = {}
+        self.vo_fixed: dict[str, tuple[float, int]] = {}
+        """VO -> (share fraction, guaranteed slots) on this farm."""
+        self._tallies: dict[str, Tally] = {}
+        self._config, self._nodes = config, nodes
+
+    def clear(self) -> None:
+        """Forget everything (the tally refers back to its index: a cycle to break)."""
+        self._tallies.clear()
+        self._config = self._nodes = None
+
+    def rules(self, queue: str, vo: str, group: str) -> tuple:
+        """What the configuration says of a (queue, VO, group): (queue max running, VO max
+        running, group max running, VO per-node max, group per-node max, keys of the pools
+        it may use -- by queue assignment and node type)."""
+        k = (queue, vo, group)
+        got = self._rules.get(k)
+        if got is None:
+            cfg = self.config
+            qc = cfg.queues.get(queue)
+            v = cfg.vos.get(vo)
+            g = cfg.groups.get(group)
+            keys = [key for key in self.pool_keys if admits(cfg, key, queue, vo, group)]
+            got = self._rules[k] = (qc.max_running if qc else None, v.max_running if v else None,
+                                    g.max_running if g else None, v.max_per_node if v else None,
+                                    g.max_per_node if g else None, tuple(keys))
+        return got
+
+    def job_class(self, queue: str, vo: str, group: str, user: str) -> PackingClass | None:
+        """The packing class a job belongs to (None: default jobs)."""
+        k = (queue, vo, group, user)
+        try:
+            return self._pclass[k]
+        except KeyError:
+            pc = self._pclass[k] = next((p for p in self.config.packing if p.matches(queue, vo, group, user)), None)
+            return pc
+
+    def vo_of(self, group: str) -> str:
+        try:
+            return self.group_vo[group]
+        except KeyError:
+            vo = self.group_vo[group] = self.config.vo_of(group)
+            return vo
+
+    def tally(self, policy: str) -> "Tally":
+        t = self._tallies.get(policy)
+        if t is None:
+            t = self._tallies[policy] = Tally(self, policy)
+        return t
+
+    def empty_ranking(self, policy: str, pool_key: tuple) -> Ranking:
+        """The pool's usable nodes ranked as if no job ran anywhere."""
+        items = [empty_key(policy, e[0]) for e in self.entries
+                 if e[2] == pool_key and e[0].name in self.usable_free and e[0].slots > 0]
+        return Ranking(sorted(items), {k[-1]: k for k in items})
