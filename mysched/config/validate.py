@@ -7,10 +7,7 @@ is immutable and is what the pure planner receives.
 
 from __future__ import annotations
 
-import fnmatch
 import math
-import re
-from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from mysched.core.config import (PACKING_POLICIES, Config, FarmSpec, GroupConfig, HotLists, NodeType,

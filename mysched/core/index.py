@@ -8,7 +8,7 @@ daemon, the simulator) pays for what changed.
 
 from __future__ import annotations
 
-from mysched.core.admission import NodeKey, admits, node_key, node_type
+from mysched.core.admission import admits, node_key, node_type
 from mysched.core.config import Config, PackingClass
 from mysched.core.model import Node, NodeState
 from mysched.core.tally import Ranking, Tally, empty_key

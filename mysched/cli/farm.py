@@ -1,0 +1,157 @@
+"""`mysched nodes`, `shares` and `free`: the farm, the VOs' shares, and what could start now."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from mysched.cli.main import command
+from mysched.cli.statusdoc import RUNNING, load, options
+from mysched.cli.textout import dump_json, table
+from mysched.core.estimate import node_admits
+from mysched.daemon.statusfile import rows
+
+
+# -- nodes ------------------------------------------------------------------------------------
+
+@command("nodes", "per-node slots, VOs, users and diversity")
+def fill_nodes(p: argparse.ArgumentParser) -> None:
+    """Per node: state, type, slots used/total, jobs per VO, distinct users, diversity (distinct
+    users / jobs) and the packing class holding it; then a farm summary."""
+    options(p, json_keys="summary{nodes,by_state,slots,used_slots,diversity}, nodes[{name,state,type,slots,used,"
+            "jobs,vos,users,diversity,class,properties}]")
+    p.add_argument("--state", help="only nodes in this state (free, partial, full, down, offline, busy)")
+    p.add_argument("--type", help="only nodes of this node type")
+    p.set_defaults(run=run_nodes)
+
+
+def run_nodes(args: argparse.Namespace) -> int:
+    doc = load(args)
+    nodes = [n for n in rows(doc, "nodes") if (not args.state or n["state"] == args.state)
+             and (not args.type or n["type"] == args.type)]
+    by_state: dict[str, int] = {}
+    for n in nodes:
+        by_state[n["state"]] = by_state.get(n["state"], 0) + 1
+    busy = [n for n in nodes if n["jobs"]]
+    div = sum(n["diversity"] for n in busy) / len(busy) if busy else None
+    summary = {"nodes": len(nodes), "by_state": by_state, "slots": sum(n["slots"] for n in nodes),
+               "used_slots": sum(n["used"] for n in nodes), "diversity": round(div, 4) if div is not None else None}
+    if args.json:
+        dump_json({"summary": summary, "nodes": nodes})
+        return 0
+    colour = {"free": "green", "down": "red", "offline": "red", "busy": "yellow"}
+    table(["NODE", "STATE", "TYPE", "USED", "JOBS", "USERS", "DIV", "CLASS", "VOS"],
+          [[n["name"], n["state"], n["type"] or "-", f"{n['used']}/{n['slots']}", n["jobs"], n["users"],
+            f"{n['diversity']:.2f}" if n["diversity"] is not None else "-", n["class"] or "-",
+            ",".join(f"{k}:{v}" for k, v in sorted(n["vos"].items()))] for n in nodes],
+          noheader=args.noheader, colours=[colour.get(n["state"]) for n in nodes], right=(4, 5, 6))
+    if not args.noheader:
+        print(f"\n{summary['nodes']} nodes (" + ", ".join(f"{v} {k}" for k, v in sorted(by_state.items()))
+              + f"); slots used {summary['used_slots']} of {summary['slots']}; mean diversity "
+              + (f"{div:.3f}" if div is not None else "-"))
+    return 0
+
+
+# -- shares -----------------------------------------------------------------------------------
+
+@command("shares", "per-VO shares, guarantees, usage and priority (sshare, diagnose -f)")
+def fill_shares(p: argparse.ArgumentParser) -> None:
+    """Per VO: configured share, guarantee in slots, running slots and jobs, queued jobs, decayed
+    wall-clock usage over the history window, current priority, and whether it is below its
+    guarantee. --groups and --users break running/queued jobs and usage down further."""
+    options(p, json_keys="window_s, vos{VO:{share,guarantee,running_slots,running_jobs,queued_jobs,usage_h,"
+            "priority,below_guarantee}}, groups{...}, users{...}")
+    p.add_argument("--groups", action="store_true", help="also per group")
+    p.add_argument("--users", action="store_true", help="also per user")
+    p.set_defaults(run=run_shares)
+
+
+def run_shares(args: argparse.Namespace) -> int:
+    doc = load(args)
+    vos = {name: {"share": v["share"], "guarantee": v["guarantee"], "running_slots": v["running_slots"],
+                  "running_jobs": v["running_jobs"], "queued_jobs": v["queued_jobs"],
+                  "usage_h": round(v["usage_s"] / 3600.0, 2), "priority": v["priority"],
+                  "below_guarantee": v["below_guarantee"]} for name, v in sorted(doc["vos"].items())}
+    detail: dict[str, dict[str, dict[str, Any]]] = {"groups": {}, "users": {}}
+    if args.groups or args.users:
+        for j in rows(doc, "jobs"):
+            for kind, key in (("groups", j["group"]), ("users", j["user"])):
+                d = detail[kind].setdefault(key, {"vo": j["vo"], "running_jobs": 0, "running_slots": 0,
+                                                  "queued_jobs": 0})
+                if j["state"] in RUNNING:
+                    d["running_jobs"] += 1
+                    d["running_slots"] += j["cores"]
+                else:
+                    d["queued_jobs"] += 1
+        for kind, ukey in (("groups", "group"), ("users", "user")):
+            for key, d in detail[kind].items():
+                d["usage_h"] = round(doc.get("usage", {}).get(ukey, {}).get(key, 0.0) / 3600.0, 2)
+    if args.json:
+        out = {"window_s": doc.get("usage", {}).get("window_s"), "vos": vos}
+        if args.groups:
+            out["groups"] = detail["groups"]
+        if args.users:
+            out["users"] = detail["users"]
+        dump_json(out)
+        return 0
+    table(["VO", "SHARE", "GUARANTEE", "RUNNING", "JOBS", "QUEUED", "USAGE(h)", "PRIORITY", "BELOW"],
+          [[k, f"{v['share']:.1%}", v["guarantee"], v["running_slots"], v["running_jobs"], v["queued_jobs"],
+            f"{v['usage_h']:.1f}", f"{v['priority']:.3f}", "yes" if v["below_guarantee"] else "no"]
+           for k, v in vos.items()],
+          noheader=args.noheader, colours=["yellow" if v["below_guarantee"] and v["queued_jobs"] else None
+                                           for v in vos.values()], right=(1, 2, 3, 4, 5, 6, 7))
+    for kind, on in (("groups", args.groups), ("users", args.users)):
+        if on:
+            print()
+            items = sorted(detail[kind].items(), key=lambda kv: (kv[1]["vo"], kv[0]))
+            table([kind[:-1].upper(), "VO", "RUNNING", "JOBS", "QUEUED", "USAGE(h)"],
+                  [[k, d["vo"], d["running_slots"], d["running_jobs"], d["queued_jobs"], f"{d['usage_h']:.1f}"]
+                   for k, d in items], noheader=args.noheader, right=(2, 3, 4, 5))
+    return 0
+
+
+# -- free -------------------------------------------------------------------------------------
+
+@command("free", "free slots now per node type and queue, and who may use them (showbf, spwhat)")
+def fill_free(p: argparse.ArgumentParser) -> None:
+    """What could start right now: free slots per node type and queue (the largest per node, for
+    multi-core jobs), and which VOs and groups may use them."""
+    options(p, json_keys="total_free, rows[{type,queue,free_slots,nodes,max_per_node,vos,groups}]")
+    p.set_defaults(run=run_free)
+
+
+def run_free(args: argparse.Namespace) -> int:
+    doc = load(args)
+    nodes = [n for n in rows(doc, "nodes") if n["state"] in ("free", "partial")]
+    queues = sorted(set(doc.get("queues", {})) | set(doc.get("queue_config", {}))) or ["(any)"]
+    types = doc.get("node_types", {})
+    out = []
+    for q in queues:
+        by_type: dict[str, list[dict[str, Any]]] = {}
+        for n in nodes:
+            if q != "(any)" and not node_admits(doc, n, q, "\0", "\0") and not _typed_admits(doc, n, q):
+                continue
+            by_type.setdefault(n["type"] or "-", []).append(n)
+        for t, ns in sorted(by_type.items()):
+            free = [n["slots"] - n["used"] for n in ns]
+            tt = types.get(t, {})
+            out.append({"type": t, "queue": q, "free_slots": sum(free), "nodes": len(ns), "max_per_node": max(free),
+                        "vos": tt.get("vos") or (["all"] if not tt.get("groups") else []),
+                        "groups": tt.get("groups") or (["all"] if not tt.get("vos") else [])})
+    total = sum(n["slots"] - n["used"] for n in nodes)
+    if args.json:
+        dump_json({"total_free": total, "rows": out})
+        return 0
+    table(["TYPE", "QUEUE", "FREE", "NODES", "MAX/NODE", "VOS", "GROUPS"],
+          [[r["type"], r["queue"], r["free_slots"], r["nodes"], r["max_per_node"], ",".join(r["vos"]) or "-",
+            ",".join(r["groups"]) or "-"] for r in out], noheader=args.noheader, right=(2, 3, 4))
+    if not args.noheader:
+        print(f"\n{total} slot(s) free on {len(nodes)} node(s)")
+    return 0
+
+
+def _typed_admits(doc: dict[str, Any], node: dict[str, Any], queue: str) -> bool:
+    """True if the queue may use the node for some group its type allows."""
+    t = doc.get("node_types", {}).get(node["type"] or "", {})
+    return any(node_admits(doc, node, queue, v, "\0") for v in t.get("vos", [])) or any(
+        node_admits(doc, node, queue, "\0", g) for g in t.get("groups", []))

@@ -1,0 +1,167 @@
+"""`mysched jobs`, `why` and `when`: what runs, what waits and why, and when it may start."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from mysched.cli.main import command
+from mysched.cli.statusdoc import RUNNING, classify, find_job, load, options
+from mysched.cli.textout import dump_json, duration, table
+from mysched.core.estimate import estimate_start
+from mysched.core.reasons import REASONS, START_REASONS
+from mysched.daemon.statusfile import rows
+
+
+# -- jobs ------------------------------------------------------------------------------------
+
+@command("jobs", "running, queued and blocked jobs with priorities and reasons (showq, squeue)")
+def fill_jobs(p: argparse.ArgumentParser) -> None:
+    """List jobs: running (with elapsed time), queued (eligible, with wait time, rank in the last
+    cycle's order, priority and why they wait) and blocked (held, or at a limit)."""
+    options(p, json_keys="time, farm{total_slots,used_slots,occupancy}, counts{running,queued,blocked}, "
+            "jobs[{id,vo,group,user,queue,cores,state,class,wait_s,elapsed_s,rank,priority,reason,detail,nodes}]")
+    p.add_argument("-u", "--user")
+    p.add_argument("-g", "--group")
+    p.add_argument("--vo")
+    p.add_argument("-q", "--queue")
+    p.add_argument("--state", choices=("running", "queued", "blocked"), help="only jobs in this state")
+    p.set_defaults(run=run_jobs)
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    doc = load(args)
+    now = doc["snapshot_time"]
+    cols = doc["job_columns"]
+    idx = {c: i for i, c in enumerate(cols)}
+    out = []
+    counts = {"running": 0, "queued": 0, "blocked": 0}
+    for r in doc["jobs"]:
+        if args.user and r[idx["user"]] != args.user or args.group and r[idx["group"]] != args.group:
+            continue
+        if args.vo and r[idx["vo"]] != args.vo or args.queue and r[idx["queue"]] != args.queue:
+            continue
+        j = dict(zip(cols, r))
+        cls = classify(j)
+        counts[cls] += 1
+        if args.state and cls != args.state:
+            continue
+        j["class"] = cls
+        j["elapsed_s"] = (now - j["start"]) if cls == "running" and j["start"] else None
+        j["wait_s"] = (now - j["submit"]) if cls != "running" else None
+        out.append(j)
+    order = {"running": 0, "queued": 1, "blocked": 2}
+    out.sort(key=lambda j: (order[j["class"]], j["rank"] if j["rank"] is not None else 1 << 30,
+                            j["start"] or 0, j["id"]))
+    farm = doc["farm"]
+    occ = farm["used_slots"] / farm["total_slots"] if farm["total_slots"] else 0.0
+    if args.json:
+        dump_json({"time": now, "farm": {**farm, "occupancy": round(occ, 4)}, "counts": counts,
+                   "jobs": [{k: j[k] for k in ("id", "vo", "group", "user", "queue", "cores", "state", "class",
+                                                "wait_s", "elapsed_s", "rank", "priority", "reason", "detail",
+                                                "nodes")} for j in out]})
+        return 0
+    colours = {"running": "green", "queued": None, "blocked": "yellow"}
+    table(["JOBID", "VO", "GROUP", "USER", "QUEUE", "CORES", "STATE", "TIME", "RANK", "PRIORITY", "REASON"],
+          [[j["id"], j["vo"], j["group"], j["user"], j["queue"], j["cores"], j["class"],
+            duration(j["elapsed_s"] if j["class"] == "running" else j["wait_s"]),
+            j["rank"] if j["class"] != "running" else "", f"{j['priority']:.3f}" if j["priority"] is not None else "",
+            j["reason"] if j["class"] != "running" else j["nodes"]] for j in out],
+          noheader=args.noheader, colours=[colours[j["class"]] for j in out], right=(5, 8, 9))
+    if not args.noheader:
+        print(f"\n{counts['running']} running, {counts['queued']} queued, {counts['blocked']} blocked; "
+              f"slots used {farm['used_slots']} of {farm['total_slots']} ({occ:.1%}); "
+              f"status of {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}")
+    return 0
+
+
+# -- why --------------------------------------------------------------------------------------
+
+@command("why", "everything about one job and why it is not running (checkjob)")
+def fill_why(p: argparse.ArgumentParser) -> None:
+    """Explain one job: its place in the last cycle's order and why, the limits it meets (VO and
+    group totals and per node), and how many nodes were rejected for each reason."""
+    options(p, json_keys="job{...}, class, explanation, reason_text, limits{vo,group}, nodes_rejected",
+            table_=False)
+    p.add_argument("job_id", metavar="JOBID")
+    p.set_defaults(run=run_why)
+
+
+def run_why(args: argparse.Namespace) -> int:
+    doc = load(args)
+    j = find_job(doc, args.job_id)
+    vo = doc["vos"].get(j["vo"], {})
+    cls = classify(j)
+    group_running = sum(1 for x in rows(doc, "jobs") if x["group"] == j["group"] and x["state"] in RUNNING)
+    glimits = doc.get("limits", {}).get("groups", {}).get(j["group"], {})
+    limits = {
+        "vo": {"name": j["vo"], "running_jobs": vo.get("running_jobs"), "max_running": vo.get("max_running"),
+               "max_per_node": vo.get("max_per_node"), "running_slots": vo.get("running_slots"),
+               "guarantee": vo.get("guarantee"), "below_guarantee": vo.get("below_guarantee")},
+        "group": {"name": j["group"], "running_jobs": group_running, "max_running": glimits.get("max_running"),
+                  "max_per_node": glimits.get("max_per_node")},
+    }
+    rejected = doc["rejected"][j["rejected"]] if j.get("rejected") is not None else {}
+    si = doc["job_columns"].index("state")
+    n_waiting = sum(1 for x in doc["jobs"] if x[si] not in RUNNING)
+    if cls == "running":
+        text = (f"running since {duration(doc['snapshot_time'] - (j['start'] or doc['snapshot_time']))} on "
+                f"{j['nodes']}" + (f" (started by the last cycle: {START_REASONS.get(j['reason'], j['reason'])})"
+                                   if j["state"] == "S" else ""))
+    else:
+        text = (f"waiting, position {j['rank']} in the last cycle's order ({n_waiting} waiting), VO priority "
+                f"{j['priority']:.3f}: {REASONS.get(j['reason'], j['reason'])}")
+    if args.json:
+        dump_json({"job": j, "class": cls, "explanation": text, "reason_text": REASONS.get(j["reason"], ""),
+                   "limits": limits, "nodes_rejected": rejected})
+        return 0
+    print(f"job {j['id']}: user {j['user']}, group {j['group']}, VO {j['vo']}, queue {j['queue']}, "
+          f"{j['cores']} core(s), walltime {duration(j['walltime'])}")
+    print(f"  {text}")
+    if j.get("detail"):
+        print(f"  detail: {j['detail']}")
+    v = limits["vo"]
+    print(f"  VO {v['name']}: {v['running_slots']} slots running, guarantee {v['guarantee']} "
+          f"({'below' if v['below_guarantee'] else 'at or above'}), {v['running_jobs']} jobs"
+          + (f" of max {v['max_running']}" if v["max_running"] is not None else "")
+          + (f", at most {v['max_per_node']} per node" if v["max_per_node"] is not None else ""))
+    g = limits["group"]
+    if g["max_running"] is not None or g["max_per_node"] is not None:
+        print(f"  group {g['name']}: {g['running_jobs']} jobs"
+              + (f" of max {g['max_running']}" if g["max_running"] is not None else "")
+              + (f", at most {g['max_per_node']} per node" if g["max_per_node"] is not None else ""))
+    if rejected:
+        print("  nodes rejected in the last cycle: " + ", ".join(f"{k} {v}" for k, v in
+                                                                 sorted(rejected.items(), key=lambda kv: -kv[1])))
+    return 0
+
+
+# -- when -------------------------------------------------------------------------------------
+
+@command("when", "when a waiting job is expected to start (showstart, spwhen)")
+def fill_when(p: argparse.ArgumentParser) -> None:
+    """Estimate when a waiting job starts, from running jobs' requested walltimes and the jobs
+    ahead of it in the last cycle's order; says plainly when no estimate is possible."""
+    options(p, json_keys="job, start (Unix time or null), in_s, exact, why, ahead", table_=False)
+    p.add_argument("job_id", metavar="JOBID")
+    p.set_defaults(run=run_when)
+
+
+def run_when(args: argparse.Namespace) -> int:
+    doc = load(args)
+    j = find_job(doc, args.job_id)
+    est = estimate_start(doc, j["id"])
+    now = doc["snapshot_time"]
+    if args.json:
+        dump_json({"job": j["id"], "start": est.start, "in_s": None if est.start is None else est.start - now,
+                   "exact": est.exact, "why": est.why, "ahead": est.ahead})
+        return 0
+    if est.start is None:
+        print(f"job {j['id']}: no start estimate — {est.why}")
+    elif j["state"] in RUNNING:
+        print(f"job {j['id']}: already running")
+    else:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(est.start))
+        print(f"job {j['id']}: expected to start in {duration(est.start - now)} (about {when}), "
+              f"{est.ahead} job(s) ahead; {est.why}")
+    return 0

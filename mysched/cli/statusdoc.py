@@ -1,0 +1,72 @@
+"""What every status command shares: finding and loading the status file the daemon
+publishes after each cycle, and reading its rows.
+
+The file is world-readable, so these commands work for unprivileged users without access
+to the database or the batch server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any
+
+from mysched.core.reasons import BLOCKING
+from mysched.daemon.statusfile import read_status, rows
+from mysched.errors import StatusError
+
+RUNNING = ("R", "E", "S")
+
+
+def options(p: argparse.ArgumentParser, *, json_keys: str, table_: bool = True) -> None:
+    p.add_argument("--state-dir", metavar="DIR", help="where the daemon writes status.json (default: "
+                   "$MYSCHED_STATE_DIR, else daemon.state_dir of -c FILE, else /var/lib/mysched)")
+    p.add_argument("-c", "--config", metavar="FILE", help="configuration file (for daemon.state_dir)")
+    p.add_argument("--max-age", type=float, metavar="SECONDS",
+                   help="refuse a status older than this (default: 3 cycle intervals, at least 300 s)")
+    p.add_argument("--json", action="store_true", help=f"JSON output; keys: {json_keys}")
+    if table_:
+        p.add_argument("--noheader", action="store_true", help="no header line (for scripts)")
+
+
+def state_dir(args: argparse.Namespace) -> str:
+    if args.state_dir:
+        return args.state_dir
+    if os.environ.get("MYSCHED_STATE_DIR"):
+        return os.environ["MYSCHED_STATE_DIR"]
+    if args.config:
+        from mysched.config import load_config
+
+        return load_config(args.config).state_dir
+    return "/var/lib/mysched"
+
+
+def load(args: argparse.Namespace) -> dict[str, Any]:
+    path = state_dir(args)
+    doc = read_status(path)
+    max_age = args.max_age if args.max_age is not None else max(300.0, 3 * float(doc.get("interval", 60)))
+    age = time.time() - doc.get("published", 0)
+    if age > max_age:
+        raise StatusError(f"{path}: status is stale: last published {age:.0f} s ago (is the daemon running? it "
+                          f"publishes every {doc.get('interval', 60):g} s; --max-age overrides)")
+    return doc
+
+
+def classify(j: dict[str, Any]) -> str:
+    if j["state"] in RUNNING:
+        return "running"
+    if j["reason"] in BLOCKING:
+        return "blocked"
+    return "queued"
+
+
+def find_job(doc: dict[str, Any], job_id: str) -> dict[str, Any]:
+    jobs = rows(doc, "jobs")
+    for j in jobs:
+        if j["id"] == job_id:
+            return j
+    matches = [j for j in jobs if j["id"].split(".")[0] == job_id]
+    if len(matches) == 1:
+        return matches[0]
+    raise StatusError(f"job {job_id} is not in the status of the last cycle (finished, deleted, or a typo?)")

@@ -1,0 +1,62 @@
+"""`mysched usage`: wall-clock and CPU hours from the history store."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from mysched.cli.common import date_arg
+from mysched.cli.main import command
+from mysched.cli.textout import dump_json, table
+from mysched.errors import StatusError, UsageError
+
+
+# -- usage ------------------------------------------------------------------------------------
+
+@command("usage", "wall-clock and CPU hours from the history store (accounting summary)")
+def fill_usage(p: argparse.ArgumentParser) -> None:
+    """Accounting summary from the history store: jobs, wall-clock core-hours (clipped to the
+    interval) and CPU hours, per VO, group, user or queue."""
+    p.add_argument("-c", "--config", metavar="FILE", help="configuration (history.database, group -> VO)")
+    p.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
+    p.add_argument("--since", type=date_arg, metavar="DATE", help="from DATE (YYYY-MM-DD[THH:MM], UTC)")
+    p.add_argument("--until", type=date_arg, metavar="DATE", help="until DATE")
+    p.add_argument("--by", choices=("vo", "group", "user", "queue"), default="vo")
+    p.add_argument("--json", action="store_true", help="JSON: since, until, by, rows[{key,jobs,wall_hours,"
+                   "cpu_hours}], total{jobs,wall_hours,cpu_hours}")
+    p.add_argument("--noheader", action="store_true")
+    p.set_defaults(run=run_usage)
+
+
+def run_usage(args: argparse.Namespace) -> int:
+    from mysched.history.store import Store
+    from mysched.cli.common import config_or_default
+
+    cfg = config_or_default(args.config)
+    url = args.db or cfg.database
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///"):]
+        if not os.path.exists(path):
+            raise StatusError(f"{path}: no history database (the daemon creates it; or give --db URL)")
+        if not os.access(path, os.R_OK):
+            raise StatusError(f"{path}: permission denied (ask your admin for read access, or use "
+                              "'mysched shares' which needs none)")
+    if args.since is not None and args.until is not None and args.until <= args.since:
+        raise UsageError("--until must be later than --since")
+    store = Store(url, create=False)
+    out = store.usage_summary(args.since, args.until, by=args.by, vo_of=cfg.vo_of)
+    total = {"jobs": sum(r["jobs"] for r in out), "wall_hours": round(sum(r["wall_hours"] for r in out), 3),
+             "cpu_hours": round(sum(r["cpu_hours"] for r in out), 3)}
+    if args.json:
+        dump_json({"since": args.since, "until": args.until, "by": args.by,
+                   "rows": [{**r, "wall_hours": round(r["wall_hours"], 3), "cpu_hours": round(r["cpu_hours"], 3)}
+                            for r in out], "total": total})
+        return 0
+    table([args.by.upper(), "JOBS", "WALL(h)", "CPU(h)", "EFFICIENCY"],
+          [[r["key"], r["jobs"], f"{r['wall_hours']:.1f}", f"{r['cpu_hours']:.1f}",
+            f"{r['cpu_hours'] / r['wall_hours']:.0%}" if r["wall_hours"] else "-"] for r in out],
+          noheader=args.noheader, right=(1, 2, 3, 4))
+    if not args.noheader:
+        print(f"\ntotal: {total['jobs']} jobs, {total['wall_hours']:.1f} wall-clock core-hours, "
+              f"{total['cpu_hours']:.1f} CPU hours")
+    return 0
