@@ -110,12 +110,24 @@ def test_when_from_walltimes(tmp_path, capsys):
     assert doc["start"] == pytest.approx(NOW - 600 + 3600) and doc["exact"]
     doc = run_json(capsys, "when", "--state-dir", str(tmp_path), "h1")
     assert doc["start"] is None and "held" in doc["why"]
+    # a running job: its start, and no negative "in"
+    doc = run_json(capsys, "when", "--state-dir", str(tmp_path), "r1")
+    assert doc["running"] and doc["start"] == NOW - 600 and doc["in_s"] == 0 and doc["clock"] == "wall"
+    assert main(["when", "--state-dir", str(tmp_path), waiting[0].job_id]) == 0
+    out = capsys.readouterr().out
+    assert time.strftime("%Z") in out and "simulated" not in out  # times carry their zone
 
 
 def test_free_and_missing_or_stale_status(tmp_path, capsys):
-    make_status(tmp_path)
+    s, p = make_status(tmp_path)
     doc = run_json(capsys, "free", "--state-dir", str(tmp_path))
-    assert doc["total_free"] >= 0
+    # 3 usable nodes x 2 slots, 3 running, and what the cycle started
+    assert doc["total_free"] == 6 - 3 - sum(st.cores for st in p.starts)
+    rows = {r["type"]: r for r in doc["rows"]}
+    assert sum(r["free_slots"] for r in doc["rows"]) == doc["total_free"]
+    # the software node is for atlassgm only; untyped nodes are open to all (null, not a text sentinel)
+    assert rows.get("sw", {"groups": ["atlassgm"], "vos": []})["groups"] == ["atlassgm"]
+    assert all(r["vos"] is None and r["groups"] is None and r["queue"] is None for t, r in rows.items() if t is None)
     assert main(["jobs", "--state-dir", str(tmp_path / "nowhere")]) == 1
     err = capsys.readouterr().err
     assert "no status file" in err and "Traceback" not in err

@@ -6,9 +6,10 @@ import argparse
 from typing import Any
 
 from mysched.cli.main import command
+from mysched.cli import statusdoc
 from mysched.cli.statusdoc import RUNNING, load, options
 from mysched.cli.textout import dump_json, table
-from mysched.core.estimate import node_admits
+from mysched.core.admission import node_key, node_type, queue_admits
 from mysched.daemon.statusfile import rows
 
 
@@ -122,36 +123,34 @@ def fill_free(p: argparse.ArgumentParser) -> None:
 
 def run_free(args: argparse.Namespace) -> int:
     doc = load(args)
-    nodes = [n for n in rows(doc, "nodes") if n["state"] in ("free", "partial")]
-    queues = sorted(set(doc.get("queues", {})) | set(doc.get("queue_config", {}))) or ["(any)"]
-    types = doc.get("node_types", {})
+    cfg = statusdoc.rules(doc)
+    used = {n["name"]: n["used"] for n in rows(doc, "nodes")}
+    nodes = [n for n in statusdoc.nodes(doc) if n.state.usable and n.slots > used[n.name]]
+    keys = {n.name: node_key(cfg, n.name, node_type(cfg, n.name, n.properties)) for n in nodes}
+    queues: list[str | None] = sorted(set(doc.get("queues", {})) | set(cfg.queues)) or [None]
+    types = {t.name: t for t in cfg.node_types}
     out = []
     for q in queues:
-        by_type: dict[str, list[dict[str, Any]]] = {}
+        by_type: dict[str | None, list[int]] = {}
         for n in nodes:
-            if q != "(any)" and not node_admits(doc, n, q, "\0", "\0") and not _typed_admits(doc, n, q):
-                continue
-            by_type.setdefault(n["type"] or "-", []).append(n)
-        for t, ns in sorted(by_type.items()):
-            free = [n["slots"] - n["used"] for n in ns]
-            tt = types.get(t, {})
-            out.append({"type": t, "queue": q, "free_slots": sum(free), "nodes": len(ns), "max_per_node": max(free),
-                        "vos": tt.get("vos") or (["all"] if not tt.get("groups") else []),
-                        "groups": tt.get("groups") or (["all"] if not tt.get("vos") else [])})
-    total = sum(n["slots"] - n["used"] for n in nodes)
+            if q is None or queue_admits(cfg, keys[n.name], q):
+                by_type.setdefault(keys[n.name].ntype, []).append(n.slots - used[n.name])
+        for t, free in sorted(by_type.items(), key=lambda kv: kv[0] or ""):
+            nt = types.get(t) if t is not None else None
+            open_ = nt is None or not (nt.vos or nt.groups)
+            # vos/groups: null when anyone may use the nodes, else who may
+            out.append({"type": t, "queue": q, "free_slots": sum(free), "nodes": len(free), "max_per_node": max(free),
+                        "vos": None if open_ else list(nt.vos), "groups": None if open_ else list(nt.groups)})
+    total = sum(n.slots - used[n.name] for n in nodes)
     if args.json:
         dump_json({"total_free": total, "rows": out})
         return 0
+
+    def who(r: dict[str, Any], k: str) -> str:
+        return "all" if r[k] is None else ",".join(r[k]) or "-"
     table(["TYPE", "QUEUE", "FREE", "NODES", "MAX/NODE", "VOS", "GROUPS"],
-          [[r["type"], r["queue"], r["free_slots"], r["nodes"], r["max_per_node"], ",".join(r["vos"]) or "-",
-            ",".join(r["groups"]) or "-"] for r in out], noheader=args.noheader, right=(2, 3, 4))
+          [[r["type"] or "-", r["queue"] or "(any)", r["free_slots"], r["nodes"], r["max_per_node"], who(r, "vos"),
+            who(r, "groups")] for r in out], noheader=args.noheader, right=(2, 3, 4))
     if not args.noheader:
         print(f"\n{total} slot(s) free on {len(nodes)} node(s)")
     return 0
-
-
-def _typed_admits(doc: dict[str, Any], node: dict[str, Any], queue: str) -> bool:
-    """True if the queue may use the node for some group its type allows."""
-    t = doc.get("node_types", {}).get(node["type"] or "", {})
-    return any(node_admits(doc, node, queue, v, "\0") for v in t.get("vos", [])) or any(
-        node_admits(doc, node, queue, "\0", g) for g in t.get("groups", []))

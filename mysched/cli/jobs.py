@@ -6,10 +6,11 @@ import argparse
 import time
 
 from mysched.cli.main import command
+from mysched.cli import statusdoc
 from mysched.cli.statusdoc import RUNNING, classify, find_job, load, options
 from mysched.cli.textout import dump_json, duration, table
-from mysched.core.estimate import estimate_start
-from mysched.core.reasons import REASONS, START_REASONS
+from mysched.core.estimate import Estimate, estimate_start
+from mysched.core.reasons import BLOCKING, REASONS, START_REASONS
 from mysched.daemon.statusfile import rows
 
 
@@ -150,18 +151,32 @@ def fill_when(p: argparse.ArgumentParser) -> None:
 def run_when(args: argparse.Namespace) -> int:
     doc = load(args)
     j = find_job(doc, args.job_id)
-    est = estimate_start(doc, j["id"])
     now = doc["snapshot_time"]
-    if args.json:
-        dump_json({"job": j["id"], "start": est.start, "in_s": None if est.start is None else est.start - now,
-                   "exact": est.exact, "why": est.why, "ahead": est.ahead})
-        return 0
-    if est.start is None:
-        print(f"job {j['id']}: no start estimate — {est.why}")
-    elif j["state"] in RUNNING:
-        print(f"job {j['id']}: already running")
+    if j["state"] in RUNNING:
+        start = j["start"] if j["start"] is not None else now
+        est = Estimate(start, True, "already running", 0)
+    elif j["reason"] in BLOCKING:
+        est = Estimate(None, False, f"blocked ({j['reason']}): it cannot start until that changes", 0)
     else:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(est.start))
-        print(f"job {j['id']}: expected to start in {duration(est.start - now)} (about {when}), "
-              f"{est.ahead} job(s) ahead; {est.why}")
+        all_rows = rows(doc, "jobs")
+        running = [statusdoc.job(r) for r in all_rows if r["state"] in RUNNING and r["nodes"]]
+        rank = j["rank"] or 0
+        ahead = sorted((r for r in all_rows if r["state"] not in RUNNING and r["rank"] is not None
+                        and r["rank"] < rank and r["reason"] not in BLOCKING), key=lambda r: r["rank"])
+        est = estimate_start(statusdoc.job(j), j["vo"], running, [(statusdoc.job(r), r["vo"]) for r in ahead],
+                             statusdoc.nodes(doc), statusdoc.rules(doc), now)
+    if args.json:
+        # in_s counts from the status's time; a running job's start lies in the past: 0.
+        dump_json({"job": j["id"], "start": est.start,
+                   "in_s": None if est.start is None else max(0.0, est.start - now),
+                   "running": j["state"] in RUNNING, "exact": est.exact, "why": est.why, "ahead": est.ahead,
+                   "clock": statusdoc.clock_kind(doc)})
+        return 0
+    if j["state"] in RUNNING:
+        print(f"job {j['id']}: already running (since {statusdoc.clock(doc, est.start)})")
+    elif est.start is None:
+        print(f"job {j['id']}: no start estimate — {est.why}")
+    else:
+        print(f"job {j['id']}: expected to start in {duration(est.start - now)} (about "
+              f"{statusdoc.clock(doc, est.start)}), {est.ahead} job(s) ahead; {est.why}")
     return 0

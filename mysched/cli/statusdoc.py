@@ -12,6 +12,8 @@ import os
 import time
 from typing import Any
 
+from mysched.core.config import Config, NodeType, QueueConfig
+from mysched.core.model import Job, JobState, Node, NodeState
 from mysched.core.reasons import BLOCKING
 from mysched.daemon.statusfile import read_status, rows
 from mysched.errors import StatusError
@@ -70,3 +72,48 @@ def find_job(doc: dict[str, Any], job_id: str) -> dict[str, Any]:
     if len(matches) == 1:
         return matches[0]
     raise StatusError(f"job {job_id} is not in the status of the last cycle (finished, deleted, or a typo?)")
+
+
+def rules(doc: dict[str, Any]) -> Config:
+    """The node types and queue assignments the daemon ran with, as the core's `Config`, so
+    estimates and `free` apply the planner's own admission rules (`mysched.core.admission`)."""
+    types = tuple(NodeType(name, tuple(t.get("nodes", ())), tuple(t.get("properties", ())), tuple(t.get("groups", ())),
+                           tuple(t.get("vos", ()))) for name, t in doc.get("node_types", {}).items())
+    queues = {name: QueueConfig(name, q.get("max_running"), tuple(q.get("nodes", ())), tuple(q.get("node_types", ())),
+                                bool(q.get("exclusive"))) for name, q in doc.get("queue_config", {}).items()}
+    return Config(node_types=types, queues=queues)
+
+
+_NODE_STATES = {"free": NodeState.FREE, "partial": NodeState.FREE, "full": NodeState.FULL}
+
+
+def nodes(doc: dict[str, Any]) -> list[Node]:
+    """The status file's nodes as the core's `Node` values."""
+    return [Node(n["name"], n["slots"], _NODE_STATES.get(n["state"]) or NodeState.parse(n["state"]),
+                 frozenset(n.get("properties") or ())) for n in rows(doc, "nodes")]
+
+
+def job(row: dict[str, Any]) -> Job:
+    """A status-file job row as the core's `Job` (running jobs with their placement)."""
+    placement = []
+    for part in (row["nodes"] or "").split("+"):
+        name, _, c = part.rpartition(":")
+        if name:
+            placement.append((name, int(c or 1)))
+    state = JobState.RUNNING if row["state"] in RUNNING else JobState.parse(row["state"])
+    return Job(row["id"], row["queue"], row["user"], row["group"], row["cores"], state, row["submit"] or 0.0,
+               row["start"], row["walltime"], None, tuple(placement), row["vo"])
+
+
+def clock_kind(doc: dict[str, Any]) -> str:
+    """"simulated" when the status comes from a simulated farm (its clock is not the wall
+    clock: times may lie in the past or the future), else "wall"."""
+    return "simulated" if str(doc.get("server", "")).startswith("sim:") else "wall"
+
+
+def clock(doc: dict[str, Any], t: float | None) -> str:
+    """A time of the status as local date and time with its zone, marked when simulated."""
+    if t is None:
+        return "-"
+    text = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t))
+    return text + (" simulated" if clock_kind(doc) == "simulated" else "")

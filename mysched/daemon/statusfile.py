@@ -14,6 +14,7 @@ import tempfile
 import time
 from typing import Any
 
+from mysched.core.admission import node_type
 from mysched.core.config import Config
 from mysched.errors import StatusError
 from mysched.core.model import JobState, NodeState, Snapshot
@@ -64,10 +65,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         if job.state in (JobState.RUNNING, JobState.EXITING) or s is not None:
             for n, c in placement:
                 node_jobs.setdefault(n, []).append((job.user, vo, c))
-    types = {}
-    for node in snapshot.nodes:
-        types[node.name] = next((nt.name for nt in config.node_types
-                                 if nt.matches(node.name, node.properties)), "")
+    types = {node.name: node_type(config, node.name, node.properties) or "" for node in snapshot.nodes}
     nodes = []
     for node in snapshot.nodes:
         js = node_jobs.get(node.name, [])
@@ -118,7 +116,8 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
                   "user": {k: round(v, 1) for k, v in (usage.user.items() if usage is not None else ())}},
         "limits": {"groups": {g.name: {"max_running": g.max_running, "max_per_node": g.max_per_node}
                               for g in config.groups.values()}},
-        "node_types": {nt.name: {"groups": list(nt.groups), "vos": list(nt.vos)} for nt in config.node_types},
+        "node_types": {nt.name: {"nodes": list(nt.nodes), "properties": list(nt.properties), "groups": list(nt.groups),
+                                 "vos": list(nt.vos)} for nt in config.node_types},
         "queue_config": {q.name: {"max_running": q.max_running, "nodes": list(q.nodes),
                                   "node_types": list(q.node_types), "exclusive": q.exclusive}
                          for q in config.queues.values()},

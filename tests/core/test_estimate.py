@@ -1,0 +1,62 @@
+"""Start estimates from requested walltimes, on the planner's own admission rules."""
+
+from __future__ import annotations
+
+import math
+
+from mysched.config import config_from_text
+from mysched.core.estimate import estimate_start
+from mysched.core.model import Job, JobState, Node, NodeState
+
+NOW = 10_000.0
+CFG = config_from_text('''
+vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };
+node_types = { big = { nodes = ["big*"]; vos = ["cms"]; }; };
+queues = { short = { nodes = ["wn01"]; }; };
+''')
+
+
+def run(jid, node, cores, start, walltime):
+    return Job(jid, "q", "u", "atlas", cores, JobState.RUNNING, 0.0, start, walltime, placement=((node, cores),))
+
+
+def want(cores=1, queue="q", group="atlas", walltime=3600.0):
+    return Job("t", queue, "u", group, cores, JobState.QUEUED, 0.0, None, walltime)
+
+
+NODES = [Node("wn01", 2), Node("wn02", 2), Node("big01", 8), Node("wn03", 2, NodeState.DOWN)]
+
+
+def test_earliest_end_on_an_admitted_node():
+    running = [run("a", "wn01", 2, NOW - 100, 1000), run("b", "wn02", 2, NOW - 500, 1000),
+               run("c", "big01", 8, NOW, 10)]
+    # atlas may not use big01 (cms only), wn03 is down: the first core frees on wn02
+    est = estimate_start(want(), "atlas", running, [], NODES, CFG, NOW)
+    assert est.start == NOW + 500 and est.exact and est.ahead == 0
+    # two cores: wn02 frees both at NOW + 500, wn01 at NOW + 900
+    est = estimate_start(want(2), "atlas", running, [], NODES, CFG, NOW)
+    assert est.start == NOW + 500
+    # cms may use big01, which frees at NOW + 10
+    est = estimate_start(want(group="cms"), "cms", running, [], NODES, CFG, NOW)
+    assert est.start == NOW + 10
+
+
+def test_jobs_ahead_take_the_earliest_cores_and_queue_assignment_counts():
+    running = [run("a", "wn01", 2, NOW, 100), run("b", "wn02", 2, NOW, 200)]
+    ahead = [(Job("x", "q", "v", "atlas", 1, walltime=1000.0), "atlas")]
+    est = estimate_start(want(), "atlas", running, ahead, NODES, CFG, NOW)
+    assert est.ahead == 1 and est.start == NOW + 100  # x takes wn01's first core, the target its second
+    # queue "short" may only use wn01
+    est = estimate_start(want(queue="short"), "atlas", [run("a", "wn01", 2, NOW, 300)], [], NODES, CFG, NOW)
+    assert est.start == NOW + 300
+
+
+def test_no_estimate_without_walltimes_or_nodes():
+    est = estimate_start(want(), "atlas", [run("a", "wn01", 2, NOW, None), run("b", "wn02", 2, NOW, None)], [],
+                         NODES, CFG, NOW)
+    assert est.start is None and "no requested walltime" in est.why
+    est = estimate_start(want(4), "atlas", [], [], NODES, CFG, NOW)
+    assert est.start is None and "no usable node" in est.why
+    # a node free now: starts now, even if other jobs lack walltimes
+    est = estimate_start(want(), "atlas", [run("a", "wn01", 2, NOW, None)], [], NODES, CFG, NOW)
+    assert est.start == NOW and not math.isinf(est.start)
