@@ -22,23 +22,24 @@ cores, packing class) that found no node is not tried again in the same cycle, b
 starts only ever take capacity away. A caller that plans again and again on one farm passes
 a `NodeIndex`: it keeps the running jobs' per-node counts and rankings (`tally.Tally`) from
 cycle to cycle, so a cycle pays for the jobs that started and ended since the last one.
+
+Modules: `ordering` (the share tree), `placement` (node choice and refusals), `vofacts`
+(VO standing), `tally` and `index` (what is kept between cycles), `admission` (static rules).
 """
 
 from __future__ import annotations
 
 import gc
-import heapq
 import math
-from collections import deque
-from typing import Iterable, NamedTuple
 
 from mysched.core.config import Config, PackingClass
 from mysched.core.model import Job, JobState, Snapshot
-from mysched.core.plan import Plan, Start, VOStatus, Wait
-from mysched.core.reasons import NODE_REJECTIONS
-from mysched.core.admission import refusal
 from mysched.core.index import NodeIndex
-from mysched.core.tally import DEFAULT_CLASS, Load, Pool, Ranking, Tally
+from mysched.core.ordering import Ordering
+from mysched.core.placement import Placing, _Loads, _Rules
+from mysched.core.plan import Plan, Start, Wait
+from mysched.core.tally import DEFAULT_CLASS, Load, Ranking, Tally
+from mysched.core.vofacts import VOFacts, VOTable
 from mysched.core.usage import Usage
 
 __all__ = ["POLICIES", "NodeIndex", "plan"]
@@ -71,99 +72,10 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
             gc.enable()
 
 
-# ---------------------------------------------------------------------------------------
-# Per-node and ranking state
+class _Planner(Ordering, Placing):
+    """One plan: set-up from the tally, screening, the start/wait bookkeeping; ordering and
+    placement come from the mixins."""
 
-
-class _Loads(dict):
-    """This plan's per-node loads, made on first use: a copy of the tally's load for a node
-    that runs jobs, a fresh one for an idle node."""
-
-    def __init__(self, index: NodeIndex, base: dict[str, Load], pools: dict) -> None:
-        super().__init__()
-        self.index = index
-        self.base = base
-        self.pools = pools
-
-    def __missing__(self, name: str) -> Load:
-        b = self.base.get(name)
-        if b is not None:
-            load = b.copy()
-        else:
-            node, _ntype, key, usable, _counted = self.index.by_name[name]
-            load = Load(node, key, usable)
-        load.pool = self.pools[load.key]
-        self[name] = load
-        return load
-
-
-class _Rules(NamedTuple):
-    """Limits and candidate pools shared by the jobs of one (queue, VO, group)."""
-
-    queue_max: int | None
-    vo_max: int | None
-    group_max: int | None
-    vo_node_max: int | None
-    group_node_max: int | None
-    pools: list[Pool]
-
-
-class _Heap:
-    """A min-heap of names with lazily invalidated keys."""
-
-    __slots__ = ("heap", "current")
-
-    def __init__(self) -> None:
-        self.heap: list[tuple] = []
-        self.current: dict[str, tuple] = {}
-
-    def push(self, name: str, key: tuple) -> None:
-        self.current[name] = key
-        heapq.heappush(self.heap, (key, name))
-
-    def peek(self) -> str | None:
-        h = self.heap
-        while h:
-            key, name = h[0]
-            if self.current.get(name) == key:
-                return name
-            heapq.heappop(h)
-        return None
-
-    def remove(self, name: str) -> None:
-        self.current.pop(name, None)
-
-    def ordered(self) -> list[str]:
-        return sorted(self.current, key=lambda n: (self.current[n], n))
-
-
-class _UserQ:
-    __slots__ = ("jobs",)
-
-    def __init__(self) -> None:
-        self.jobs: deque[Job] = deque()
-
-
-class _GroupQ:
-    __slots__ = ("users", "heap")
-
-    def __init__(self) -> None:
-        self.users: dict[str, _UserQ] = {}
-        self.heap = _Heap()
-
-
-class _VOQ:
-    __slots__ = ("groups", "heap")
-
-    def __init__(self) -> None:
-        self.groups: dict[str, _GroupQ] = {}
-        self.heap = _Heap()
-
-
-# ---------------------------------------------------------------------------------------
-
-
-class _Planner:
     def __init__(self, snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str,
                  index: NodeIndex) -> None:
         self.index = index
@@ -267,7 +179,7 @@ class _Planner:
     def _setup_vos(self) -> None:
         self.total_usage = self.usage.total
         self.vo_slots0 = dict(self.tally.vo_slots)
-        self.vo_facts = _VOFacts(self.cfg, self.total_slots, self.index.vo_fixed, self.usage,
+        self.vo_facts = VOFacts(self.cfg, self.total_slots, self.index.vo_fixed, self.usage,
                                  self.cfg.fairshare_eps, self.vo_slots0)
         self.started_by_vo: dict[str, int] = {}
 
@@ -403,316 +315,10 @@ class _Planner:
         self.out.starts.append(_new_start((job.id, ((name, cores),), reason, vo, group, user, queue, cores, rank,
                                            self.vo_facts[vo].priority)))
 
-    # -- placement --------------------------------------------------------------------------
-    def _pools(self, queue: str, vo: str, group: str) -> list[Pool]:
-        """The pools a job of the (queue, VO, group) may use."""
-        k = (queue, vo, group)
-        got = self._pools_for.get(k)
-        if got is None:
-            by_key = self.pool_by_key
-            got = self._pools_for[k] = [by_key[pk] for pk in self.index.rules(queue, vo, group)[5]]
-        return got
-
-    def _scan(self, keys: list[tuple], job: Job, vo: str, cls: str | None, rules: _Rules,
-              avoid: str | None = None) -> tuple | None:
-        """The best node along a sorted ranking for `job`, as (sort key, load), or None.
-
-        For mysched the first node without a job of the user wins (the ranking is by
-        diversity); failing that the one with the fewest of the user's jobs. `avoid`: skip
-        nodes already running that class."""
-        loads = self.loads
-        cores = job.cores
-        vmax, gmax = rules.vo_node_max, rules.group_node_max
-        group = job.group
-        fast = self.policy != "mysched"
-        user = job.user
-        fallback = None
-        for key in keys:
-            ld = loads[key[-1]]
-            if (ld.free < cores or (ld.reserved is not None and ld.reserved != cls)
-                    or (vmax is not None and ld.vos.get(vo, 0) >= vmax)
-                    or (gmax is not None and ld.groups.get(group, 0) >= gmax)
-                    or (avoid is not None and ld.classes.get(avoid, 0) > 0)):
-                continue
-            if fast:
-                return (key, ld)
-            uj = ld.users.get(user, 0)
-            if uj == 0:
-                return ((0,) + key, ld)
-            fk = (uj, -len(ld.users) / (ld.njobs + 1), ld.used, ld.name)
-            if fallback is None or fk < fallback[0]:
-                fallback = (fk, ld)
-        return fallback
-
-    def _place(self, job: Job, vo: str, pc: PackingClass | None, rules: _Rules) -> Load | None:
-        cls = pc.name if pc else None
-        pools = rules.pools
-        scan = self._scan
-        if pc is None and len(pools) == 1:
-            got = scan(pools[0].ranking.keys, job, vo, None, rules)
-            return got[1] if got is not None else None
-        best = None
-        if pc is None or pc.policy == "none":
-            # Default jobs: no preference. Spreading class: prefer nodes without the class.
-            for avoid in ((cls, None) if pc is not None else (None,)):
-                for pool in pools:
-                    got = scan(pool.ranking.keys, job, vo, cls, rules, avoid)
-                    if got is not None and (best is None or got[0] < best[0]):
-                        best = got
-                if best is not None:
-                    return best[1]
-            return None
-        # relaxed / exclusive: prefer nodes already running the class.
-        for pool in pools:
-            r = pool.by_class.get(cls)
-            got = scan(r.keys, job, vo, cls, rules) if r is not None else None
-            if got is not None and (best is None or got[0] < best[0]):
-                best = got
-        if best is not None:
-            return best[1]
-        for pool in pools:
-            got = scan(pool.ranking.keys, job, vo, cls, rules)
-            if got is not None and (best is None or got[0] < best[0]):
-                best = got
-        return best[1] if best is not None else None
-
-    def _explain(self, job: Job, vo: str, pc: PackingClass | None) -> Wait:
-        """Count, over all nodes, why each one was rejected for this job."""
-        cores = job.cores
-        cls = pc.name if pc else None
-        eligible = {id(p) for p in self._pools(job.queue, vo, job.group)}
-        refusals: dict[tuple, str] = {}
-        vmax = self.cfg.vos.get(vo)
-        vmax = vmax.max_per_node if vmax is not None else None
-        gmax = self.cfg.groups.get(job.group)
-        gmax = gmax.max_per_node if gmax is not None else None
-        counts: dict[str, int] = {}
-        loads, base, pools = self.loads, self.tally.loads, self.pool_by_key
-        for name in self.index.by_name:
-            ld = loads.get(name) or base.get(name) or loads[name]  # read only: no copy
-            pool = pools[ld.key]
-            if not ld.usable:
-                r = "node_down"
-            elif ld.free < cores:
-                r = "no_free_slot"
-            elif id(pool) not in eligible:
-                r = refusals.get(ld.key)
-                if r is None:
-                    r = refusals[ld.key] = refusal(self.cfg, ld.key, job.queue)
-            elif ld.reserved is not None and ld.reserved != cls:
-                r = "packing"
-            elif vmax is not None and ld.vos.get(vo, 0) >= vmax:
-                r = "vo_node_limit"
-            elif gmax is not None and ld.groups.get(job.group, 0) >= gmax:
-                r = "group_node_limit"
-            else:
-                r = "no_free_slot"
-            counts[r] = counts.get(r, 0) + 1
-        roomy = {k: v for k, v in counts.items() if k not in ("node_down", "no_free_slot")}
-        if roomy:
-            reason = max(sorted(roomy), key=lambda k: roomy[k])
-            detail = f"{roomy[reason]} node(s) with room rejected: {NODE_REJECTIONS.get(reason, reason)}"
-        else:
-            reason = "no_free_slot"
-            detail = f"no usable node has {cores} free core(s)"
-        return Wait(job.id, reason, 0, 0.0, detail, counts)
-
-    # -- ordering ---------------------------------------------------------------------------
-    def _run_list(self, jobs: list[tuple[Job, str]], reason: str) -> str | None:
-        """Try jobs in the given order; return why the cycle stopped early, if it did."""
-        limit = self.cfg.max_starts_per_cycle
-        for i, (job, vo) in enumerate(jobs):
-            if len(self.out.starts) >= limit:
-                self._drain_list(jobs[i:], "start_limit")
-                return "start_limit"
-            if self.free_total <= 0:
-                self._drain_list(jobs[i:], "no_free_slot")
-                return "no_free_slot"
-            self._try(job, vo, reason)
-        return None
-
-    def _drain_list(self, jobs: Iterable[tuple[Job, str]], reason: str) -> None:
-        """Everything left waits: for a limit it hits, else for `reason` (nothing starts any more)."""
-        waits = self.out.waits
-        facts = self.vo_facts
-        rank = self.rank
-        why = self._drain_reason if self.limits else None
-        for job, vo in jobs:
-            rank += 1
-            waits[job.id] = _new_wait((job.id, why(job, vo, reason) if why else reason, rank, facts[vo].priority,
-                                       "", None))
-        self.rank = rank
-
-    def _drain_reason(self, job: Job, vo: str, reason: str) -> str:
-        """A limit the job hits, else `reason`; memoised, since nothing starts any more."""
-        key = (job.queue, vo, job.group)
-        memo = self._drain_memo
-        got = memo.get(key)
-        if got is None:
-            got = memo[key] = self._limit(job, vo) or ""
-        return got or reason
-
-    def _vo_key(self, vo: str) -> tuple:
-        f = self.vo_facts[vo]
-        running = self.vo_slots.get(vo, 0)
-        if running < f.guarantee:
-            return (0, running / f.guarantee, vo)
-        return (1, -self._vo_priority(vo), f.usage_fraction, vo)
-
-    def _sub_key(self, usage: float, running: int, name: str) -> tuple:
-        u = usage / self.total_usage if self.total_usage > 0 else 0.0
-        r = running / self.total_slots if self.total_slots else 0.0
-        return (u + r, name)
-
-    def _run_shares(self, eligible: list[tuple[Job, str]]) -> None:
-        """`eligible` comes in submit order (from `_screen`)."""
-        vos: dict[str, _VOQ] = {}
-        for job, vo in eligible:
-            vq = vos.get(vo)
-            if vq is None:
-                vq = vos[vo] = _VOQ()
-            gq = vq.groups.get(job.group)
-            if gq is None:
-                gq = vq.groups[job.group] = _GroupQ()
-            uq = gq.users.get(job.user)
-            if uq is None:
-                uq = gq.users[job.user] = _UserQ()
-            uq.jobs.append(job)
-        ug, uu = self.usage.group, self.usage.user
-        heap = _Heap()
-        for vo, vq in vos.items():
-            for g, gq in vq.groups.items():
-                for u in gq.users:
-                    gq.heap.push(u, self._sub_key(uu.get(u, 0.0), self.user_slots.get(u, 0), u))
-                vq.heap.push(g, self._sub_key(ug.get(g, 0.0), self.group_slots.get(g, 0), g))
-            heap.push(vo, self._vo_key(vo))
-        limit = self.cfg.max_starts_per_cycle
-        while True:
-            vo = heap.peek()
-            if vo is None:
-                return
-            if len(self.out.starts) >= limit:
-                self._drain_tree(vos, heap, "start_limit")
-                return
-            if self.free_total <= 0:
-                self._drain_tree(vos, heap, "no_free_slot")
-                return
-            vq = vos[vo]
-            g = vq.heap.peek()
-            gq = vq.groups[g]
-            u = gq.heap.peek()
-            uq = gq.users[u]
-            job = uq.jobs.popleft()
-            was_below = self.vo_slots.get(vo, 0) < self.vo_facts[vo].guarantee
-            why = self._try(job, vo, "share" if was_below else "fairshare")
-            if why == "vo_limit":
-                self._drain_vo(vq, vo, "vo_limit")
-                heap.remove(vo)
-                continue
-            if why == "group_limit":
-                self._drain_group(gq, vo, "group_limit")
-                vq.heap.remove(g)
-                del vq.groups[g]
-            elif not uq.jobs:
-                gq.heap.remove(u)
-                del gq.users[u]
-                if not gq.users:
-                    vq.heap.remove(g)
-                    del vq.groups[g]
-            if why is None:
-                if u in gq.users:
-                    gq.heap.push(u, self._sub_key(uu.get(u, 0.0), self.user_slots.get(u, 0), u))
-                if g in vq.groups:
-                    vq.heap.push(g, self._sub_key(ug.get(g, 0.0), self.group_slots.get(g, 0), g))
-            if not vq.groups:
-                heap.remove(vo)
-            elif why is None:
-                heap.push(vo, self._vo_key(vo))
-
-    def _drain_group(self, gq: _GroupQ, vo: str, reason: str) -> None:
-        for u in gq.heap.ordered():
-            jobs = gq.users[u].jobs
-            self._drain_list([(job, vo) for job in jobs], reason)
-            jobs.clear()
-
-    def _drain_vo(self, vq: _VOQ, vo: str, reason: str) -> None:
-        for g in vq.heap.ordered():
-            self._drain_group(vq.groups[g], vo, reason)
-        vq.groups.clear()
-
-    def _drain_tree(self, vos: dict[str, _VOQ], heap: _Heap, reason: str) -> None:
-        for vo in heap.ordered():
-            self._drain_vo(vos[vo], vo, reason)
-            heap.remove(vo)
-
     def _finish(self) -> None:
         out = self.out
         out.total_slots = self.total_slots
         out.free_slots = max(0, self.free_total)
         out.used_slots = self.used_before
         names = set(self.cfg.vos) | set(self.vo_slots0) | set(self.vo_queued)
-        out.vo_table = _VOTable(names, self.vo_facts, dict(self.tally.vo_jobs), self.vo_queued, self.started_by_vo)
-
-
-class _VOFact(NamedTuple):
-    share: float
-    guarantee: int
-    usage: float
-    usage_fraction: float
-    base: float
-    """``eps + u_hist``: the priority's denominator without the running slots."""
-    priority: float
-    """At the start of the cycle."""
-
-
-class _VOFacts(dict):
-    """A VO's share, guarantee and priority, worked out the first time the plan needs them
-    (a cycle that starts jobs of two VOs out of twenty looks at two).
-
-    Holds no reference to the index: a `Plan` keeps this until its `vos` is read, and must
-    not keep the whole tally alive with it."""
-
-    def __init__(self, config: Config, total_slots: int, fixed: dict[str, tuple[float, int]], usage: Usage,
-                 eps: float, running: dict[str, int]) -> None:
-        super().__init__()
-        self.config = config
-        self.total_slots = total_slots
-        self.fixed = fixed
-        self.usage = usage.vo
-        self.total = usage.total
-        self.eps = eps
-        self.running = running
-
-    def __missing__(self, vo: str) -> _VOFact:
-        ts = self.total_slots
-        got = self.fixed.get(vo)
-        if got is None:  # share and guarantee depend on the configuration and farm size only
-            v = self.config.vo(vo)
-            got = self.fixed[vo] = (v.share_fraction(ts), v.guarantee(ts))
-        share, guarantee = got
-        u = self.usage.get(vo, 0.0)
-        uf = u / self.total if self.total > 0 else 0.0
-        base = self.eps + uf
-        f = self[vo] = _VOFact(share, guarantee, u, uf, base,
-                               share / (base + (self.running.get(vo, 0) / ts if ts else 0.0)))
-        return f
-
-
-class _VOTable:
-    """Makes `Plan.vos` when it is first read (the simulator seldom reads it)."""
-
-    __slots__ = ("names", "facts", "jobs", "queued", "started")
-
-    def __init__(self, names: set[str], facts: _VOFacts, jobs: dict[str, int], queued: dict[str, int],
-                 started: dict[str, int]) -> None:
-        self.names, self.facts, self.jobs, self.queued, self.started = names, facts, jobs, queued, started
-
-    def __call__(self) -> dict[str, VOStatus]:
-        out = {}
-        running = self.facts.running
-        for name in sorted(self.names):
-            f = self.facts[name]
-            out[name] = VOStatus(name, f.share, f.guarantee, running.get(name, 0), self.jobs.get(name, 0),
-                                 self.queued.get(name, 0), f.usage, f.usage_fraction, f.priority,
-                                 self.started.get(name, 0))
-        return out
+        out.vo_table = VOTable(names, self.vo_facts, dict(self.tally.vo_jobs), self.vo_queued, self.started_by_vo)

@@ -1,0 +1,201 @@
+"""Ordering: the sequence in which queued jobs are tried.
+
+Hot lists first, in submit order; then the share tree: VOs below their guarantee, most
+under-served first, then by dynamic fair-share priority; inside a VO the group, then the
+user, with the least ``u_hist + u_run``; a user's jobs in submit order. Priorities are kept
+in heaps and re-keyed after every start, since a start changes its VO's running slots.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from typing import Iterable
+
+from mysched.core.model import Job
+from mysched.core.plan import Wait
+
+_new_wait = Wait._make
+
+
+class _Heap:
+    """A min-heap of names with lazily invalidated keys."""
+
+    __slots__ = ("heap", "current")
+
+    def __init__(self) -> None:
+        self.heap: list[tuple] = []
+        self.current: dict[str, tuple] = {}
+
+    def push(self, name: str, key: tuple) -> None:
+        self.current[name] = key
+        heapq.heappush(self.heap, (key, name))
+
+    def peek(self) -> str | None:
+        h = self.heap
+        while h:
+            key, name = h[0]
+            if self.current.get(name) == key:
+                return name
+            heapq.heappop(h)
+        return None
+
+    def remove(self, name: str) -> None:
+        self.current.pop(name, None)
+
+    def ordered(self) -> list[str]:
+        return sorted(self.current, key=lambda n: (self.current[n], n))
+
+
+class _UserQ:
+    __slots__ = ("jobs",)
+
+    def __init__(self) -> None:
+        self.jobs: deque[Job] = deque()
+
+
+class _GroupQ:
+    __slots__ = ("users", "heap")
+
+    def __init__(self) -> None:
+        self.users: dict[str, _UserQ] = {}
+        self.heap = _Heap()
+
+
+class _VOQ:
+    __slots__ = ("groups", "heap")
+
+    def __init__(self) -> None:
+        self.groups: dict[str, _GroupQ] = {}
+        self.heap = _Heap()
+
+
+class Ordering:
+    """The planner's ordering steps (a mixin of `mysched.core.planner._Planner`)."""
+
+    def _run_list(self, jobs: list[tuple[Job, str]], reason: str) -> str | None:
+        """Try jobs in the given order; return why the cycle stopped early, if it did."""
+        limit = self.cfg.max_starts_per_cycle
+        for i, (job, vo) in enumerate(jobs):
+            if len(self.out.starts) >= limit:
+                self._drain_list(jobs[i:], "start_limit")
+                return "start_limit"
+            if self.free_total <= 0:
+                self._drain_list(jobs[i:], "no_free_slot")
+                return "no_free_slot"
+            self._try(job, vo, reason)
+        return None
+
+    def _drain_list(self, jobs: Iterable[tuple[Job, str]], reason: str) -> None:
+        """Everything left waits: for a limit it hits, else for `reason` (nothing starts any more)."""
+        waits = self.out.waits
+        facts = self.vo_facts
+        rank = self.rank
+        why = self._drain_reason if self.limits else None
+        for job, vo in jobs:
+            rank += 1
+            waits[job.id] = _new_wait((job.id, why(job, vo, reason) if why else reason, rank, facts[vo].priority,
+                                       "", None))
+        self.rank = rank
+
+    def _drain_reason(self, job: Job, vo: str, reason: str) -> str:
+        """A limit the job hits, else `reason`; memoised, since nothing starts any more."""
+        key = (job.queue, vo, job.group)
+        memo = self._drain_memo
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = self._limit(job, vo) or ""
+        return got or reason
+
+    def _vo_key(self, vo: str) -> tuple:
+        f = self.vo_facts[vo]
+        running = self.vo_slots.get(vo, 0)
+        if running < f.guarantee:
+            return (0, running / f.guarantee, vo)
+        return (1, -self._vo_priority(vo), f.usage_fraction, vo)
+
+    def _sub_key(self, usage: float, running: int, name: str) -> tuple:
+        u = usage / self.total_usage if self.total_usage > 0 else 0.0
+        r = running / self.total_slots if self.total_slots else 0.0
+        return (u + r, name)
+
+    def _run_shares(self, eligible: list[tuple[Job, str]]) -> None:
+        """`eligible` comes in submit order (from `_screen`)."""
+        vos: dict[str, _VOQ] = {}
+        for job, vo in eligible:
+            vq = vos.get(vo)
+            if vq is None:
+                vq = vos[vo] = _VOQ()
+            gq = vq.groups.get(job.group)
+            if gq is None:
+                gq = vq.groups[job.group] = _GroupQ()
+            uq = gq.users.get(job.user)
+            if uq is None:
+                uq = gq.users[job.user] = _UserQ()
+            uq.jobs.append(job)
+        ug, uu = self.usage.group, self.usage.user
+        heap = _Heap()
+        for vo, vq in vos.items():
+            for g, gq in vq.groups.items():
+                for u in gq.users:
+                    gq.heap.push(u, self._sub_key(uu.get(u, 0.0), self.user_slots.get(u, 0), u))
+                vq.heap.push(g, self._sub_key(ug.get(g, 0.0), self.group_slots.get(g, 0), g))
+            heap.push(vo, self._vo_key(vo))
+        limit = self.cfg.max_starts_per_cycle
+        while True:
+            vo = heap.peek()
+            if vo is None:
+                return
+            if len(self.out.starts) >= limit:
+                self._drain_tree(vos, heap, "start_limit")
+                return
+            if self.free_total <= 0:
+                self._drain_tree(vos, heap, "no_free_slot")
+                return
+            vq = vos[vo]
+            g = vq.heap.peek()
+            gq = vq.groups[g]
+            u = gq.heap.peek()
+            uq = gq.users[u]
+            job = uq.jobs.popleft()
+            was_below = self.vo_slots.get(vo, 0) < self.vo_facts[vo].guarantee
+            why = self._try(job, vo, "share" if was_below else "fairshare")
+            if why == "vo_limit":
+                self._drain_vo(vq, vo, "vo_limit")
+                heap.remove(vo)
+                continue
+            if why == "group_limit":
+                self._drain_group(gq, vo, "group_limit")
+                vq.heap.remove(g)
+                del vq.groups[g]
+            elif not uq.jobs:
+                gq.heap.remove(u)
+                del gq.users[u]
+                if not gq.users:
+                    vq.heap.remove(g)
+                    del vq.groups[g]
+            if why is None:
+                if u in gq.users:
+                    gq.heap.push(u, self._sub_key(uu.get(u, 0.0), self.user_slots.get(u, 0), u))
+                if g in vq.groups:
+                    vq.heap.push(g, self._sub_key(ug.get(g, 0.0), self.group_slots.get(g, 0), g))
+            if not vq.groups:
+                heap.remove(vo)
+            elif why is None:
+                heap.push(vo, self._vo_key(vo))
+
+    def _drain_group(self, gq: _GroupQ, vo: str, reason: str) -> None:
+        for u in gq.heap.ordered():
+            jobs = gq.users[u].jobs
+            self._drain_list([(job, vo) for job in jobs], reason)
+            jobs.clear()
+
+    def _drain_vo(self, vq: _VOQ, vo: str, reason: str) -> None:
+        for g in vq.heap.ordered():
+            self._drain_group(vq.groups[g], vo, reason)
+        vq.groups.clear()
+
+    def _drain_tree(self, vos: dict[str, _VOQ], heap: _Heap, reason: str) -> None:
+        for vo in heap.ordered():
+            self._drain_vo(vos[vo], vo, reason)
+            heap.remove(vo)

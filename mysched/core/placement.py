@@ -1,0 +1,170 @@
+"""Placement: which node a job goes to, and, when none will do, why each node was refused.
+
+The planner's pools keep nodes ranked by score (`mysched.core.tally`), so a placement scans
+from the best node and usually stops at the first: for mysched the first node without a
+job of the user (highest diversity after placement, then fewest used slots); failing that,
+the node with the fewest of the user's jobs.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from mysched.core.admission import refusal
+from mysched.core.config import PackingClass
+from mysched.core.index import NodeIndex
+from mysched.core.model import Job
+from mysched.core.plan import Wait
+from mysched.core.reasons import NODE_REJECTIONS
+from mysched.core.tally import Load, Pool
+
+
+class _Loads(dict):
+    """This plan's per-node loads, made on first use: a copy of the tally's load for a node
+    that runs jobs, a fresh one for an idle node."""
+
+    def __init__(self, index: NodeIndex, base: dict[str, Load], pools: dict) -> None:
+        super().__init__()
+        self.index = index
+        self.base = base
+        self.pools = pools
+
+    def __missing__(self, name: str) -> Load:
+        b = self.base.get(name)
+        if b is not None:
+            load = b.copy()
+        else:
+            node, _ntype, key, usable, _counted = self.index.by_name[name]
+            load = Load(node, key, usable)
+        load.pool = self.pools[load.key]
+        self[name] = load
+        return load
+
+
+class _Rules(NamedTuple):
+    """Limits and candidate pools shared by the jobs of one (queue, VO, group)."""
+
+    queue_max: int | None
+    vo_max: int | None
+    group_max: int | None
+    vo_node_max: int | None
+    group_node_max: int | None
+    pools: list[Pool]
+
+
+class Placing:
+    """The planner's placement steps (a mixin of `mysched.core.planner._Planner`, whose
+    per-plan state -- loads, pools, rules -- they read)."""
+
+    def _pools(self, queue: str, vo: str, group: str) -> list[Pool]:
+        """The pools a job of the (queue, VO, group) may use."""
+        k = (queue, vo, group)
+        got = self._pools_for.get(k)
+        if got is None:
+            by_key = self.pool_by_key
+            got = self._pools_for[k] = [by_key[pk] for pk in self.index.rules(queue, vo, group)[5]]
+        return got
+
+    def _scan(self, keys: list[tuple], job: Job, vo: str, cls: str | None, rules: _Rules,
+              avoid: str | None = None) -> tuple | None:
+        """The best node along a sorted ranking for `job`, as (sort key, load), or None.
+
+        For mysched the first node without a job of the user wins (the ranking is by
+        diversity); failing that the one with the fewest of the user's jobs. `avoid`: skip
+        nodes already running that class."""
+        loads = self.loads
+        cores = job.cores
+        vmax, gmax = rules.vo_node_max, rules.group_node_max
+        group = job.group
+        fast = self.policy != "mysched"
+        user = job.user
+        fallback = None
+        for key in keys:
+            ld = loads[key[-1]]
+            if (ld.free < cores or (ld.reserved is not None and ld.reserved != cls)
+                    or (vmax is not None and ld.vos.get(vo, 0) >= vmax)
+                    or (gmax is not None and ld.groups.get(group, 0) >= gmax)
+                    or (avoid is not None and ld.classes.get(avoid, 0) > 0)):
+                continue
+            if fast:
+                return (key, ld)
+            uj = ld.users.get(user, 0)
+            if uj == 0:
+                return ((0,) + key, ld)
+            fk = (uj, -len(ld.users) / (ld.njobs + 1), ld.used, ld.name)
+            if fallback is None or fk < fallback[0]:
+                fallback = (fk, ld)
+        return fallback
+
+    def _place(self, job: Job, vo: str, pc: PackingClass | None, rules: _Rules) -> Load | None:
+        cls = pc.name if pc else None
+        pools = rules.pools
+        scan = self._scan
+        if pc is None and len(pools) == 1:
+            got = scan(pools[0].ranking.keys, job, vo, None, rules)
+            return got[1] if got is not None else None
+        best = None
+        if pc is None or pc.policy == "none":
+            # Default jobs: no preference. Spreading class: prefer nodes without the class.
+            for avoid in ((cls, None) if pc is not None else (None,)):
+                for pool in pools:
+                    got = scan(pool.ranking.keys, job, vo, cls, rules, avoid)
+                    if got is not None and (best is None or got[0] < best[0]):
+                        best = got
+                if best is not None:
+                    return best[1]
+            return None
+        # relaxed / exclusive: prefer nodes already running the class.
+        for pool in pools:
+            r = pool.by_class.get(cls)
+            got = scan(r.keys, job, vo, cls, rules) if r is not None else None
+            if got is not None and (best is None or got[0] < best[0]):
+                best = got
+        if best is not None:
+            return best[1]
+        for pool in pools:
+            got = scan(pool.ranking.keys, job, vo, cls, rules)
+            if got is not None and (best is None or got[0] < best[0]):
+                best = got
+        return best[1] if best is not None else None
+
+    def _explain(self, job: Job, vo: str, pc: PackingClass | None) -> Wait:
+        """Count, over all nodes, why each one was rejected for this job."""
+        cores = job.cores
+        cls = pc.name if pc else None
+        eligible = {id(p) for p in self._pools(job.queue, vo, job.group)}
+        refusals: dict[tuple, str] = {}
+        vmax = self.cfg.vos.get(vo)
+        vmax = vmax.max_per_node if vmax is not None else None
+        gmax = self.cfg.groups.get(job.group)
+        gmax = gmax.max_per_node if gmax is not None else None
+        counts: dict[str, int] = {}
+        loads, base, pools = self.loads, self.tally.loads, self.pool_by_key
+        for name in self.index.by_name:
+            ld = loads.get(name) or base.get(name) or loads[name]  # read only: no copy
+            pool = pools[ld.key]
+            if not ld.usable:
+                r = "node_down"
+            elif ld.free < cores:
+                r = "no_free_slot"
+            elif id(pool) not in eligible:
+                r = refusals.get(ld.key)
+                if r is None:
+                    r = refusals[ld.key] = refusal(self.cfg, ld.key, job.queue)
+            elif ld.reserved is not None and ld.reserved != cls:
+                r = "packing"
+            elif vmax is not None and ld.vos.get(vo, 0) >= vmax:
+                r = "vo_node_limit"
+            elif gmax is not None and ld.groups.get(job.group, 0) >= gmax:
+                r = "group_node_limit"
+            else:
+                r = "no_free_slot"
+            counts[r] = counts.get(r, 0) + 1
+        roomy = {k: v for k, v in counts.items() if k not in ("node_down", "no_free_slot")}
+        if roomy:
+            reason = max(sorted(roomy), key=lambda k: roomy[k])
+            detail = f"{roomy[reason]} node(s) with room rejected: {NODE_REJECTIONS.get(reason, reason)}"
+        else:
+            reason = "no_free_slot"
+            detail = f"no usable node has {cores} free core(s)"
+        return Wait(job.id, reason, 0, 0.0, detail, counts)
