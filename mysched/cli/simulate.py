@@ -20,7 +20,8 @@ from mysched.core.model import TraceJob
 from mysched.core.planner import POLICIES
 from mysched.sim.report import format_comparison, format_result
 from mysched.backends.sim.farm import make_nodes
-from mysched.sim.replay import SimOptions, SimResult, simulate
+from mysched.sim.replay import simulate
+from mysched.sim.result import SimOptions, SimResult
 from mysched.cli.common import config_or_default, date_arg, positive_float, positive_int
 
 

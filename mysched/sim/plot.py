@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mysched.errors import InputError
-from mysched.sim.replay import SimResult
+from mysched.sim.result import SimResult
 
 
 def _save(fig, plt, path: str, what: str, dpi: int = 100) -> None:  # noqa: ANN001 - matplotlib objects

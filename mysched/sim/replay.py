@@ -12,97 +12,15 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable
 
 from mysched.core.config import Config
 from mysched.core.model import Job, Node, TraceJob
-from mysched.core.reasons import BLOCKING
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.usage import UsageLedger
-
-
-
-@dataclass(frozen=True)
-class SimOptions:
-    """How to run a simulation."""
-
-    policy: str = "mysched"
-    interval: float = 60.0
-    event_driven: bool = False
-    min_interval: float = 5.0
-    timeline_points: int = 2000
-    frame_every: int = 0
-    """Capture the farm picture every this many planner cycles (0: never)."""
-    usage_refresh: float = 300.0
-    """Recompute decayed usage at most this often (simulated seconds). It moves slowly (a
-    window of days, a half-life of hours) and the planner adds this cycle's running slots
-    itself, so refreshing every few minutes changes no decision a site would notice."""
-
-
-@dataclass
-class SimResult:
-    """Figures of one simulation run (see `to_json` for their definitions)."""
-
-    policy: str
-    jobs: int = 0
-    started: int = 0
-    finished: int = 0
-    occupancy: float = 0.0
-    diversity: float = 0.0
-    share_violations: int = 0
-    vo: dict[str, dict] = field(default_factory=dict)
-    wait: list[float] = field(default_factory=list)
-    cycle_times: list[float] = field(default_factory=list)
-    cycles: int = 0
-    span_s: float = 0.0
-    wall_s: float = 0.0
-    start_failures: int = 0
-    timeline: dict[str, list] = field(default_factory=dict)
-    nodes: int = 0
-    slots: int = 0
-    packing: dict[str, dict] = field(default_factory=dict)
-    frames: list = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        """The `--json` document: stable keys."""
-        return {
-            "policy": self.policy,
-            "jobs": self.jobs,
-            "started": self.started,
-            "finished": self.finished,
-            "occupancy": round(self.occupancy, 6),
-            "vo": self.vo,
-            "share_violations": self.share_violations,
-            "diversity": round(self.diversity, 6),
-            "wait_s": _stats(self.wait, ("mean", "p50", "p95", "max")),
-            "cycle_s": _stats(self.cycle_times, ("p50", "p99", "max")),
-            "cycles": self.cycles,
-            "simulated_s": self.span_s,
-            "wall_s": round(self.wall_s, 3),
-            "start_failures": self.start_failures,
-            "farm": {"nodes": self.nodes, "slots": self.slots},
-            "packing_index": {c: v["packing_index"] for c, v in self.packing.items()},
-            "fill_factor": {c: v["fill_factor"] for c, v in self.packing.items()},
-        }
-
-
-def _stats(values: list[float], which: Iterable[str]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    if not values:
-        return {k: 0.0 for k in which}
-    s = sorted(values)
-    n = len(s)
-    for k in which:
-        if k == "mean":
-            out[k] = round(sum(s) / n, 6)
-        elif k == "max":
-            out[k] = round(s[-1], 6)
-        else:
-            q = float(k[1:]) / 100.0
-            out[k] = round(s[min(n - 1, int(math.ceil(q * n)) - 1)], 6)
-    return out
+from mysched.sim.result import SimOptions, SimResult
+from mysched.sim.violations import share_violations
 
 
 def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], opts: SimOptions = SimOptions(),
@@ -326,7 +244,7 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
     res.cycles += 1
     farm.dirty = False
     if p.starts:
-        res.share_violations += _violations(p, snap, config, farm, guarantees, index)
+        res.share_violations += share_violations(p, snap, config, farm, guarantees, index)
     jobs = farm.jobs
     for s in p.starts:
         job = jobs[s.job_id]
@@ -338,95 +256,3 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
         res.started += 1
         res.wait.append(now - job.submit_time)
     return p.wake_at
-
-
-def _violations(p, snap, config: Config, farm: SimulatedFarm, guarantees: dict[str, int],
-                index: NodeIndex) -> int:
-    """Starts given to a VO at/above its guarantee while a below-guarantee VO had a job
-    waiting that could have run on that node (node type, queue assignment, free cores,
-    per-node limits, packing). Hot-list starts bypass shares by design and are not counted.
-
-    Called before the starts are made, so the farm's counts are the plan's starting point."""
-    if not p.waits:
-        return 0  # nobody was left waiting
-    vo_running, vo_queued = farm.vo_running, farm.vo_queued
-    below_waiting: dict[str, list[Job]] = {vo: [] for vo, g in guarantees.items()
-                                           if vo_queued.get(vo, 0) and vo_running.get(vo, 0) < g}
-    if not below_waiting:
-        return 0
-    # Cheap test first: did any start go to a VO already at its guarantee?
-    run = dict(vo_running)
-    over = False
-    for s in sorted(p.starts, key=lambda s: s.rank):
-        if s.reason != "hot" and run.get(s.vo, 0) >= guarantees.get(s.vo, 0):
-            over = True
-            break
-        run[s.vo] = run.get(s.vo, 0) + s.cores
-    if not over:
-        return 0
-    jobs = {j.id: j for j in snap.jobs}
-    for w in p.waits.values():
-        if w.reason in BLOCKING:
-            continue
-        j = jobs.get(w.job_id)
-        if j is None:
-            continue
-        vo = j.vo or config.vo_of(j.group)
-        lst = below_waiting.get(vo)
-        if lst is not None:
-            lst.append(j)
-    running = dict(vo_running)
-    guarantee = guarantees
-    free = dict(farm.free)
-    # Per-node VO and group job counts, for the per-node limits (built only when needed).
-    per_node: dict[str, dict[str, int]] = {}
-    for j in snap.jobs:
-        if j.start_time is not None:
-            jvo = j.vo or config.vo_of(j.group)
-            for name, _ in j.placement:
-                d = per_node.setdefault(name, {})
-                d[("v", jvo)] = d.get(("v", jvo), 0) + 1
-                d[("g", j.group)] = d.get(("g", j.group), 0) + 1
-
-    def fits(j: Job, vo: str, name: str) -> bool:
-        # The planner's own rules: the pools (queue assignment, node type) and per-node limits.
-        *_, vmax, gmax, pool_keys = index.rules(j.queue, vo, j.group)
-        if j.cores > free[name] or index.by_name[name][2] not in pool_keys:
-            return False
-        reserved = p.node_classes.get(name)
-        if reserved is not None:
-            pc = index.job_class(j.queue, vo, j.group, j.user)
-            if pc is None or pc.name != reserved:
-                return False
-        d = per_node.get(name, {})
-        if vmax is not None and d.get(("v", vo), 0) >= vmax:
-            return False
-        if gmax is not None and d.get(("g", j.group), 0) >= gmax:
-            return False
-        return True
-
-    count = 0
-    for s in sorted(p.starts, key=lambda s: s.rank):
-        name = s.placement[0][0]
-        if s.reason != "hot" and running.get(s.vo, 0) >= guarantee.get(s.vo, 0):
-            for vo, waiting in below_waiting.items():
-                if vo == s.vo or running.get(vo, 0) >= guarantee.get(vo, 0):
-                    continue
-                seen = set()
-                for j in waiting:
-                    k = (j.queue, j.group, j.cores, j.user)
-                    if k in seen:
-                        continue
-                    seen.add(k)
-                    if fits(j, vo, name):
-                        count += 1
-                        break
-                else:
-                    continue
-                break
-        running[s.vo] = running.get(s.vo, 0) + s.cores
-        free[name] -= s.cores
-        d = per_node.setdefault(name, {})
-        d[("v", s.vo)] = d.get(("v", s.vo), 0) + 1
-        d[("g", s.group)] = d.get(("g", s.group), 0) + 1
-    return count

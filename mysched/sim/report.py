@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mysched.sim.replay import SimResult
+from mysched.sim.result import SimResult
 
 
 def _hms(seconds: float) -> str:

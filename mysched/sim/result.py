@@ -1,0 +1,88 @@
+"""What a simulation run is asked to do and what it measured."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """How to run a simulation."""
+
+    policy: str = "mysched"
+    interval: float = 60.0
+    event_driven: bool = False
+    min_interval: float = 5.0
+    timeline_points: int = 2000
+    frame_every: int = 0
+    """Capture the farm picture every this many planner cycles (0: never)."""
+    usage_refresh: float = 300.0
+    """Recompute decayed usage at most this often (simulated seconds). It moves slowly (a
+    window of days, a half-life of hours) and the planner adds this cycle's running slots
+    itself, so refreshing every few minutes changes no decision a site would notice."""
+
+
+@dataclass
+class SimResult:
+    """Figures of one simulation run (see `to_json` for their definitions)."""
+
+    policy: str
+    jobs: int = 0
+    started: int = 0
+    finished: int = 0
+    occupancy: float = 0.0
+    diversity: float = 0.0
+    share_violations: int = 0
+    vo: dict[str, dict] = field(default_factory=dict)
+    wait: list[float] = field(default_factory=list)
+    cycle_times: list[float] = field(default_factory=list)
+    cycles: int = 0
+    span_s: float = 0.0
+    wall_s: float = 0.0
+    start_failures: int = 0
+    timeline: dict[str, list] = field(default_factory=dict)
+    nodes: int = 0
+    slots: int = 0
+    packing: dict[str, dict] = field(default_factory=dict)
+    frames: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """The `--json` document: stable keys."""
+        return {
+            "policy": self.policy,
+            "jobs": self.jobs,
+            "started": self.started,
+            "finished": self.finished,
+            "occupancy": round(self.occupancy, 6),
+            "vo": self.vo,
+            "share_violations": self.share_violations,
+            "diversity": round(self.diversity, 6),
+            "wait_s": stats(self.wait, ("mean", "p50", "p95", "max")),
+            "cycle_s": stats(self.cycle_times, ("p50", "p99", "max")),
+            "cycles": self.cycles,
+            "simulated_s": self.span_s,
+            "wall_s": round(self.wall_s, 3),
+            "start_failures": self.start_failures,
+            "farm": {"nodes": self.nodes, "slots": self.slots},
+            "packing_index": {c: v["packing_index"] for c, v in self.packing.items()},
+            "fill_factor": {c: v["fill_factor"] for c, v in self.packing.items()},
+        }
+
+
+def stats(values: list[float], which: Iterable[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if not values:
+        return {k: 0.0 for k in which}
+    s = sorted(values)
+    n = len(s)
+    for k in which:
+        if k == "mean":
+            out[k] = round(sum(s) / n, 6)
+        elif k == "max":
+            out[k] = round(s[-1], 6)
+        else:
+            q = float(k[1:]) / 100.0
+            out[k] = round(s[min(n - 1, int(math.ceil(q * n)) - 1)], 6)
+    return out

@@ -1,0 +1,107 @@
+"""Share violations: starts a VO at or above its guarantee got while a VO below it had a
+waiting job that could have run on that node.
+
+The check asks the planner's own `NodeIndex` which nodes a job may use, so it judges the
+planner by the planner's rules, not by a copy of them.
+"""
+
+from __future__ import annotations
+
+from mysched.backends.sim.farm import SimulatedFarm
+from mysched.core.config import Config
+from mysched.core.index import NodeIndex
+from mysched.core.model import Job
+from mysched.core.plan import Plan
+from mysched.core.reasons import BLOCKING
+
+
+def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarantees: dict[str, int],
+                index: NodeIndex) -> int:
+    """Starts given to a VO at/above its guarantee while a below-guarantee VO had a job
+    waiting that could have run on that node (node type, queue assignment, free cores,
+    per-node limits, packing). Hot-list starts bypass shares by design and are not counted.
+
+    Called before the starts are made, so the farm's counts are the plan's starting point."""
+    if not p.waits:
+        return 0  # nobody was left waiting
+    vo_running, vo_queued = farm.vo_running, farm.vo_queued
+    below_waiting: dict[str, list[Job]] = {vo: [] for vo, g in guarantees.items()
+                                           if vo_queued.get(vo, 0) and vo_running.get(vo, 0) < g}
+    if not below_waiting:
+        return 0
+    # Cheap test first: did any start go to a VO already at its guarantee?
+    run = dict(vo_running)
+    over = False
+    for s in sorted(p.starts, key=lambda s: s.rank):
+        if s.reason != "hot" and run.get(s.vo, 0) >= guarantees.get(s.vo, 0):
+            over = True
+            break
+        run[s.vo] = run.get(s.vo, 0) + s.cores
+    if not over:
+        return 0
+    jobs = {j.id: j for j in snap.jobs}
+    for w in p.waits.values():
+        if w.reason in BLOCKING:
+            continue
+        j = jobs.get(w.job_id)
+        if j is None:
+            continue
+        vo = j.vo or config.vo_of(j.group)
+        lst = below_waiting.get(vo)
+        if lst is not None:
+            lst.append(j)
+    running = dict(vo_running)
+    guarantee = guarantees
+    free = dict(farm.free)
+    # Per-node VO and group job counts, for the per-node limits (built only when needed).
+    per_node: dict[str, dict[str, int]] = {}
+    for j in snap.jobs:
+        if j.start_time is not None:
+            jvo = j.vo or config.vo_of(j.group)
+            for name, _ in j.placement:
+                d = per_node.setdefault(name, {})
+                d[("v", jvo)] = d.get(("v", jvo), 0) + 1
+                d[("g", j.group)] = d.get(("g", j.group), 0) + 1
+
+    def fits(j: Job, vo: str, name: str) -> bool:
+        # The planner's own rules: the pools (queue assignment, node type) and per-node limits.
+        *_, vmax, gmax, pool_keys = index.rules(j.queue, vo, j.group)
+        if j.cores > free[name] or index.by_name[name][2] not in pool_keys:
+            return False
+        reserved = p.node_classes.get(name)
+        if reserved is not None:
+            pc = index.job_class(j.queue, vo, j.group, j.user)
+            if pc is None or pc.name != reserved:
+                return False
+        d = per_node.get(name, {})
+        if vmax is not None and d.get(("v", vo), 0) >= vmax:
+            return False
+        if gmax is not None and d.get(("g", j.group), 0) >= gmax:
+            return False
+        return True
+
+    count = 0
+    for s in sorted(p.starts, key=lambda s: s.rank):
+        name = s.placement[0][0]
+        if s.reason != "hot" and running.get(s.vo, 0) >= guarantee.get(s.vo, 0):
+            for vo, waiting in below_waiting.items():
+                if vo == s.vo or running.get(vo, 0) >= guarantee.get(vo, 0):
+                    continue
+                seen = set()
+                for j in waiting:
+                    k = (j.queue, j.group, j.cores, j.user)
+                    if k in seen:
+                        continue
+                    seen.add(k)
+                    if fits(j, vo, name):
+                        count += 1
+                        break
+                else:
+                    continue
+                break
+        running[s.vo] = running.get(s.vo, 0) + s.cores
+        free[name] -= s.cores
+        d = per_node.setdefault(name, {})
+        d[("v", s.vo)] = d.get(("v", s.vo), 0) + 1
+        d[("g", s.group)] = d.get(("g", s.group), 0) + 1
+    return count
