@@ -202,7 +202,7 @@ def test_multicore_job_fits_on_one_node_or_waits():
 def test_disabled_queue_and_start_limit():
     c = cfg("scheduler = { max_starts_per_cycle = 2; };")
     jobs = [queued(f"j{i}", f"u{i}", "atlas", submit=i) for i in range(4)] + [queued("d", "u", "cms", queue="off")]
-    p = plan(snap(jobs, nodes(2, 4), [Queue("off", started=False)]), c, Usage(), 1000)
+    p = plan(snap(jobs, nodes(2, 4), [Queue("q"), Queue("off", started=False)]), c, Usage(), 1000)
     assert len(p.starts) == 2
     assert p.waits["d"].reason == "queue_disabled"
     assert sorted(w.reason for w in p.waits.values()) == ["queue_disabled", "start_limit", "start_limit"]
@@ -219,13 +219,57 @@ def test_baselines_fifo_first_fit_and_least_loaded():
 
 
 def test_plan_is_deterministic_and_pure():
+    """Same facts, same plan: whatever order the server lists jobs and nodes in, and whatever
+    was planned before with the same index (no state leaks between calls)."""
+    from mysched.core.index import NodeIndex
     jobs = [queued(f"j{i}", f"u{i % 4}", "atlas" if i % 2 else "cms", submit=i) for i in range(30)]
+    jobs += [running(f"r{i}", f"u{i}", "cms", f"wn0{i % 4 + 1}") for i in range(5)]
     s = snap(jobs, nodes(4, 4))
-    a = plan(s, cfg(), Usage(), 1000)
-    b = plan(s, cfg(), Usage(), 1000)
-    assert [(x.job_id, x.placement) for x in a.starts] == [(x.job_id, x.placement) for x in b.starts]
-    assert all(j.state == JobState.QUEUED for j in s.jobs)
 
+    def answer(p):
+        return ([(x.job_id, x.placement, x.reason, x.rank) for x in p.starts],
+                sorted((w.job_id, w.reason, w.rank) for w in p.waits.values()))
+    a = answer(plan(s, cfg(), Usage(), 1000))
+    shuffled = snap(list(reversed(jobs)), list(reversed(nodes(4, 4))))
+    assert answer(plan(shuffled, cfg(), Usage(), 1000)) == a
+    idx = NodeIndex()
+    plan(snap(jobs[:7], nodes(4, 4)), cfg(), Usage(), 900, index=idx)  # something else first
+    assert answer(plan(s, cfg(), Usage(), 1000, index=idx)) == a
+    assert len(a[0]) == 16 - 5 and len(a[1]) == 30 - 11
+
+
+def test_suspended_jobs_keep_their_cores():
+    """A suspended job resumes where it stopped: its node is not free for new work."""
+    sus = running("s1", "alice", "atlas", "wn01")._replace(state=JobState.SUSPENDED)
+    p = plan(snap([sus, queued("q1", "bob", "cms")], nodes(1, 1)), cfg(), Usage(), 1000)
+    assert p.starts == [] and p.waits["q1"].reason == "no_free_slot"
+    assert p.used_slots == 1 and p.vos["atlas"].running_slots == 1
+    p = plan(snap([sus, queued("q1", "bob", "cms")], nodes(2, 1)), cfg(), Usage(), 1000)
+    assert [(s.job_id, s.placement[0][0]) for s in p.starts] == [("q1", "wn02")]
+
+
+def test_jobs_in_a_routing_queue_wait_for_pbs_server():
+    """Jobs in a queue the server does not list as an execution queue (a routing queue)
+    cannot be run there: they wait with their own reason instead of failing every cycle."""
+    jobs = [queued("r1", "alice", "atlas", queue="route"), queued("b1", "bob", "cms", queue="batch")]
+    p = plan(snap(jobs, nodes(2, 2), [Queue("batch")]), cfg(), Usage(), 1000)
+    assert started(p) == ["b1"]
+    assert p.waits["r1"].reason == "not_execution_queue" and "route" in p.waits["r1"].detail
+
+
+def test_jobs_on_offline_nodes_count_in_the_farm_and_in_their_vo():
+    """Slots still busy on an offline node are in use: the farm's total and the VO's running
+    slots agree, so shares and occupancy are computed on the same footing."""
+    jobs = [running("o1", "alice", "atlas", "wn01"), running("o2", "bob", "atlas", "wn01"),
+            queued("q1", "carol", "cms")]
+    farm = [Node("wn01", 4, NodeState.OFFLINE), Node("wn02", 4)]
+    p = plan(snap(jobs, farm), cfg(), Usage(), 1000)
+    assert p.total_slots == 4 + 2 and p.used_slots == 2
+    assert p.vos["atlas"].running_slots == 2 and p.vos["atlas"].guarantee == 3
+    assert started(p) == ["q1"] and node_of(p, "q1") == "wn02"
+    # once those jobs end, the offline node counts for nothing
+    p = plan(snap(jobs[2:], farm), cfg(), Usage(), 1000)
+    assert p.total_slots == 4 and p.vos["atlas"].guarantee == 2
 
 
 def test_random_farms_never_overfill_nodes_or_break_limits():

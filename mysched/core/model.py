@@ -27,12 +27,22 @@ class JobState(str, Enum):
     TRANSIT = "T"
     SUSPENDED = "S"
 
+    @property
+    def holds_slots(self) -> bool:
+        """Running, exiting or suspended: the job keeps its cores (a suspended job resumes
+        where it stopped, so its cores are not free for new work)."""
+        return self in HOLDS_SLOTS
+
     @classmethod
     def parse(cls, code: str) -> "JobState":
         try:
             return cls(code.strip().upper()[:1])
         except ValueError:
             raise ValueError(f"unknown job state {code!r}") from None
+
+
+HOLDS_SLOTS = frozenset({JobState.RUNNING, JobState.EXITING, JobState.SUSPENDED})
+"""Job states whose cores stay taken on their nodes."""
 
 
 class NodeState(str, Enum):

@@ -100,7 +100,7 @@ class _Planner(Ordering, Placing):
         self.queued, self.vo_queued = t.sync(self.snap)
         self.track = t.track
         self.keyf = t.keyf
-        self.total_slots = idx.total_slots
+        self.total_slots = idx.total_slots + t.off_used
         self.max_slots = idx.max_slots
         pools = t.pools
         for k, pool in pools.items():  # this plan's scratch rankings
@@ -126,7 +126,7 @@ class _Planner(Ordering, Placing):
             self.vo_jobs = dict(t.vo_jobs)
             self.group_jobs = dict(t.group_jobs)
             self.queue_jobs = dict(t.queue_jobs)
-        self.used_before = t.used
+        self.used_before = t.used + t.off_used
         self.free_total = t.free
         self._reservations(t)
 
@@ -179,7 +179,8 @@ class _Planner(Ordering, Placing):
     def _setup_vos(self) -> None:
         self.total_usage = self.usage.total
         self.vo_slots0 = dict(self.tally.vo_slots)
-        self.vo_facts = VOFacts(self.cfg, self.total_slots, self.index.vo_fixed, self.usage,
+        self.vo_facts = VOFacts(self.cfg, self.total_slots,
+                                 self.index.vo_fixed if not self.tally.off_used else {}, self.usage,
                                  self.cfg.fairshare_eps, self.vo_slots0)
         self.started_by_vo: dict[str, int] = {}
 
@@ -204,6 +205,9 @@ class _Planner(Ordering, Placing):
                 self._wait(job, "held" if st is held else "not_queued", vo)
             elif closed and job.queue in closed:
                 self._wait(job, "queue_disabled", vo)
+            elif qstate and job.queue not in qstate:
+                self._wait(job, "not_execution_queue", vo, detail=f"queue {job.queue} is not an execution queue "
+                           "of the server")
             elif job.cores > max_slots:
                 self._wait(job, "too_large", vo, detail=f"asks for {job.cores} cores; largest usable node "
                            f"has {max_slots}")

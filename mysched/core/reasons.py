@@ -11,6 +11,8 @@ REASONS: dict[str, str] = {
     "held": "the job is held (qhold or a dependency)",
     "not_queued": "the job is waiting for its execution time or a dependency (state W/T)",
     "queue_disabled": "the job's queue is disabled or stopped",
+    "not_execution_queue": "the job's queue is no execution queue of the server (a routing queue: pbs_server "
+                           "moves the job on first)",
     "queue_max_running": "the job's queue runs its maximum number of jobs",
     "vo_limit": "the VO runs its maximum number of jobs",
     "group_limit": "the group runs its maximum number of jobs",
@@ -32,7 +34,7 @@ START_REASONS: dict[str, str] = {
 }
 
 BLOCKING: frozenset[str] = frozenset({
-    "held", "not_queued", "queue_disabled", "too_large", "vo_limit", "group_limit", "queue_max_running",
+    "held", "not_queued", "queue_disabled", "not_execution_queue", "too_large", "vo_limit", "group_limit", "queue_max_running",
 })
 """Waits that free capacity would not end: the job cannot start until something else changes
 (a hold, its queue, a limit). `mysched jobs` lists these as blocked; estimates give no time."""

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from mysched.core.index import NodeIndex
 
 DEFAULT_CLASS = "default"
-RUNNING = (JobState.RUNNING, JobState.EXITING)
+RUNNING = (JobState.RUNNING, JobState.EXITING, JobState.SUSPENDED)
+"""States whose jobs the tally counts: they hold their cores (`JobState.holds_slots`)."""
 WAITING = (JobState.QUEUED, JobState.HELD, JobState.WAITING, JobState.TRANSIT)
 
 
@@ -204,6 +205,9 @@ class Tally:
         self._scratch: dict[tuple, tuple[dict, dict]] = {}
         self.used = 0
         """Slots in use on counted nodes."""
+        self.off_used = 0
+        """Slots still in use on nodes the farm does not count (down, offline): they are in use
+        until their jobs end, so they count in the farm's total as in the VOs' running slots."""
         self.free = index.idle_free
         """Free slots on usable nodes."""
 
@@ -241,10 +245,10 @@ class Tally:
         vo_queued: dict[str, int] = {}
         fresh: list[Job] = []
         seen = 0
-        r, e = RUNNING
+        r, e, s = RUNNING
         for job in jobs:
             st = job.state
-            if st is r or st is e:
+            if st is r or st is e or st is s:
                 rec = known(job.id)
                 if rec is not None and (rec[0] is job or rec[0] == job):
                     if rec[3] != gen:
@@ -309,7 +313,7 @@ class Tally:
         loads = self.loads
         vo_slots, vo_jobs, group_jobs = self.vo_slots, self.vo_jobs, self.group_jobs
         group_slots, user_slots, queue_jobs = self.group_slots, self.user_slots, self.queue_jobs
-        used, free = self.used, self.free
+        used, free, off = self.used, self.free, self.off_used
         for job, vo, cls, _ in recs:
             cores, group, user = job.cores, job.group, job.user
             u = user if t_users else None
@@ -342,6 +346,8 @@ class Tally:
                     # take the node's part out of the totals; put it back once changed
                     if by_name[name][4]:
                         used -= min(ld.used, ld.slots)
+                    else:
+                        off -= min(ld.used, ld.slots)
                     free -= (ld.free if ld.usable else 0) - idle.get(name, 0)
                 if sign > 0:
                     ld.add(u, v, g, cls, cores, job.start_time)
@@ -350,11 +356,13 @@ class Tally:
         for name, ld in touched.items():
             if by_name[name][4]:
                 used += min(ld.used, ld.slots)
+            else:
+                off += min(ld.used, ld.slots)
             free += (ld.free if ld.usable else 0) - idle.get(name, 0)
             self._rank(ld)
             if not ld.njobs:
                 del loads[name]
-        self.used, self.free = used, free
+        self.used, self.free, self.off_used = used, free, off
 
     def _rank(self, ld: Load) -> None:
         """Put a node where its new counts rank it (or take it out when it has no room)."""

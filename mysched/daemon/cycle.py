@@ -159,7 +159,7 @@ class Daemon:
             self._warned_scheduling = True
         try:
             ledger = self._history(now, snapshot)
-            running = [j for j in snapshot.jobs if j.state in (JobState.RUNNING, JobState.EXITING)]
+            running = [j for j in snapshot.jobs if j.state.holds_slots]
             usage = ledger.usage(now, running, cfg.vo_of)
         except StoreError as exc:
             return self._failed(t0, f"history store: {exc}")

@@ -17,7 +17,7 @@ from typing import Any
 from mysched.core.admission import node_type
 from mysched.core.config import Config
 from mysched.errors import StatusError
-from mysched.core.model import JobState, NodeState, Snapshot
+from mysched.core.model import NodeState, Snapshot
 from mysched.core.plan import Plan
 
 FORMAT = 1
@@ -62,7 +62,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         jobs.append([job.id, vo, job.group, job.user, job.queue, job.cores, state, job.submit_time,
                      job.start_time, job.walltime, nodes_txt, rank, round(prio, 6) if prio is not None else None,
                      reason, detail, rej])
-        if job.state in (JobState.RUNNING, JobState.EXITING) or s is not None:
+        if job.state.holds_slots or s is not None:
             for n, c in placement:
                 node_jobs.setdefault(n, []).append((job.user, vo, c))
     types = {node.name: node_type(config, node.name, node.properties) or "" for node in snapshot.nodes}
