@@ -99,3 +99,46 @@ def test_check_config_cli(tmp_path, capsys):
     assert main(["check-config", "-c", str(REPO / "etc" / "mysched.cfg")]) == 0
     assert main(["check-config", "-c", str(tmp_path / "missing.cfg")]) == 1
     assert "missing.cfg: no such file" in capsys.readouterr().err
+
+
+def test_include_is_read_beside_the_including_file_and_errors_name_it(tmp_path, monkeypatch):
+    site = tmp_path / "etc"
+    site.mkdir()
+    (site / "vos.cfg").write_text('vos = {\n  atlas = { groups = ["atlas"]; share = 60; };\n};\n')
+    (site / "main.cfg").write_text('@include "vos.cfg"\ndefault_vo = "atlas";\n')
+    monkeypatch.chdir(tmp_path)  # not the config's directory
+    cfg = load_config(str(site / "main.cfg"))
+    assert cfg.vo_of("atlas") == "atlas"
+    # a bad key inside the included file is reported at its own file and line
+    (site / "vos.cfg").write_text('vos = {\n  atlas = { groups = ["atlas"]; shar = 60; };\n};\n')
+    with pytest.raises(ConfigError) as exc:
+        load_config(str(site / "main.cfg"))
+    assert exc.value.problems[0].startswith(f"{site / 'vos.cfg'}:2: vos.atlas.shar: unknown setting")
+    # and a syntax error there too
+    (site / "vos.cfg").write_text('vos = {\n  atlas = { groups = ["atlas"]; share = = 60; };\n};\n')
+    with pytest.raises(ConfigError) as exc:
+        load_config(str(site / "main.cfg"))
+    assert str(exc.value).startswith(f"{site / 'vos.cfg'}:2: syntax error")
+    (site / "main.cfg").write_text('@include "missing.cfg"\n')
+    with pytest.raises(ConfigError) as exc:
+        load_config(str(site / "main.cfg"))
+    assert "missing.cfg" in str(exc.value) and str(site) in str(exc.value)
+
+
+def test_a_vo_without_groups_is_reported():
+    out = problems('vos = {\n a = { groups = ["a"]; share = 50; };\n b = { share = 50; };\n};\n')
+    assert out == ["site.cfg:3: vos.b: no unix group belongs to VO 'b': list its groups (groups = [\"...\"]) or set "
+                   "groups.GROUP.vo; without any, its jobs count as the default VO 'others'"]
+    # groups may also name their VO; the default VO needs no groups
+    config_from_text('vos = { b = { share = 50; }; others = { share = 5; }; };\ngroups = { g = { vo = "b"; }; };')
+
+
+def test_default_vo_need_not_be_declared_either_way(tmp_path, capsys):
+    for text in ('vos = { a = { groups = ["a"]; }; };\n',
+                 'vos = { a = { groups = ["a"]; }; };\ndefault_vo = "others";\n'):
+        path = tmp_path / "site.cfg"
+        path.write_text(text)
+        assert main(["check-config", "-c", str(path)]) == 0
+        out = capsys.readouterr().out
+        assert "default VO 'others' (not declared under vos: no share, no limits)" in out
+        assert load_config(str(path)).vo_of("nobody") == "others"

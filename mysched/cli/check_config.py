@@ -22,5 +22,6 @@ def run(args: argparse.Namespace) -> int:
     total = sum(v.share for v in cfg.vos.values()) * 100
     print(f"{args.config}: OK — {len(cfg.vos)} VOs ({total:g} % of slots guaranteed), "
           f"{len(cfg.group_vo)} groups mapped, {len(cfg.queues)} queues, {len(cfg.node_types)} node types, "
-          f"{len(cfg.packing)} packing classes; default VO '{cfg.default_vo}'")
+          f"{len(cfg.packing)} packing classes; default VO '{cfg.default_vo}'"
+          + ("" if cfg.default_vo in cfg.vos else " (not declared under vos: no share, no limits)"))
     return 0

@@ -1,13 +1,16 @@
 """libconfig parsing that remembers where each setting stands.
 
 libconf returns plain dicts and silently keeps the last of two equal keys. Admins need the
-line of a bad key and must hear about a duplicate, so this parser subclasses libconf's and
-records ``key path -> line`` while it parses.
+file and line of a bad key -- also inside an ``@include``d file -- and must hear about a
+duplicate, so this parser subclasses libconf's and records ``key path -> (file, line)`` while
+it parses. ``@include "x.cfg"`` with a relative path is read from the directory of the file
+that is being loaded (not from wherever the daemon happens to run).
 """
 
 from __future__ import annotations
 
 import io
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +20,8 @@ import libconf
 from mysched.errors import ConfigError
 
 Path = tuple[str | int, ...]
+Where = tuple[str, int]
+"""(file, line) of a setting."""
 
 
 def dotted(path: Path) -> str:
@@ -36,25 +41,30 @@ class ParsedConfig:
 
     data: dict[str, Any]
     filename: str
-    lines: dict[Path, int] = field(default_factory=dict)
-    duplicates: list[tuple[Path, int, int]] = field(default_factory=list)
+    lines: dict[Path, Where] = field(default_factory=dict)
+    duplicates: list[tuple[Path, Where, Where]] = field(default_factory=list)
 
     def where(self, path: Path) -> str:
         """``FILE:LINE`` of the nearest enclosing setting that has a known line."""
         p = tuple(path)
         while p:
             if p in self.lines:
-                return f"{self.filename}:{self.lines[p]}"
+                return at(self.lines[p])
             p = p[:-1]
         return self.filename
+
+
+def at(where: Where) -> str:
+    """``FILE:LINE``."""
+    return f"{where[0]}:{where[1]}"
 
 
 class _LocatingParser(libconf.Parser):
     def __init__(self, tokenstream: libconf.TokenStream) -> None:
         super().__init__(tokenstream)
         self.stack: list[str | int] = []
-        self.lines: dict[Path, int] = {}
-        self.duplicates: list[tuple[Path, int, int]] = []
+        self.lines: dict[Path, Where] = {}
+        self.duplicates: list[tuple[Path, Where, Where]] = []
 
     def setting_list_or_empty(self):  # noqa: D401 - libconf's grammar hook
         result = libconf.AttrDict()
@@ -66,8 +76,9 @@ class _LocatingParser(libconf.Parser):
             name, value = s
             path = tuple(self.stack) + (name,)
             if name in result:
-                self.duplicates.append((path, self.lines.get(path, 0), start.row))
-            self.lines[path] = start.row
+                self.duplicates.append((path, self.lines.get(path, (start.filename, 0)),
+                                        (start.filename, start.row)))
+            self.lines[path] = (start.filename, start.row)
             result[name] = value
 
     def setting(self):
@@ -77,7 +88,7 @@ class _LocatingParser(libconf.Parser):
         self.tokens.expect(":", "=")
         self.stack.append(name.text)
         # Record the line before descending so nested errors can point at it.
-        self.lines.setdefault(tuple(self.stack), name.row)
+        self.lines.setdefault(tuple(self.stack), (name.filename, name.row))
         try:
             value = self.value()
         finally:
@@ -99,36 +110,51 @@ class _LocatingParser(libconf.Parser):
             if v is None:
                 return values
             if start is not None:
-                self.lines.setdefault(tuple(self.stack) + (len(values),), start.row)
+                self.lines.setdefault(tuple(self.stack) + (len(values),), (start.filename, start.row))
             values.append(v)
             if not self.tokens.accept(","):
                 return values
 
 
-def parse_text(text: str, filename: str = "<config>") -> ParsedConfig:
-    """Parse libconfig text; syntax errors become `ConfigError` naming file and line."""
+def parse_text(text: str, filename: str = "<config>", includedir: str | None = None) -> ParsedConfig:
+    """Parse libconfig text; syntax errors become `ConfigError` naming file and line.
+
+    `includedir` is where relative ``@include`` paths are looked up (default: the directory of
+    `filename`)."""
+    if includedir is None:
+        includedir = os.path.dirname(os.path.abspath(filename)) if not filename.startswith("<") else os.getcwd()
     try:
-        stream = libconf.TokenStream.from_file(io.StringIO(text), filename=filename)
+        stream = libconf.TokenStream.from_file(io.StringIO(text), filename=filename, includedir=includedir)
         parser = _LocatingParser(stream)
         data = parser.parse()
     except libconf.ConfigParseError as exc:
         msg = str(exc)
-        m = re.search(r"row (\d+)", msg)
-        where = f"{filename}:{m.group(1)}" if m else filename
+        m = re.search(r" in '([^']*)', row (\d+)", msg)
+        if m:
+            where = f"{m.group(1)}:{m.group(2)}"
+        elif "include" in msg:
+            where = filename
+            msg = msg.replace("Could not open include file", f"@include: cannot open (relative to {includedir})")
+        else:
+            where = filename
         msg = re.sub(r" in '[^']*', row \d+, column \d+", "", msg)
         raise ConfigError(f"{where}: syntax error: {msg}") from None
+    except RecursionError:
+        raise ConfigError(f"{filename}: settings nested too deeply to be a configuration") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{filename}: cannot read: {exc}") from None
     return ParsedConfig(_plain(data), filename, parser.lines, parser.duplicates)
 
 
 def parse_file(path: str) -> ParsedConfig:
-    """Read and parse a configuration file."""
+    """Read and parse a configuration file (its ``@include``s relative to its directory)."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a configuration file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     return parse_text(text, path)

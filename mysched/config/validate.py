@@ -13,7 +13,7 @@ from typing import Any, Callable
 from mysched.core.config import (PACKING_POLICIES, Config, FarmSpec, GroupConfig, HotLists, NodeType,
                                  PackingClass, QueueConfig, VOConfig)
 from mysched.core.durations import parse_duration
-from mysched.config.parse import ParsedConfig, Path, dotted, parse_file, parse_text
+from mysched.config.parse import ParsedConfig, Path, at, dotted, parse_file, parse_text
 from mysched.errors import ConfigError
 
 # ---------------------------------------------------------------------------------------
@@ -126,7 +126,8 @@ def build_config(parsed: ParsedConfig) -> Config:
     c = _Checker(parsed)
     for path, first, again in parsed.duplicates:
         c.problems.append(
-            f"{parsed.filename}:{again}: {dotted(path)}: duplicate setting (first set on line {first}; "
+            f"{at(again)}: {dotted(path)}: duplicate setting (first set "
+            f"{'on line ' + str(first[1]) if first[0] == again[0] else 'at ' + at(first)}; "
             "libconfig would silently keep only the last one)"
         )
     top = c.group(parsed.data, (), _TOP)
@@ -209,9 +210,9 @@ def build_config(parsed: ParsedConfig) -> Config:
     if total_share > 100.0 + 1e-9:
         c.problem(("vos",), f"shares add up to {total_share:g} %, more than 100 %")
 
+    # The default VO need not be declared (it then has no share and no limits), whether it is
+    # named here or left at "others"; `mysched check-config` says which.
     default_vo = c.get(top, (), "default_vo", _str, "others")
-    if vos and "default_vo" in top and default_vo not in vos:
-        c.problem(("default_vo",), f"'{default_vo}' is not a VO declared under vos")
 
     groups_cfg: dict[str, GroupConfig] = {}
     graw = top.get("groups")
@@ -234,6 +235,11 @@ def build_config(parsed: ParsedConfig) -> Config:
             max_running=c.get(g, p, "max_running", _int(0), None),
             max_per_node=c.get(g, p, "max_per_node", _int(0), None),
         )
+
+    for name in vos:
+        if name != default_vo and not vos[name].groups and name not in group_vo.values():
+            c.problem(("vos", name), f"no unix group belongs to VO '{name}': list its groups (groups = [\"...\"]) "
+                      f"or set groups.GROUP.vo; without any, its jobs count as the default VO '{default_vo}'")
 
     # Node types -------------------------------------------------------------------------
     node_types: list[NodeType] = []
