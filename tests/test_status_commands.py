@@ -147,3 +147,17 @@ def test_usage_from_the_history_store(tmp_path, capsys):
     assert doc["rows"] == [{"key": "alice", "jobs": 1, "wall_hours": 4.0, "cpu_hours": 2.0}]
     assert main(["usage", "--db", f"sqlite:///{tmp_path}/missing.db"]) == 1
     assert "no history database" in capsys.readouterr().err
+
+
+def test_jobs_table_keeps_reasons_and_nodes_in_their_own_columns(tmp_path, capsys):
+    s, p = make_status(tmp_path)
+    assert main(["jobs", "--state-dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0].split()
+    assert header[-2:] == ["REASON", "NODES"]
+    rows = {ln.split()[0]: ln.split() for ln in lines[1:] if ln.strip() and not ln[0].isspace()}
+    assert rows["r1"][-2:] == ["-", "wn01:1"]  # running: no reason, its node
+    w = next(w for w in p.waits.values() if w.reason != "held")
+    assert rows[w.job_id][-2:] == [w.reason, "-"]
+    assert all(len(r) == len(header) for r in rows.values() if r[0] in {"r1", w.job_id})
+    assert time.strftime("%Z") in lines[-1]  # the status time carries its zone

@@ -63,16 +63,19 @@ def run_jobs(args: argparse.Namespace) -> int:
                                                 "nodes")} for j in out]})
         return 0
     colours = {"running": "green", "queued": None, "blocked": "yellow"}
-    table(["JOBID", "VO", "GROUP", "USER", "QUEUE", "CORES", "STATE", "TIME", "RANK", "PRIORITY", "REASON"],
+    # One table for every class, so scripts (--noheader) see the same columns on every line:
+    # waiting jobs say why they wait, running jobs where they run.
+    table(["JOBID", "VO", "GROUP", "USER", "QUEUE", "CORES", "STATE", "TIME", "RANK", "PRIORITY", "REASON", "NODES"],
           [[j["id"], j["vo"], j["group"], j["user"], j["queue"], j["cores"], j["class"],
             duration(j["elapsed_s"] if j["class"] == "running" else j["wait_s"]),
-            j["rank"] if j["class"] != "running" else "", f"{j['priority']:.3f}" if j["priority"] is not None else "",
-            j["reason"] if j["class"] != "running" else j["nodes"]] for j in out],
+            j["rank"] if j["class"] != "running" else "-",
+            f"{j['priority']:.3f}" if j["priority"] is not None and j["class"] != "running" else "-",
+            j["reason"] if j["class"] != "running" else "-", j["nodes"] or "-"] for j in out],
           noheader=args.noheader, colours=[colours[j["class"]] for j in out], right=(5, 8, 9))
     if not args.noheader:
         print(f"\n{counts['running']} running, {counts['queued']} queued, {counts['blocked']} blocked; "
               f"slots used {farm['used_slots']} of {farm['total_slots']} ({occ:.1%}); "
-              f"status of {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}")
+              f"status of {statusdoc.clock(doc, now)}")
     return 0
 
 
