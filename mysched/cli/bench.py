@@ -11,7 +11,7 @@ import time
 
 from mysched.cli.main import command
 from mysched.errors import InputError
-from mysched.cli.common import positive_int
+from mysched.cli.common import non_negative_int, positive_int
 
 
 @command("bench", "measure the planner at a given farm size (and how it scales)")
@@ -23,8 +23,8 @@ def fill(p: argparse.ArgumentParser) -> None:
     jobs and 1k to 20k slots."""
     p.add_argument("--nodes", type=positive_int, default=2500)
     p.add_argument("--slots-per-node", type=positive_int, default=8)
-    p.add_argument("--running", type=int, default=18000)
-    p.add_argument("--queued", type=int, default=50000)
+    p.add_argument("--running", type=non_negative_int, default=18000)
+    p.add_argument("--queued", type=non_negative_int, default=50000)
     p.add_argument("--repeat", type=positive_int, default=7, help="planner cycles to time (default 7)")
     p.add_argument("--no-packing", action="store_true", help="leave the packing class out")
     p.add_argument("--scaling", action="store_true", help="also print the scaling table")
@@ -120,19 +120,20 @@ def run(args: argparse.Namespace) -> int:
     print(f"  snapshot build p50 {r['build_s']['p50']:.3f} s (server replies -> model)")
     print(f"  peak RSS       {r['peak_rss_mb']:.0f} MB")
     if args.scaling:
-        rows = []
-        for q in (1000, 5000, 10000, 20000, 50000):
-            rows.append(measure(args.nodes, args.slots_per_node, min(args.running, args.nodes * args.slots_per_node),
-                                q, 3, not args.no_packing))
-        for n in (125, 250, 625, 1250, 2500):
-            slots_total = n * args.slots_per_node
-            rows.append(measure(n, args.slots_per_node, int(slots_total * 0.9), args.queued, 3, not args.no_packing))
+        # Each row is printed as soon as it is measured: the table takes about a minute.
         print("\n  scaling (planner p50):")
-        print(f"  {'nodes':>6} {'slots':>6} {'running':>8} {'queued':>7} {'plan p50 s':>11} {'per job+node us':>16}")
-        for x in rows:
+        print(f"  {'nodes':>6} {'slots':>6} {'running':>8} {'queued':>7} {'plan p50 s':>11} {'per job+node us':>16}",
+              flush=True)
+        shapes = [(args.nodes, min(args.running, args.nodes * args.slots_per_node), q)
+                  for q in (1000, 5000, 10000, 20000, 50000)]
+        shapes += [(n, int(n * args.slots_per_node * 0.9), args.queued) for n in (125, 250, 625, 1250, 2500)]
+        rows = []
+        for n, running, queued in shapes:
+            x = measure(n, args.slots_per_node, running, queued, 3, not args.no_packing)
+            rows.append(x)
             total = x["running"] + x["queued"] + x["nodes"]
             print(f"  {x['nodes']:6d} {x['nodes'] * x['slots_per_node']:6d} {x['running']:8d} {x['queued']:7d} "
-                  f"{x['plan_s']['p50']:11.3f} {1e6 * x['plan_s']['p50'] / total:16.2f}")
+                  f"{x['plan_s']['p50']:11.3f} {1e6 * x['plan_s']['p50'] / total:16.2f}", flush=True)
         r["scaling"] = rows
     if args.json:
         text = json.dumps(r, indent=2)

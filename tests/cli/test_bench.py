@@ -1,0 +1,27 @@
+"""`mysched bench`: figures for a small farm, and refused nonsense sizes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mysched.cli.main import main
+
+
+def test_bench_reports_plan_build_and_memory(capsys):
+    assert main(["bench", "--nodes", "20", "--running", "100", "--queued", "300", "--repeat", "2",
+                 "--json", "-"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out[out.index("{"):])
+    assert doc["nodes"] == 20 and doc["running"] == 100 and doc["queued"] == 300
+    assert doc["free_slots"] == 20 * 8 - 100 and 0 < doc["starts"] <= doc["free_slots"]
+    assert doc["plan_s"]["p50"] > 0 and doc["peak_rss_mb"] > 0
+
+
+@pytest.mark.parametrize("argv", [["--queued", "-5"], ["--running", "-1"], ["--nodes", "0"]])
+def test_bench_refuses_negative_sizes(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", *argv])
+    assert exc.value.code == 2
+    assert "must be" in capsys.readouterr().err
