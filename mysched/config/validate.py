@@ -75,14 +75,60 @@ def _close(key: str, allowed: dict[str, Any]) -> str | None:
     return m[0] if m else None
 
 
-def _int(minimum: int = 0) -> Callable[[Any], int]:
+def _int(minimum: int = 0, maximum: int | None = None) -> Callable[[Any], int]:
     def conv(v: Any) -> int:
         if isinstance(v, bool) or not isinstance(v, int):
             raise ValueError(f"expected an integer, got {_kind(v)} {v!r}")
         if v < minimum:
             raise ValueError(f"must be at least {minimum}, got {v}")
+        if maximum is not None and v > maximum:
+            raise ValueError(f"must be at most {maximum}, got {v}")
         return v
     return conv
+
+
+DAY = 86400.0
+MAX_FARM_NODES = 100_000
+"""A simulated farm larger than any site (it would take gigabytes before printing anything)."""
+MAX_NODE_SLOTS = 4096
+
+
+def parse_address(text: str) -> tuple[str, int] | None:
+    """``HOST:PORT`` or ``[::1]:PORT`` -> (host, port); "", "off" or "none" -> None (disabled);
+    ValueError otherwise."""
+    if text.strip().lower() in ("", "off", "none"):
+        return None
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or (host and " " in host):
+        raise ValueError(f"expected HOST:PORT such as 127.0.0.1:9720 (or \"off\"), got {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def check_name_format(fmt: str) -> None:
+    """A node-name pattern must take ``{index}`` and give each node its own name."""
+    try:
+        a, b = fmt.format(index=1), fmt.format(index=2)
+    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        raise ValueError(f"expected a pattern such as \"wn{{index:04d}}\" (the only field is index), got {fmt!r}: "
+                         f"{type(exc).__name__}: {exc}") from None
+    if a == b:
+        raise ValueError(f"must contain {{index}} so that nodes get different names, got {fmt!r}")
+
+
+def _check_server_url(c: "_Checker", path: Path, url: str) -> None:
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ("sim" if url.startswith("sim:") else "")
+    if scheme not in ("", "torque", "sim"):
+        c.problem(path, f"unknown server scheme '{scheme}': use torque://HOST or sim://")
+
+
+def _check_database(c: "_Checker", path: Path, url: str) -> None:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        c.problem(path, f"not an SQLAlchemy database URL (e.g. sqlite:////var/lib/mysched/history.db): {exc}")
 
 
 def _number(minimum: float = 0.0, maximum: float = math.inf) -> Callable[[Any], float]:
@@ -138,8 +184,8 @@ def build_config(parsed: ParsedConfig) -> Config:
     interval = c.get(sch, p, "interval", parse_duration, 60.0)
     min_interval = c.get(sch, p, "min_interval", parse_duration, 5.0)
     max_starts = c.get(sch, p, "max_starts_per_cycle", _int(1), 1000)
-    if interval <= 0 or math.isinf(interval):
-        c.problem(p + ("interval",), "must be a positive, finite duration")
+    if not 0 < interval <= DAY:
+        c.problem(p + ("interval",), "must be a positive duration of at most a day")
     if min_interval > interval:
         c.problem(p + ("min_interval",), "cannot be longer than scheduler.interval")
 
@@ -150,8 +196,10 @@ def build_config(parsed: ParsedConfig) -> Config:
     half_life = c.get(hist, p, "half_life", parse_duration, 86400.0)
     database = c.get(hist, p, "database", _str, Config.database)
     accounting_dir = c.get(hist, p, "accounting_dir", _str, Config.accounting_dir)
-    if window <= 0 or math.isinf(window):
-        c.problem(p + ("window",), "must be a positive, finite duration")
+    if not 0 < window <= 366 * DAY:
+        c.problem(p + ("window",), "must be a positive duration of at most a year")
+    if "database" in hist:
+        _check_database(c, p + ("database",), database)
     if half_life <= 0:
         c.problem(p + ("half_life",), "must be positive (use \"inf\" for no decay)")
 
@@ -162,21 +210,34 @@ def build_config(parsed: ParsedConfig) -> Config:
     server = c.get(srv, ("server",), "url", _str, Config.server)
     libtorque = c.get(srv, ("server",), "libtorque", _str, "")
     server_timeout = c.get(srv, ("server",), "timeout", parse_duration, 30.0)
-    if not 0 < server_timeout < math.inf:
-        c.problem(("server", "timeout"), "must be a positive, finite duration")
+    if not 0 < server_timeout <= 3600:
+        c.problem(("server", "timeout"), "must be a positive duration of at most an hour")
+    if "url" in srv:
+        _check_server_url(c, ("server", "url"), server)
 
     dmn = c.group(top.get("daemon"), ("daemon",),
                   dict.fromkeys(["state_dir", "metrics_address", "event_address"]))
     state_dir = c.get(dmn, ("daemon",), "state_dir", _str, Config.state_dir)
     metrics_address = c.get(dmn, ("daemon",), "metrics_address", _str, Config.metrics_address)
     event_address = c.get(dmn, ("daemon",), "event_address", _str, "")
+    for key, value in (("metrics_address", metrics_address), ("event_address", event_address)):
+        if key in dmn:
+            try:
+                parse_address(value)
+            except ValueError as exc:
+                c.problem(("daemon", key), str(exc))
 
     farm_raw = c.group(top.get("farm"), ("farm",), dict.fromkeys(["nodes", "slots_per_node", "name_format"]))
     farm = FarmSpec(
-        nodes=c.get(farm_raw, ("farm",), "nodes", _int(1), FarmSpec.nodes),
-        slots_per_node=c.get(farm_raw, ("farm",), "slots_per_node", _int(1), FarmSpec.slots_per_node),
+        nodes=c.get(farm_raw, ("farm",), "nodes", _int(1, MAX_FARM_NODES), FarmSpec.nodes),
+        slots_per_node=c.get(farm_raw, ("farm",), "slots_per_node", _int(1, MAX_NODE_SLOTS), FarmSpec.slots_per_node),
         name_format=c.get(farm_raw, ("farm",), "name_format", _str, FarmSpec.name_format),
     )
+
+    try:
+        check_name_format(farm.name_format)
+    except ValueError as exc:
+        c.problem(("farm", "name_format"), str(exc))
 
     # VOs and groups ------------------------------------------------------------------
     vos: dict[str, VOConfig] = {}
