@@ -19,86 +19,30 @@ from mysched.backends.torque import ifl as ifl_mod
 from mysched.backends.torque.backend import (TorqueServer, job_from_attrs, location, node_from_attrs, parse_node_jobs,
                                     queue_from_attrs)
 from mysched.backends.torque.ifl import CtypesIFL, PbsModuleIFL, _Attrl, _BatchStatus, convert_status
+from mysched.backends.torque.fake import FakeIFL as _FakeIFL
 from mysched.backends.torque.schedproto import SchedulerListener, decode_command
 
 
-class FakeIFL:
-    """Answers like libtorque 6.1 does: stat calls [] plus pbs_errno on error, runjob the code."""
+class FakeIFL(_FakeIFL):
+    """The shipped fake, with jobs, nodes and queues as libtorque 6.1 reported them."""
 
-    def __init__(self):
-        self.jobs = [
-            ("12.srv", {"job_state": "Q", "queue": "atlas", "euser": "bob", "egroup": "atlasprd",
-                        "Resource_List.nodes": "1:ppn=2", "Resource_List.walltime": "01:30:00",
-                        "Resource_List.mem": "2gb", "qtime": "1795337386"}),
-            ("13.srv", {"job_state": "R", "queue": "cms", "Job_Owner": "alice@ce", "exec_host": "node03/0-1+node04/2",
-                        "start_time": "1795337400", "qtime": "1795337300", "Resource_List.walltime": "bogus"}),
-            ("14[].srv", {"job_state": "Q", "queue": "atlas", "euser": "bob", "egroup": "atlasprd"}),
-            ("14[0].srv", {"job_state": "Q", "queue": "atlas", "euser": "bob", "egroup": "atlasprd"}),
-        ]
-        self.nodes = [("node03", {"state": "job-exclusive", "np": "2", "jobs": "0-1/13.srv", "properties": "sw,big"}),
-                      ("node04", {"state": "free", "np": "4", "jobs": "2/13.srv"}),
-                      ("node05", {"state": "down,offline", "np": "4"})]
-        self.queues = [("atlas", {"queue_type": "Execution", "enabled": "True", "started": "True",
-                                  "max_running": "40"}),
-                       ("route", {"queue_type": "Route", "enabled": "True", "started": "True"})]
-        self.err = 0
-        self.connect_rc: list[int] = []  # handed out first, then 1
-        self.fail_stat: list[int] = []  # pbs_errno of the next failing stat calls
-        self.runs = []
-        self.run_rc = {}
-        self.run_errno = {}
-        self.connects = 0
-        self.disconnects = 0
-        self.selects = []
-
-    def connect(self, server):
-        self.connects += 1
-        return self.connect_rc.pop(0) if self.connect_rc else 1
-
-    def disconnect(self, conn):
-        self.disconnects += 1
-
-    def _stat(self, rows, attrs):
-        self.selects.append(tuple(attrs))
-        if self.fail_stat:
-            self.err = self.fail_stat.pop(0)
-            return []
-        self.err = 0
-        return rows
-
-    def statjob(self, conn, attrs):
-        return self._stat(self.jobs, attrs)
-
-    def statjob_one(self, conn, job_id, attrs):
-        rows = [j for j in self.jobs if j[0] == job_id]
-        res = self._stat(rows, attrs)
-        if not res and not self.err:
-            self.err = 15001
-        return res
-
-    def statnode(self, conn, attrs):
-        return self._stat(self.nodes, attrs)
-
-    def statque(self, conn, attrs):
-        return self._stat(self.queues, attrs)
-
-    def statserver(self, conn, attrs):
-        return self._stat([("srv", {"server_state": "Active", "scheduling": "False", "total_jobs": "4"})], attrs)
-
-    def runjob(self, conn, job_id, loc):
-        self.runs.append((job_id, loc))
-        code = self.run_rc.get(job_id, 0)
-        self.err = self.run_errno.get(job_id, code)
-        return code
-
-    def errno(self):
-        return self.err
-
-    def errmsg(self, conn):
-        return {15001: "Unknown Job Id Error", 15046: "Resource temporarily unavailable"}.get(self.err, "")
-
-    def strerror(self, code):
-        return {15033: "Batch protocol error", 15010: "Access from host not allowed, or unknown host"}.get(code, "")
+    def __init__(self) -> None:
+        super().__init__(
+            jobs=[
+                ("12.srv", {"job_state": "Q", "queue": "atlas", "euser": "bob", "egroup": "atlasprd",
+                            "Resource_List.nodes": "1:ppn=2", "Resource_List.walltime": "01:30:00",
+                            "Resource_List.mem": "2gb", "qtime": "1795337386"}),
+                ("13.srv", {"job_state": "R", "queue": "cms", "Job_Owner": "alice@ce", "exec_host": "node03/0-1+node04/2",
+                            "start_time": "1795337400", "qtime": "1795337300", "Resource_List.walltime": "bogus"}),
+                ("14[].srv", {"job_state": "Q", "queue": "atlas", "euser": "bob", "egroup": "atlasprd"}),
+                ("14[0].srv", {"job_state": "Q", "queue": "atlas", "euser": "bob", "egroup": "atlasprd"}),
+            ],
+            nodes=[("node03", {"state": "job-exclusive", "np": "2", "jobs": "0-1/13.srv", "properties": "sw,big"}),
+                   ("node04", {"state": "free", "np": "4", "jobs": "2/13.srv"}),
+                   ("node05", {"state": "down,offline", "np": "4"})],
+            queues=[("atlas", {"queue_type": "Execution", "enabled": "True", "started": "True", "max_running": "40"}),
+                    ("route", {"queue_type": "Route", "enabled": "True", "started": "True"})],
+            server={"server_state": "Active", "scheduling": "False", "total_jobs": "4"}, start_jobs=False)
 
 
 # -- attribute mapping -----------------------------------------------------------------------
@@ -530,3 +474,23 @@ def test_listener_port_in_use_is_a_clear_error():
             SchedulerListener(("127.0.0.1", lst.port))
     finally:
         lst.close()
+
+
+def test_a_daemon_cycle_against_the_shipped_fake_starts_each_job_once(tmp_path):
+    """The fake runs what it is told, so two daemon cycles see the first one's starts."""
+    from mysched.config import config_from_text
+    from mysched.daemon.cycle import Daemon
+
+    ifl = _FakeIFL(
+        jobs=[(f"{i}.srv", {"job_state": "Q", "queue": "batch", "euser": "alice", "egroup": "atlas",
+                            "Resource_List.nodes": "1:ppn=1", "qtime": str(100 + i)}) for i in range(5)],
+        nodes=[("wn01", {"state": "free", "np": "2"}), ("wn02", {"state": "free", "np": "2"})],
+        queues=[("batch", {"queue_type": "Execution", "enabled": "True", "started": "True"})])
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };')
+    daemon = Daemon(cfg, TorqueServer(ifl=ifl, clock=lambda: 1000.0), state_dir=str(tmp_path))
+    assert daemon.cycle().started == 4
+    assert daemon.cycle().started == 0  # the farm is full: nothing twice
+    started = [jid for jid, _ in ifl.runs]
+    assert len(started) == len(set(started)) == 4
+    assert sorted(a["exec_host"].split("/")[0] for _, a in ifl.jobs if a["job_state"] == "R") == \
+        ["wn01", "wn01", "wn02", "wn02"]

@@ -53,44 +53,22 @@ def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, pack
     from mysched.sim.benchfarm import bench_config, bench_snapshot
     from mysched.core.planner import plan
     from mysched.backends.torque.backend import TorqueServer
+    from mysched.backends.torque.fake import FakeIFL
     from mysched.core.usage import Usage
 
     cfg = bench_config(packing=packing)
     snap = bench_snapshot(nodes=nodes, slots=slots, running=running, queued=queued)
     usage = Usage(vo={f"vo{i:02d}": 1000.0 * (i + 1) for i in range(20)})
 
-    class _Replies:
-        """An IFL stand-in answering with the prepared replies (conversion is what is timed)."""
-
-        def __init__(self) -> None:
-            self.jobs, self.nodes = _server_replies(snap)
-
-        def connect(self, server):
-            return 1
-
-        def statjob(self, conn, attrs):
-            return self.jobs
-
-        def statnode(self, conn, attrs):
-            return self.nodes
-
-        def statque(self, conn, attrs):
-            return []
-
-        def statserver(self, conn, attrs):
-            return []
-
-        def errno(self):
-            return 0
-
-    replies = _Replies()
+    jobs, nodes_ = _server_replies(snap)
+    replies = FakeIFL(jobs, nodes_)  # answers with the prepared replies: the conversion is what is timed
     server = TorqueServer(ifl=replies)
     builds = []
     for _ in range(3):
         t0 = time.perf_counter()
         server.snapshot()
         builds.append(time.perf_counter() - t0)
-    del replies, server
+    del replies, server, jobs, nodes_
     gc.collect()
     times = []
     p = None
