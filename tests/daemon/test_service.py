@@ -12,7 +12,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from .conftest import REPO
+from ..conftest import REPO
 
 CFG = (REPO / "etc" / "mysched.cfg").read_text()
 

@@ -11,7 +11,7 @@ from mysched.backends.sim.farm import make_nodes
 from mysched.sim.replay import SimOptions, simulate
 from mysched.core.usage import Usage
 
-from .conftest import nodes, queued, running, snap
+from ..conftest import nodes, queued, running, snap
 
 BASE = 'vos = { atlas = { groups = ["mc", "atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };\n'
 

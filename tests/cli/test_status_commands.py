@@ -14,7 +14,7 @@ from mysched.core.planner import plan
 from mysched.daemon.statusfile import build_status, write_status
 from mysched.core.usage import Usage
 
-from .conftest import queued, running, snap
+from ..conftest import queued, running, snap
 
 CFG = config_from_text('''
 vos = { atlas = { groups = ["atlas", "atlassgm"]; share = 60; max_running = 5; };

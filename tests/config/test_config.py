@@ -11,7 +11,7 @@ from mysched.core.durations import parse_duration
 from mysched.config import config_from_text, load_config
 from mysched.errors import ConfigError
 
-from .conftest import REPO
+from ..conftest import REPO
 
 
 def problems(text: str) -> list[str]:

@@ -25,6 +25,8 @@ from mysched.errors import JobGone, JobStateError, MyschedError, ServerTimeout
 from mysched.core.model import JobState, NodeState
 from mysched.history.store import Store
 
+from ..conftest import REPO
+
 pytestmark = pytest.mark.torque
 
 HOST = os.environ.get("MYSCHED_TORQUE_SERVER") or None
@@ -167,7 +169,7 @@ def test_runjob_as_an_ordinary_user_is_unauthorized(server, cleanup):
     code = ("from mysched.backends.torque.backend import TorqueServer\nfrom mysched.errors import Unauthorized\n"
             f"try:\n    TorqueServer({HOST!r}).run_job({jid!r}, (('node01', 1),))\n"
             "except Unauthorized as e:\n    print('unauthorized', e.code)\n")
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = str(REPO)
     for python in dict.fromkeys((sys.executable, "/usr/bin/python3")):  # the venv may be root's only
         res = subprocess.run(["su", "bob", "-c", f'{python} -c "$0"', code], capture_output=True, text=True,
                              cwd="/tmp", env={**os.environ, "PYTHONPATH": repo})

@@ -144,7 +144,7 @@ def test_a_farm_reporting_its_changes_plans_as_a_fresh_index(policy):
 def test_a_server_reread_keeps_the_tally():
     """A TORQUE snapshot brings new node and job objects every cycle; when they say the same,
     the index keeps its tally instead of counting every running job again."""
-    from .conftest import nodes, queued, running
+    from ..conftest import nodes, queued, running
 
     c = _config(random.Random(1))
     ns = tuple(nodes(4, 4))

@@ -11,7 +11,7 @@ import pytest
 from mysched.sim.workloads.synthetic import (CAMPAIGN_BLOCK, DESY_GROUPS, DESY_QUEUE_VOS, DESY_QUEUES, DESY_VOS,
                                         SyntheticSpec, capped_lognormal_mean, generate)
 
-from .conftest import REPO
+from ..conftest import REPO
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from mysched.core.model import JobState, Node, NodeState, Queue
 from mysched.core.planner import plan
 from mysched.core.usage import Usage
 
-from .conftest import nodes, queued, running, snap
+from ..conftest import nodes, queued, running, snap
 
 TWO_VOS = '''
 vos = { atlas = { groups = ["atlas", "atlassgm"]; share = 50; };

@@ -15,7 +15,7 @@ from mysched.sim.replay import SimOptions, simulate
 from mysched.sim.workloads.swf import parse_vo_map, read_swf
 from mysched.sim.workloads.synthetic import DESY_VOS, SyntheticSpec, generate
 
-from .conftest import REPO
+from ..conftest import REPO
 
 
 def test_synthetic_groups_match_the_example_config():

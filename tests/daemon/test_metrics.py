@@ -16,7 +16,7 @@ from mysched.daemon import sdnotify
 from mysched.errors import ServerUnavailable, UsageError
 from mysched.daemon.metrics import Metrics, parse_address, serve
 
-from .conftest import REPO
+from ..conftest import REPO
 
 
 def scrape(port: int) -> str:

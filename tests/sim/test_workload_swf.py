@@ -12,7 +12,7 @@ import pytest
 from mysched.errors import InputError
 from mysched.sim.workloads.swf import MAX_PROBLEMS, parse_vo_map, read_swf
 
-from .conftest import TRACES
+from ..conftest import TRACES
 
 LPC = "LPC-EGEE-2004-1.2-cln.swf.gz"
 

@@ -13,7 +13,7 @@ from mysched.core.model import JobState, Node, TraceJob
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.daemon.statusfile import read_status, rows
 
-from .conftest import queued
+from ..conftest import queued
 
 CFG = 'vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };\n'
 
