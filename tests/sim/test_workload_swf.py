@@ -105,18 +105,39 @@ def test_wagap_queue_names_come_from_column_20():
     assert len({tj.job.user for tj in tr.jobs}) == 75
 
 
-@pytest.mark.parametrize("name, jobs, skipped", [
-    ("KTH-SP2-1996-2.1-cln.swf.gz", 28_476, {}),
-    ("SDSC-SP2-1998-4.2-cln.swf.gz", 59_715 - 5_671, {"cancelled": 5_671}),
-    ("LLNL-Thunder-2007-1.1-cln.swf.gz", 121_039 - 1_190 - 135, {"no_submit": 1_190, "cancelled": 135}),
+@pytest.mark.parametrize("name, jobs, skipped, repaired", [
+    ("KTH-SP2-1996-2.1-cln.swf.gz", 28_476, {}, {"assumed_1_core": 1}),
+    ("SDSC-SP2-1998-4.2-cln.swf.gz", 59_715 - 5_671, {"cancelled": 5_671}, {}),
+    ("LLNL-Thunder-2007-1.1-cln.swf.gz", 121_039 - 1_190 - 135, {"no_submit": 1_190, "cancelled": 135},
+     {"assumed_1_core": 923}),
 ])
-def test_other_archive_traces(name, jobs, skipped):
+def test_other_archive_traces(name, jobs, skipped, repaired):
     # expected counts from awk over the files: status 5 with no processor or run < 0;
-    # Thunder has 1,190 lines with submit time -1
+    # Thunder has 1,190 lines with submit time -1 (each reported with its line, not silently
+    # dropped); KTH one job with neither allocated nor requested processors
     if not (TRACES / name).is_file():
         pytest.skip(f"shared traces not found at {TRACES}")
     tr = read_swf(TRACES / name)
-    assert len(tr.jobs) == jobs and tr.skipped == skipped and tr.problems == []
+    assert len(tr.jobs) == jobs and tr.skipped == skipped and tr.repaired == repaired
+    assert tr.reported == sum(v for k, v in skipped.items() if k != "cancelled") + sum(repaired.values())
+    assert len(tr.problems) == min(tr.reported, 20)
+    assert all(p.startswith(f"{TRACES / name}:") for p in tr.problems)
+
+
+def test_lines_not_replayed_or_repaired_are_reported_with_their_place(tmp_path):
+    lines = ["1 0 0 10 1 -1 -1 1 60 -1 1 1 1 -1 1 -1 -1 -1",
+             "2 -5 0 10 1 -1 -1 1 60 -1 1 1 1 -1 1 -1 -1 -1",     # negative submit
+             "3 5 0 nan 1 -1 -1 1 60 -1 1 1 1 -1 1 -1 -1 -1",     # NaN run time
+             "1 9 0 10 1 -1 -1 1 60 -1 1 2 1 -1 1 -1 -1 -1",      # job number 1 again
+             "4 9 0 10 0 -1 -1 -1 60 -1 1 2 1 -1 1 -1 -1 -1"]     # no processor count
+    path = tmp_path / "t.swf"
+    path.write_text("\n".join(lines) + "\n")
+    tr = read_swf(path)
+    assert [tj.job.id for tj in tr.jobs] == ["1", "1.2", "4"]
+    assert tr.jobs[2].job.cores == 1
+    assert tr.skipped == {"no_submit": 1, "no_runtime": 1}
+    assert tr.repaired == {"duplicate_id": 1, "assumed_1_core": 1}
+    assert [p.split(":")[1] for p in tr.problems] == ["2", "3", "4", "5"]
 
 
 def test_header_queue_names_are_used_where_clean():

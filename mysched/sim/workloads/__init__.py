@@ -38,9 +38,17 @@ def load_trace(path: str, *, fmt: str = "auto", first: int | None = None, start_
         return read_accounting_trace(path, first=first, start_from=start_from, vo_map=vo_map, warn=warn)
     tr = read_swf(path, first=first, start_from=start_from, vo_map=vo_map, on_problem=warn)
     if warn is not None:
-        if tr.skipped.get("malformed", 0) > len(tr.problems):
-            warn(f"{path}: {tr.skipped['malformed']} malformed lines skipped in all (first {len(tr.problems)} shown)")
-    info: dict = {"skipped": tr.skipped}
+        if tr.reported > len(tr.problems):
+            warn(f"{path}: {tr.reported} lines with problems in all (first {len(tr.problems)} shown)")
+        lost = {k: v for k, v in tr.skipped.items() if k not in ("cancelled", "before_start_from")}
+        if lost or tr.repaired:
+            warn(f"{path}: " + "; ".join(
+                part for part in (("not replayed: " + ", ".join(f"{v} {k}" for k, v in sorted(lost.items())))
+                                  if lost else "",
+                                  ("replayed after a repair: " + ", ".join(f"{v} {k}" for k, v in
+                                                                           sorted(tr.repaired.items())))
+                                  if tr.repaired else "") if part))
+    info: dict = {"skipped": tr.skipped, "repaired": tr.repaired}
     if tr.max_nodes and tr.max_procs and tr.max_procs % tr.max_nodes == 0:
         info["nodes"] = tr.max_nodes
         info["slots_per_node"] = tr.max_procs // tr.max_nodes

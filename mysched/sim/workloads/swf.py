@@ -12,7 +12,12 @@ What becomes of a line (the simulator replays *what ran*):
   Cancelled jobs that got a processor are kept, even those killed within the second (run 0):
   the real scheduler dispatched them, and they held their slots that long (as AccaSim counts).
   Failed jobs (status 0) are kept; so are jobs that ran for 0 s: they still had to be placed.
-- Jobs without a submit time (``no_submit``) or run time (``no_runtime``) cannot be replayed.
+- Jobs without a submit time (``no_submit``) or run time (``no_runtime``) -- -1, negative,
+  NaN or absurdly large -- cannot be replayed: each is reported as ``FILE:LINE: reason``
+  (like malformed lines) and counted.
+- A job number seen before (``duplicate_id``) is replayed under ``N.2``, ``N.3``, ... (the
+  simulator needs one id per job), reported and counted in ``repaired``; so is a job with no
+  processor count at all (allocated and requested both <= 0: ``assumed_1_core``).
 - Lines that are not SWF (too few columns, a non-numeric value in a column we read) are
   ``malformed``: reported as ``FILE:LINE: reason`` and skipped; the rest loads. Only the
   columns the reader uses are checked.
@@ -80,7 +85,11 @@ class SwfTrace:
     """Lines not replayed, by reason: cancelled, no_submit, no_runtime, malformed,
     before_start_from. Lines after `first` was reached are not read, so not counted."""
     problems: list[str] = field(default_factory=list)
-    """The first `MAX_PROBLEMS` malformed lines as ``FILE:LINE: reason``."""
+    """The first `MAX_PROBLEMS` lines with a problem (malformed, not replayable, repaired) as
+    ``FILE:LINE: reason``; `reported` counts them all."""
+    reported: int = 0
+    repaired: dict[str, int] = field(default_factory=dict)
+    """Lines replayed after a repair, by kind: duplicate_id, assumed_1_core."""
     unix_start: float | None = None
     """Header ``UnixStartTime``; None if absent (submit times are then taken as absolute)."""
     timezone: str | None = None
@@ -150,11 +159,21 @@ class _Reader:
         self.name_count: dict[str, int] = {}
         self.strings: dict[str, str] = {}
 
-    def problem(self, lineno: int, message: str) -> None:
+    def problem(self, lineno: int, message: str, reason: str = "malformed") -> None:
+        """A line not replayed (counted under `reason`), reported with its place."""
+        self.tr.skip(reason)
+        self.report(lineno, message)
+
+    def report(self, lineno: int, message: str) -> None:
         tr = self.tr
-        tr.skip("malformed")
+        tr.reported += 1
         if len(tr.problems) < MAX_PROBLEMS:
             tr.problems.append(f"{tr.path}:{lineno}: {message}")
+
+    def repaired(self, lineno: int, kind: str, message: str) -> None:
+        r = self.tr.repaired
+        r[kind] = r.get(kind, 0) + 1
+        self.report(lineno, message)
 
     def header(self, line: str) -> bool:
         """Take what we use from a ``;`` line; True if it changes how job lines are read."""
@@ -228,7 +247,7 @@ class _Reader:
                 queue = self.queue_name(int(parts[14]))
             except ValueError:
                 raise ValueError(f"non-numeric {_COLUMNS[14]} (column 15): {parts[14]!r}") from None
-        cores = alloc if alloc > 0 else (req_procs if req_procs > 0 else 1)
+        cores = alloc if alloc > 0 else (req_procs if req_procs > 0 else 0)  # 0: none given (the caller says so)
         mem = None
         if 0 < req_mem < 1e18:
             if len(parts) >= 20:
@@ -236,7 +255,7 @@ class _Reader:
             elif self.mem_per_job:
                 mem = int(req_mem * 1024)
             else:
-                mem = int(req_mem * 1024) * cores
+                mem = int(req_mem * 1024) * max(1, cores)
         intern = self.strings.setdefault
         u = intern(f"u{user}", f"u{user}") if user >= 0 else "nouser"
         g = intern(f"g{group}", f"g{group}") if group >= 0 else "nogroup"
@@ -271,7 +290,9 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
     in_order = True
     limit = first if first is not None else -1
     lineno = 0
-    cancelled = no_submit = no_runtime = early = cancelled_ran = 0
+    early = cancelled_ran = 0
+    cancelled = 0
+    seen_ids: dict[str, int] = {}
     with open_text(path) as f:
         # Hundreds of thousands of new objects and no cycles among them: the cyclic collector
         # would only rescan the growing job list (a fifth of the load time on LPC-EGEE).
@@ -317,12 +338,25 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
                 if a[7] == 5 and (a[8] <= 0 or run < 0):
                     cancelled += 1
                     continue
-                if not 0 <= submit < 1e12:
-                    no_submit += 1
+                if not 0 <= submit < 1e12:  # also NaN
+                    rd.problem(lineno, f"job {jid}: no usable submit time ({parts[1]}): not replayed", "no_submit")
                     continue
                 if not 0 <= run < 1e12:
-                    no_runtime += 1
+                    rd.problem(lineno, f"job {jid}: no usable run time ({parts[3]}): not replayed", "no_runtime")
                     continue
+                first_at = seen_ids.setdefault(jid, lineno)
+                if first_at != lineno:
+                    n = 2
+                    while f"{jid}.{n}" in seen_ids:
+                        n += 1
+                    seen_ids[f"{jid}.{n}"] = lineno
+                    rd.repaired(lineno, "duplicate_id", f"job number {jid} already on line {first_at}: "
+                                f"replayed as {jid}.{n}")
+                    jid = f"{jid}.{n}"
+                if a[3] == 0:
+                    rd.repaired(lineno, "assumed_1_core", f"job {jid}: no processor count (allocated and "
+                                "requested <= 0): replayed on 1 core")
+                    a = a[:3] + (1,) + a[4:]
                 t = base + submit
                 if start_from is not None and t < start_from:
                     early += 1
@@ -349,8 +383,7 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
             raise InputError(f"{path}: not an SWF trace: no job line of 18 numeric columns "
                              f"(first problem: {tr.problems[0]})")
         raise InputError(f"{path}: not an SWF trace: no job lines")
-    for reason, count in (("cancelled", cancelled), ("no_submit", no_submit), ("no_runtime", no_runtime),
-                          ("before_start_from", early)):
+    for reason, count in (("cancelled", cancelled), ("before_start_from", early)):
         if count:
             tr.skip(reason, count)
     if not in_order:
