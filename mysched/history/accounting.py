@@ -30,6 +30,10 @@ RECORD_TYPES = frozenset("QSRCTEDA")
 """TORQUE's record types (``src/include/acct.h``): queued, started, rerun, checkpointed,
 restarted, ended, deleted, aborted. Other letters (PBS Pro's ``L``, ``a``, ...) are skipped."""
 
+MAX_WALL = 366 * 86400.0
+"""A job record claiming more wall-clock than this has a wrong start or end (e.g.
+``end=99999999999``) and would swamp every VO's decayed usage."""
+
 _STAMP = re.compile(r"(\d\d)/(\d\d)/(\d{4}) (\d\d):(\d\d):(\d\d)")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _hour_cache: dict[tuple[str, str, str, str], float] = {}
@@ -158,9 +162,6 @@ def to_finished_job(rec: AccountingRecord) -> FinishedJob:
     rather than losing the job's wall-clock.
     """
     a = rec.attrs
-    user = a.get("user") or a.get("owner", "").split("@")[0] or "unknown"
-    group = a.get("group") or "unknown"
-    queue = a.get("queue") or "unknown"
     try:
         start = float(a["start"])
         if not math.isfinite(start):
@@ -178,6 +179,17 @@ def to_finished_job(rec: AccountingRecord) -> FinishedJob:
         raise ValueError(f"bad end={end_text!r}") from None
     if end < start:
         raise ValueError(f"end ({end:.0f}) before start ({start:.0f})")
+    if end - start > MAX_WALL:
+        raise ValueError(f"ran {(end - start) / 86400:.0f} days (start={start:.0f}, end={end:.0f}): a wrong time stamp")
+    # Whose wall-clock it was decides fair share: a record that does not say is damaged, and
+    # is reported rather than charged to a made-up "unknown".
+    user = a.get("user") or a.get("owner", "").split("@")[0]
+    if not user:
+        raise ValueError("E record without user= (or owner=): whose job it was is unknown")
+    group = a.get("group")
+    if not group:
+        raise ValueError("E record without group=: its VO is unknown")
+    queue = a.get("queue") or "unknown"
     try:
         placement = parse_exec_host(a["exec_host"]) if a.get("exec_host") else ()
     except ValueError:

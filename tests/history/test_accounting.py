@@ -154,8 +154,22 @@ def test_e_records_without_usable_times():
     with pytest.raises(ValueError, match="without a valid start"):
         to_finished_job(parse_line("11/22/2026 10:00:00;E;1.s;user=u end=400"))
     # end=0 (completion time unset): the record's own time stands in
-    fj = to_finished_job(parse_line("11/22/2026 10:00:00;E;1.s;user=u start=500 end=0"))
+    fj = to_finished_job(parse_line("11/22/2026 10:00:00;E;1.s;user=u group=g start=1795300000 end=0"))
     assert fj.end == parse_stamp("11/22/2026 10:00:00")
+
+
+def test_e_records_that_would_charge_the_wrong_account_are_refused():
+    """A record without its user or group, or with an absurd run time, is reported, not
+    charged to 'unknown' or allowed to swamp every VO's usage."""
+    with pytest.raises(ValueError, match="without user="):
+        to_finished_job(parse_line("11/22/2026 10:00:00;E;1.s;group=g start=500 end=600"))
+    with pytest.raises(ValueError, match="without group="):
+        to_finished_job(parse_line("11/22/2026 10:00:00;E;1.s;user=u start=500 end=600"))
+    with pytest.raises(ValueError, match="days"):
+        to_finished_job(parse_line("11/22/2026 10:00:00;E;1.s;user=u group=g start=1795337386 end=99999999999"))
+    fj = to_finished_job(parse_line("11/22/2026 10:00:00;E;1.s;owner=bob@ce group=g start=500 end=600 "
+                                    "resources_used.cput=garbage"))
+    assert (fj.user, fj.group, fj.cput) == ("bob", "g", None)  # unknown CPU time, not 0
 
 
 def test_iter_file_keeps_a_partial_last_line_and_resumes(tmp_path):
