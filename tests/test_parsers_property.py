@@ -1,0 +1,92 @@
+"""Property tests for everything that reads outside input: a config file, an SWF line, an
+accounting record and a duration either give a located error or a valid value -- never an
+internal error, and nothing disappears without being counted."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mysched.config import config_from_text
+from mysched.core.durations import parse_duration
+from mysched.errors import ConfigError
+from mysched.history.accounting import NotRun, parse_line, to_finished_job
+from mysched.sim.workloads.swf import read_swf
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+_name = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
+_scalar = st.one_of(st.integers(-10**12, 10**12), st.floats(allow_nan=True, allow_infinity=False, width=32),
+                    st.booleans(), st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters='"\\\n'),
+                                           max_size=12).map(lambda t: f'"{t}"'))
+_value = st.recursive(_scalar.map(str), lambda inner: st.one_of(
+    st.lists(inner, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
+    st.dictionaries(_name, inner, max_size=3).map(lambda d: "{ " + " ".join(f"{k} = {v};" for k, v in d.items()) + " }")),
+    max_leaves=8)
+_known = st.sampled_from(["scheduler", "history", "fairshare", "server", "daemon", "default_vo", "vos", "groups",
+                          "queues", "hot", "node_types", "packing", "farm"])
+
+
+@SETTINGS
+@given(st.dictionaries(st.one_of(_known, _name), _value, max_size=5))
+def test_any_config_is_valid_or_every_problem_is_located(settings_):
+    text = "\n".join(f"{k} = {v};" for k, v in settings_.items())
+    try:
+        config_from_text(text, "site.cfg")
+    except ConfigError as exc:
+        assert exc.problems and all(p.startswith("site.cfg") for p in exc.problems), exc.problems
+
+
+@SETTINGS
+@given(st.one_of(st.text(max_size=12), st.integers(-10, 10**9), st.floats(allow_nan=True)))
+def test_a_duration_is_a_non_negative_number_or_a_value_error(value):
+    try:
+        d = parse_duration(value)
+    except ValueError as exc:
+        assert str(exc)
+    else:
+        assert d >= 0 and not math.isnan(d)
+
+
+_field = st.one_of(st.integers(-3, 10**6).map(str), st.sampled_from(["-1", "nan", "inf", "1e30", "x", "3.5", "-7.2"]))
+
+
+@SETTINGS
+@given(st.lists(st.lists(_field, min_size=16, max_size=20), min_size=1, max_size=25))
+def test_every_swf_line_is_replayed_or_accounted_for(tmp_path_factory, rows):
+    path = tmp_path_factory.mktemp("swf") / "t.swf"
+    path.write_text("".join(" ".join(r) + "\n" for r in rows))
+    try:
+        tr = read_swf(path)
+    except Exception as exc:  # only the located "not a trace" error is allowed
+        assert type(exc).__name__ == "InputError" and str(path) in str(exc)
+        return
+    # every line is a job, or counted under a reason (malformed, cancelled, no_submit, ...)
+    assert len(tr.jobs) + sum(tr.skipped.values()) == len(rows)
+    assert len({tj.job.id for tj in tr.jobs}) == len(tr.jobs)  # ids stay unique
+    assert all(tj.job.cores >= 1 and tj.runtime >= 0 and math.isfinite(tj.job.submit_time) for tj in tr.jobs)
+    assert tr.reported >= sum(v for k, v in tr.skipped.items() if k != "cancelled")
+
+
+_attr = st.tuples(st.sampled_from(["user", "group", "queue", "owner", "start", "end", "exec_host",
+                                   "resources_used.cput", "Exit_status", "total_execution_slots",
+                                   "Resource_List.nodes"]),
+                  st.one_of(st.integers(-10, 10**11).map(str), st.text("abc:/-+0123456789=@", max_size=10)))
+
+
+@SETTINGS
+@given(st.lists(_attr, max_size=8))
+def test_an_accounting_record_is_a_sane_job_or_a_located_problem(attrs):
+    line = "11/22/2026 10:00:00;E;7.srv;" + " ".join(f"{k}={v}" for k, v in attrs)
+    try:
+        fj = to_finished_job(parse_line(line))
+    except NotRun:
+        return
+    except ValueError as exc:
+        assert str(exc)
+        return
+    assert fj.user and fj.group and fj.cores >= 1
+    assert 0 < fj.start <= fj.end and fj.end - fj.start <= 366 * 86400
+    assert fj.cput is None or fj.cput >= 0
