@@ -21,6 +21,16 @@ def positive_int(text: str) -> int:
     return v
 
 
+def int_up_to(maximum: int):
+    """An argument type: a whole number from 1 to `maximum` (sizes that could exhaust memory)."""
+    def conv(text: str) -> int:
+        v = positive_int(text)
+        if v > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got {v}")
+        return v
+    return conv
+
+
 def non_negative_int(text: str) -> int:
     try:
         v = int(text)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import time
 
 from mysched.cli.main import command
 from mysched.cli import statusdoc

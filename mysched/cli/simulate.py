@@ -22,7 +22,8 @@ from mysched.sim.report import format_comparison, format_result
 from mysched.backends.sim.farm import make_nodes
 from mysched.sim.replay import simulate
 from mysched.sim.result import SimOptions, SimResult
-from mysched.cli.common import config_or_default, date_arg, positive_float, positive_int
+from mysched.cli.common import config_or_default, date_arg, int_up_to, positive_float, positive_int
+from mysched.config.validate import MAX_FARM_NODES, MAX_NODE_SLOTS
 
 
 @command("simulate", "replay a workload through the planner on a simulated farm")
@@ -44,8 +45,10 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--first", type=positive_int, metavar="N", help="replay only the first N jobs")
     p.add_argument("--from", dest="start_from", type=date_arg, metavar="DATE",
                    help="skip jobs submitted before DATE (YYYY-MM-DD[THH:MM], UTC)")
-    p.add_argument("--nodes", type=positive_int, metavar="N", help="farm size in nodes (default: config farm)")
-    p.add_argument("--slots-per-node", type=positive_int, metavar="S", help="slots per node (default: config farm)")
+    p.add_argument("--nodes", type=int_up_to(MAX_FARM_NODES), metavar="N",
+                   help="farm size in nodes (default: config farm)")
+    p.add_argument("--slots-per-node", type=int_up_to(MAX_NODE_SLOTS), metavar="S",
+                   help="slots per node (default: config farm)")
     p.add_argument("--policy", choices=POLICIES, default="mysched",
                    help="scheduling policy: mysched, or a baseline: fifo (first fit, like pbs_sched) or "
                         "least-loaded (FIFO onto the least-loaded node)")

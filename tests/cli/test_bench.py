@@ -25,3 +25,9 @@ def test_bench_refuses_negative_sizes(argv, capsys):
         main(["bench", *argv])
     assert exc.value.code == 2
     assert "must be" in capsys.readouterr().err
+
+
+def test_simulate_refuses_a_farm_that_would_exhaust_memory(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--nodes", "1000000000"])
+    assert exc.value.code == 2 and "at most 100000" in capsys.readouterr().err
