@@ -25,6 +25,7 @@ def fill(p: argparse.ArgumentParser) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    from mysched.history.ingest import ingest_accounting
     from mysched.history.store import Store
 
     config = config_or_default(args.config)
@@ -32,7 +33,7 @@ def run_import(args: argparse.Namespace) -> int:
     if not url:
         raise UsageError("no database: give --db URL or history.database in the config")
     store = Store(url)
-    rep = store.ingest_accounting(args.paths, on_problem=lambda m: print(f"mysched: warning: {m}", file=sys.stderr))
+    rep = ingest_accounting(store, args.paths, on_problem=lambda m: print(f"mysched: warning: {m}", file=sys.stderr))
     print(f"{rep.files} file(s), {rep.lines} new line(s): {rep.records_added} job record(s) added, "
           f"{rep.duplicates} already known, {rep.malformed} malformed line(s) skipped, "
           f"{rep.ignored} other record(s); {store.count_finished()} jobs in {store.masked}")

@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     store = None
     ingest = None
     if not args.no_db:
+        from mysched.history.ingest import ingest_accounting
         from mysched.history.store import Store
 
         db = args.db or config.database
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         if not url.startswith("sim:") and config.accounting_dir:
             if os.path.isdir(config.accounting_dir):
                 def ingest() -> int:
-                    rep = store.ingest_accounting([config.accounting_dir], on_problem=log.warning)
+                    rep = ingest_accounting(store, [config.accounting_dir], on_problem=log.warning)
                     return rep.records_added
             else:
                 log.warning("accounting directory %s not found: usage history comes from nothing but "

@@ -1,16 +1,19 @@
 """Decayed wall-clock consumption per VO, group and user over the history window.
 
 Usage at time `now` is the integral of slots in use, weighted by ``2**(-(now - t) / half_life)``
-and cut off at ``now - window``. Finished jobs are kept in a `UsageLedger`, which updates
-incrementally (each contribution is added once and expired once), so the simulator can ask
-for usage every cycle and the daemon can rebuild it from the store at start. Running jobs
-are added per cycle from the snapshot, from their start to `now`.
+and cut off at ``now - window``: a job that ran from `start` to `end` (`now` while it runs)
+on `cores` slots counts ``cores * integral of the weight over [max(start, now - window), end]``.
+`usage_from_records` computes exactly that, job by job. Finished jobs are also kept in a
+`UsageLedger`, which gives the same figures incrementally (each job is added once and
+expired once, the part straddling the window edge included), so the simulator can ask for
+usage every cycle and the daemon need not re-read its window from the store. Running jobs
+are added per read, from their start to `now`.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -37,84 +40,102 @@ class Usage:
     def empty(cls) -> "Usage":
         return cls()
 
+    def _add(self, vo: str, group: str, user: str, amount: float) -> None:
+        self.vo[vo] = self.vo.get(vo, 0.0) + amount
+        self.group[group] = self.group.get(group, 0.0) + amount
+        self.user[user] = self.user.get(user, 0.0) + amount
+
+
+def decayed(a: float, b: float, now: float, half_life: float) -> float:
+    """Integral over [a, b] of the weight ``2**(-(now - t) / half_life)`` (no decay if infinite)."""
+    if math.isinf(half_life):
+        return b - a
+    return half_life / _LN2 * (2.0 ** ((b - now) / half_life) - 2.0 ** ((a - now) / half_life))
+
+
+def _add_running(out: Usage, running: Iterable[Job], now: float, window: float, half_life: float,
+                 vo_of: Callable[[str], str]) -> None:
+    """Running jobs' time so far (from their start, or the window edge, to `now`)."""
+    edge = now - window
+    for job in running:
+        if job.start_time is None:
+            continue
+        lo = max(job.start_time, edge)
+        if now <= lo:
+            continue
+        out._add(job.vo or vo_of(job.group), job.group, job.user, job.cores * decayed(lo, now, now, half_life))
+
 
 class UsageLedger:
-    """Finished-job history reduced to decayed sums, updated incrementally.
+    """Finished jobs reduced to decayed sums per VO, group and user, updated incrementally.
 
-    Internally sums are kept *anchored* at time `_t0` (contributions multiplied by
-    ``2**((t - t0)/h)``) so decay is a single factor at read time. Contributions are split
-    into buckets of `bucket` seconds so that the part older than the window can be
-    subtracted exactly when it expires.
+    `usage(now)` equals `usage_from_records` of the jobs added so far (to rounding), as long
+    as reads do not go back in time and each job is added once it has ended (``end <= now``
+    of the next read; a job arriving late still counts exactly its part inside the window).
+
+    How: sums are kept *anchored* at time `_t0`, as ``c * (W(b) - W(a))`` with
+    ``W(t) = 2**((t - t0)/h)``, so decay is one factor at read time. Each job's interval is
+    also a start and an end event in a heap. `expire` moves the window edge E forward over
+    the events: a job whose start E passed straddles the edge, and its time before E,
+    ``cores * c * (W(E) - W(start))``, is taken off at read time from per-key totals
+    (cores, and cores x W(start)); once E passes its end the whole job is subtracted. Each
+    job costs O(log n) once; a read costs one step per key. A key goes when its
+    last job has wholly left the window.
     """
 
-    def __init__(self, window: float, half_life: float, bucket: float | None = None,
-                 vo_of: Callable[[str], str] | None = None) -> None:
+    def __init__(self, window: float, half_life: float, vo_of: Callable[[str], str] | None = None) -> None:
         self.window = float(window)
         self.half_life = float(half_life)
-        self.bucket = float(bucket or max(60.0, window / 48.0))
         self.vo_of = vo_of or (lambda group: group)
+        self._decays = not math.isinf(self.half_life)
+        self._c = self.half_life / _LN2 if self._decays else 1.0
         self._t0: float | None = None
+        self._edge = -math.inf
+        """Everything before this time is subtracted (and is not added again)."""
         self._sums: dict[Key, float] = {}
-        self._buckets: deque[tuple[int, dict[Key, float]]] = deque()
-        self._by_index: dict[int, dict[Key, float]] = {}
-        self.latest = -math.inf
+        self._events: list[tuple[float, int, int, float, tuple[Key, ...]]] = []
+        """Heap of (time, sequence, cores: + at a job's start, - at its end, its start, keys)."""
+        self._seq = 0
+        self._straddle: dict[Key, list[float]] = {}
+        """Per key with jobs that straddle the edge: [their cores, sum of cores x W(start)]."""
+        self._jobs: dict[Key, int] = {}
+        """Jobs of the key still (partly) inside the window."""
 
     # -- anchored arithmetic ---------------------------------------------------------------
     def _w(self, t: float) -> float:
-        """Anchored weight density at time t."""
-        if math.isinf(self.half_life):
-            return 1.0
-        return 2.0 ** ((t - self._t0) / self.half_life)
-
-    def _integral(self, a: float, b: float) -> float:
-        """Anchored integral of the weight over [a, b]."""
-        if math.isinf(self.half_life):
-            return b - a
-        h = self.half_life
-        return h / _LN2 * (2.0 ** ((b - self._t0) / h) - 2.0 ** ((a - self._t0) / h))
+        """W(t): the anchored primitive of the weight (up to the factor `_c`)."""
+        return 2.0 ** ((t - self._t0) / self.half_life) if self._decays else t - self._t0
 
     def _reanchor(self, t: float) -> None:
+        """Move the anchor to `t` once it is 20 half-lives behind, so weights stay finite."""
         if self._t0 is None:
             self._t0 = t
             return
-        if math.isinf(self.half_life) or t - self._t0 < 20 * self.half_life:
+        if not self._decays or t - self._t0 < 20 * self.half_life:
             return
         f = 2.0 ** (-(t - self._t0) / self.half_life)
         self._t0 = t
         for k in self._sums:
             self._sums[k] *= f
-        for _, d in self._buckets:
-            for k in d:
-                d[k] *= f
+        for cb in self._straddle.values():
+            cb[1] *= f
 
     # -- updates --------------------------------------------------------------------------
     def add(self, vo: str, group: str, user: str, start: float, end: float, cores: int = 1) -> None:
-        """Record `cores` slots used from `start` to `end` (only the part inside the window counts)."""
-        if end <= start or cores <= 0:
-            return
-        if end > self.latest:
-            self.latest = end
-        lo = max(start, self.latest - self.window)
-        if end <= lo:
+        """Record `cores` slots used from `start` to `end` (the part before the window edge
+        of the last read never counts)."""
+        lo = max(start, self._edge)
+        if end <= lo or cores <= 0:
             return
         self._reanchor(end)
         keys = ((VO, vo), (GROUP, group), (USER, user))
-        b = self.bucket
-        i = int(lo // b)
-        t = lo
-        while t < end:
-            nxt = min(end, (i + 1) * b)
-            amount = cores * self._integral(t, nxt)
-            d = self._by_index.get(i)
-            if d is None:
-                d = {}
-                self._by_index[i] = d
-                self._insert_bucket(i, d)
-            for k in keys:
-                d[k] = d.get(k, 0.0) + amount
-                self._sums[k] = self._sums.get(k, 0.0) + amount
-            t = nxt
-            i += 1
+        amount = cores * self._c * (self._w(end) - self._w(lo))
+        for k in keys:
+            self._sums[k] = self._sums.get(k, 0.0) + amount
+            self._jobs[k] = self._jobs.get(k, 0) + 1
+        self._seq += 1
+        heapq.heappush(self._events, (lo, self._seq, cores, lo, keys))
+        heapq.heappush(self._events, (end, self._seq, -cores, lo, keys))
 
     def add_job(self, rec: FinishedJob) -> None:
         if rec.end is None:
@@ -122,66 +143,78 @@ class UsageLedger:
         vo = rec.vo or self.vo_of(rec.group)
         self.add(vo, rec.group, rec.user, rec.start, rec.end, rec.cores)
 
-    def _insert_bucket(self, i: int, d: dict[Key, float]) -> None:
-        if not self._buckets or self._buckets[-1][0] < i:
-            self._buckets.append((i, d))
-            return
-        items = list(self._buckets)
-        items.append((i, d))
-        items.sort(key=lambda x: x[0])
-        self._buckets = deque(items)
-
     def expire(self, now: float) -> None:
-        """Drop buckets that lie wholly before ``now - window``."""
-        limit = int((now - self.window) // self.bucket)
-        while self._buckets and self._buckets[0][0] < limit:
-            i, d = self._buckets.popleft()
-            del self._by_index[i]
-            for k, v in d.items():
-                left = self._sums[k] - v
-                if left <= 1e-9 * max(1.0, v):
-                    del self._sums[k]
-                else:
-                    self._sums[k] = left
+        """Take off exactly what lies before ``now - window``: whole jobs that ended before
+        it, and the early part of jobs that straddle it. The edge never moves back."""
+        edge = now - self.window
+        if edge <= self._edge:
+            return
+        if self._t0 is not None:
+            self._reanchor(edge)
+        events, sums, straddle = self._events, self._sums, self._straddle
+        while events and events[0][0] <= edge:
+            t, _, cores, lo, keys = heapq.heappop(events)
+            w_lo = self._w(lo)
+            if cores > 0:  # the edge passed its start: it straddles the edge from now on
+                for k in keys:
+                    cb = straddle.get(k)
+                    if cb is None:
+                        straddle[k] = [cores, cores * w_lo]
+                    else:
+                        cb[0] += cores
+                        cb[1] += cores * w_lo
+                continue
+            whole = -cores * self._c * (self._w(t) - w_lo)  # the edge passed its end: all of it goes
+            for k in keys:
+                left = self._jobs[k] - 1
+                if not left:  # the key's last job: what would remain is rounding
+                    del sums[k], self._jobs[k], straddle[k]
+                    continue
+                self._jobs[k] = left
+                v = sums[k] - whole
+                sums[k] = v if v > 0.0 else 0.0
+                cb = straddle[k]
+                if cb[0] + cores:
+                    cb[0] += cores
+                    cb[1] += cores * w_lo
+                else:  # none straddles the edge any more
+                    del straddle[k]
+        self._edge = edge
 
     # -- reads ----------------------------------------------------------------------------
     def usage(self, now: float, running: Iterable[Job] = (),
               vo_of: Callable[[str], str] | None = None) -> Usage:
         """Decayed usage at `now`, including running jobs' time so far."""
         self.expire(now)
-        vo_of = vo_of or self.vo_of
         out = Usage()
         if self._t0 is not None:
-            f = 1.0 if math.isinf(self.half_life) else 2.0 ** (-(now - self._t0) / self.half_life)
+            f = 2.0 ** (-(now - self._t0) / self.half_life) if self._decays else 1.0
             dicts = (out.vo, out.group, out.user)
             for (kind, name), v in self._sums.items():
                 dicts[kind][name] = v * f
-        h = self.half_life
-        lo_limit = now - self.window
-        for job in running:
-            if job.start_time is None:
-                continue
-            lo = max(job.start_time, lo_limit)
-            if now <= lo:
-                continue
-            if math.isinf(h):
-                amount = now - lo
-            else:
-                amount = h / _LN2 * (1.0 - 2.0 ** (-(now - lo) / h))
-            amount *= job.cores
-            vo = job.vo or vo_of(job.group)
-            out.vo[vo] = out.vo.get(vo, 0.0) + amount
-            out.group[job.group] = out.group.get(job.group, 0.0) + amount
-            out.user[job.user] = out.user.get(job.user, 0.0) + amount
+            if self._straddle:  # take off straddling jobs' time before the edge
+                cf = self._c * f
+                cfw = cf * self._w(self._edge)
+                for (kind, name), (n, b) in self._straddle.items():
+                    d = dicts[kind]
+                    v = d[name] - (n * cfw - cf * b)
+                    d[name] = v if v > 0.0 else 0.0
+        _add_running(out, running, now, self.window, self.half_life, vo_of or self.vo_of)
         return out
 
 
 def usage_from_records(records: Iterable[FinishedJob], now: float, window: float, half_life: float,
                        vo_of: Callable[[str], str], running: Iterable[Job] = ()) -> Usage:
-    """One-shot usage from history records (what the daemon does from the store)."""
-    ledger = UsageLedger(window, half_life, vo_of=vo_of)
-    recs = sorted((r for r in records if r.end is not None and r.end <= now), key=lambda r: r.end)
-    ledger.latest = now
-    for r in recs:
-        ledger.add_job(r)
-    return ledger.usage(now, running)
+    """Usage at `now` straight from the definition, job by job: what a `UsageLedger` fed the
+    same records must give. Records that had not ended by `now` are not history yet (pass
+    such jobs as `running`)."""
+    out = Usage()
+    edge = now - window
+    for r in records:
+        if r.end is None or r.end > now:
+            continue
+        lo = max(r.start, edge)
+        if r.end > lo and r.cores > 0:
+            out._add(r.vo or vo_of(r.group), r.group, r.user, r.cores * decayed(lo, r.end, now, half_life))
+    _add_running(out, running, now, window, half_life, vo_of)
+    return out

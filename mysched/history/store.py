@@ -3,9 +3,10 @@
 SQLite is the embedded default (WAL, busy timeout, so status commands can read while the
 daemon writes); any SQLAlchemy URL works, PostgreSQL is tested. The schema is versioned
 and migrated at open. Every write is one transaction: accounting records go in together
-with the file offset they were read up to, so a kill at any instant loses nothing
-committed and a job is never counted twice (also guarded by a unique key on job id and
-start). Methods raise only `StoreError` (database) and `InputError` (accounting files).
+with the file offset they were read up to (`store_batch`; the files themselves are read by
+`mysched.history.ingest`), so a kill at any instant loses nothing committed and a job is
+never counted twice (also guarded by a unique key on job id and start). Methods raise only
+`StoreError`.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import unquote
 
@@ -24,17 +23,10 @@ from sqlalchemy import (BigInteger, Column, Float, ForeignKey, Index, Integer, M
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from mysched.history.accounting import LineProblem, NotRun, iter_file, to_finished_job
-from mysched.errors import InputError, StoreError
+from mysched.errors import StoreError
 from mysched.core.model import FinishedJob
 
 SCHEMA_VERSION = 3
-MAX_PROBLEMS = 20
-"""Problems listed in an `IngestReport` (all are counted)."""
-BATCH_LINES = 5000
-"""Lines per transaction while ingesting: bounds what a kill makes us read again."""
-HEAD_BYTES = 4096
-_DAY_FILE = re.compile(r"^\d{8}$")
 _PG_MIGRATION_LOCK = 0x6D797363  # pg_advisory_xact_lock key: one migrator at a time
 _WRITE = "mysched_write"
 
@@ -139,26 +131,9 @@ def mask_url(url: str) -> str:
     return f"{m.group(1)}***@{head[m.end():]}{q}{query}" if m else url
 
 
-
-@dataclass
-class IngestReport:
-    """What one accounting ingestion did; `problems` lists the first `MAX_PROBLEMS` as
-    ``FILE:LINE: message``."""
-
-    files: int = 0
-    lines: int = 0
-    records_added: int = 0
-    duplicates: int = 0
-    malformed: int = 0
-    ignored: int = 0
-    """Lines without wall-clock: other record types, blank lines, jobs that never ran."""
-    problems: list[str] = field(default_factory=list)
-
-
 class Store:
-    """History database. Methods raise only `StoreError` (and `InputError` for unreadable
-    accounting files). `create=False` opens an existing store without migrating it (for
-    read-only status commands)."""
+    """History database. Methods raise only `StoreError`. `create=False` opens an existing
+    store without migrating it (for read-only status commands)."""
 
     def __init__(self, url: str, *, create: bool = True) -> None:
         self.url = url
@@ -404,97 +379,20 @@ class Store:
         with self._db("cannot write state"), self._writer.begin() as c:
             self._upsert(c, state, "key", {"key": key, "value": json.dumps(value)})
 
-    # -- accounting ingestion ----------------------------------------------------------------
-    def ingest_accounting(self, dir_or_files: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,
-                          now: float | None = None, on_problem: Callable[[str], None] | None = None
-                          ) -> IngestReport:
-        """Read new `E` records from accounting files; a directory means its ``YYYYMMDD``
-        files in name order (so after midnight yesterday's file is finished first).
-
-        Incremental and idempotent: each file's inode, byte offset and line are remembered
-        with the records they cover, in the same transaction; an unchanged file costs one
-        stat; a file that shrank or was replaced is read again from the start (the unique
-        key drops what is already stored); a partial last line waits for its newline.
-        Malformed lines are counted, reported to `on_problem` and skipped. `now` stamps the
-        positions (default: the clock).
-        """
-        paths = [dir_or_files] if isinstance(dir_or_files, (str, os.PathLike)) else list(dir_or_files)
-        files = _accounting_files([os.fspath(p) for p in paths])
+    # -- accounting ingestion positions (mysched.history.ingest reads the files) --------------
+    def read_positions(self) -> dict[str, Any]:
+        """Per accounting file (real path): the `ingest_positions` row saying how far it was read."""
         with self._db("cannot read ingest positions"), self.engine.connect() as c:
-            known = {r.path: r for r in c.execute(select(ingest_positions))}
-        rep = IngestReport()
-        for path in files:
-            self._ingest_file(path, known.get(path), rep, time.time() if now is None else now, on_problem)
-        return rep
+            return {r.path: r for r in c.execute(select(ingest_positions))}
 
-    def _ingest_file(self, path: str, row: Any, rep: IngestReport, now: float,
-                     on_problem: Callable[[str], None] | None) -> None:
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-        size = st.st_size
-        if row is not None and row.inode == st.st_ino and row.size == size:
-            return  # unchanged since last read
-        offset = line = 0
-        try:
-            # Same inode, not shorter, same first bytes: the same file grown. Anything else
-            # (rotated, truncated, replaced — inodes get reused) is read from the start.
-            if row is not None and row.inode == st.st_ino and row.offset <= size and (
-                    not row.head or row.head == _head(path, row.offset)):
-                offset = row.offset
-                line = row.line if row.line is not None else _count_lines(path, offset)
-            if offset == 0 and _is_gzip(path):
-                self._problem(rep, f"{path}: gzip-compressed; decompress it first (zcat)", on_problem,
-                              malformed=False)
-                return
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-        rep.files += 1
-        batch: list[FinishedJob] = []
-        pos, n = offset, 0
-
-        def flush(done: bool) -> None:
-            # `size` = "read to the end of a file this big": set only once at the end, so a
-            # kill between batches leaves a position that does not look complete.
-            with self._db(f"cannot store the records of {path}"), self._writer.begin() as c:
-                added, dups = self._insert_finished(c, batch, "accounting")
-                self._upsert(c, ingest_positions, "path", {
-                    "path": path, "inode": st.st_ino, "offset": pos, "size": max(size, pos) if done else pos,
-                    "line": line + n, "head": _head(path, pos), "updated": now})
-            rep.records_added += added
-            rep.duplicates += dups
-            batch.clear()
-
-        try:
-            for item, pos in iter_file(path, offset, first_line=line + 1, types=("E",)):
-                n += 1
-                rep.lines += 1
-                if item is None:
-                    rep.ignored += 1
-                elif isinstance(item, LineProblem):
-                    self._problem(rep, str(item), on_problem)
-                else:
-                    try:
-                        batch.append(to_finished_job(item))
-                    except NotRun:
-                        rep.ignored += 1
-                    except ValueError as exc:
-                        self._problem(rep, str(LineProblem(path, line + n, str(exc))), on_problem)
-                if n % BATCH_LINES == 0:
-                    flush(False)
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-        flush(True)
-
-    @staticmethod
-    def _problem(rep: IngestReport, msg: str, on_problem: Callable[[str], None] | None, *,
-                 malformed: bool = True) -> None:
-        rep.malformed += malformed
-        if len(rep.problems) < MAX_PROBLEMS:
-            rep.problems.append(msg)
-            if on_problem is not None:
-                on_problem(msg)
+    def store_batch(self, records: Iterable[FinishedJob], position: dict[str, Any]) -> tuple[int, int]:
+        """Insert accounting records and set their file's position in one transaction, so a
+        kill never leaves records without the position that covers them (or the reverse).
+        Returns (added, duplicates)."""
+        with self._db(f"cannot store the records of {position['path']}"), self._writer.begin() as c:
+            counts = self._insert_finished(c, records, "accounting")
+            self._upsert(c, ingest_positions, "path", position)
+        return counts
 
 
 def _sqlite_setup(engine: Engine) -> None:
@@ -524,53 +422,6 @@ def _dialect_insert(dialect: str) -> Callable[[Table], Any]:
     else:
         from sqlalchemy.dialects.postgresql import insert as dinsert
     return dinsert
-
-
-def _accounting_files(paths: list[str]) -> list[str]:
-    """Files to read, each once, by real path: directories give their ``YYYYMMDD`` files in
-    name order (anything else in there is not TORQUE's)."""
-    out: list[str] = []
-    for p in paths:
-        if os.path.isdir(p):
-            try:
-                names = sorted(os.listdir(p))
-            except OSError as exc:
-                raise InputError(f"{p}: cannot list accounting directory: {exc.strerror}") from None
-            out += [os.path.join(p, n) for n in names if _DAY_FILE.match(n) and os.path.isfile(os.path.join(p, n))]
-        elif os.path.isfile(p):
-            out.append(p)
-        else:
-            raise InputError(f"{p}: no such accounting file or directory")
-    return list(dict.fromkeys(os.path.realpath(f) for f in out))
-
-
-def _head(path: str, limit: int) -> str:
-    """SHA-1 of a file's first min(limit, HEAD_BYTES) bytes: tells a grown file from a new one."""
-    import hashlib
-
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha1(f.read(min(HEAD_BYTES, limit))).hexdigest()
-    except OSError:
-        return ""
-
-
-def _count_lines(path: str, offset: int) -> int:
-    """Newlines before `offset` (positions stored before line numbers were)."""
-    n = 0
-    with open(path, "rb") as f:
-        while offset > 0:
-            chunk = f.read(min(offset, 1 << 20))
-            if not chunk:
-                break
-            n += chunk.count(b"\n")
-            offset -= len(chunk)
-    return n
-
-
-def _is_gzip(path: str) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"
 
 
 def _row_to_job(r: Any) -> FinishedJob:

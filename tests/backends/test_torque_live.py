@@ -23,6 +23,7 @@ from mysched.config import config_from_text
 from mysched.daemon.cycle import Daemon
 from mysched.errors import JobGone, JobStateError, MyschedError, ServerTimeout
 from mysched.core.model import JobState, NodeState
+from mysched.history.ingest import ingest_accounting
 from mysched.history.store import Store
 
 from ..conftest import REPO
@@ -247,13 +248,13 @@ def test_accounting_records_reach_the_store_exactly_once(server, cleanup, tmp_pa
     deadline = time.time() + 60
     store = Store(f"sqlite:///{tmp_path}/h.db")
     while time.time() < deadline:
-        store.ingest_accounting([acct])
+        ingest_accounting(store, [acct])
         if any(r.id == jid for r in store.finished_since(0)):
             break
         time.sleep(1)
     recs = [r for r in store.finished_since(0) if r.id == jid]
     assert len(recs) == 1 and recs[0].user == "alice" and recs[0].group == "atlas"
-    store.ingest_accounting([acct])
+    ingest_accounting(store, [acct])
     assert len([r for r in store.finished_since(0) if r.id == jid]) == 1
 
 

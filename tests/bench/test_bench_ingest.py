@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("pytest_benchmark")
 
+from mysched.history.ingest import ingest_accounting  # noqa: E402
 from mysched.history.store import Store  # noqa: E402
 
 pytestmark = pytest.mark.bench
@@ -50,13 +51,13 @@ def test_ingest_100k_lines(benchmark, day, tmp_path):
     def fresh():
         return (Store(f"sqlite:///{tmp_path}/h{next(runs)}.db"),), {}
 
-    rep = benchmark.pedantic(lambda s: s.ingest_accounting(str(d)), setup=fresh, rounds=3)
+    rep = benchmark.pedantic(lambda s: ingest_accounting(s, str(d)), setup=fresh, rounds=3)
     assert rep.lines == n and rep.records_added == n // 3
 
 
 def test_reingest_unchanged(benchmark, day, tmp_path):
     d, _ = day
     s = Store(f"sqlite:///{tmp_path}/h.db")
-    s.ingest_accounting(str(d))
-    rep = benchmark(lambda: s.ingest_accounting(str(d)))
+    ingest_accounting(s, str(d))
+    rep = benchmark(lambda: ingest_accounting(s, str(d)))
     assert rep.lines == 0

@@ -1,0 +1,179 @@
+"""Reading TORQUE accounting files into the history store, incrementally and exactly once.
+
+Each file's inode, byte offset, line number and first bytes are stored with the records
+they cover, in one transaction (`Store.store_batch`), so a kill at any instant loses
+nothing committed and re-reading never counts a job twice. Raises `InputError` for
+unreadable files and `StoreError` for the database; malformed lines are reported, not
+raised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from mysched.core.model import FinishedJob
+from mysched.errors import InputError
+from mysched.history.accounting import LineProblem, NotRun, iter_file, to_finished_job
+from mysched.history.store import Store
+
+MAX_PROBLEMS = 20
+"""Problems listed in an `IngestReport` (all are counted)."""
+BATCH_LINES = 5000
+"""Lines per transaction while ingesting: bounds what a kill makes us read again."""
+HEAD_BYTES = 4096
+_DAY_FILE = re.compile(r"^\d{8}$")
+
+PathArg = str | os.PathLike[str]
+
+
+@dataclass
+class IngestReport:
+    """What one accounting ingestion did; `problems` lists the first `MAX_PROBLEMS` as
+    ``FILE:LINE: message``."""
+
+    files: int = 0
+    lines: int = 0
+    records_added: int = 0
+    duplicates: int = 0
+    malformed: int = 0
+    ignored: int = 0
+    """Lines without wall-clock: other record types, blank lines, jobs that never ran."""
+    problems: list[str] = field(default_factory=list)
+
+
+def ingest_accounting(store: Store, dir_or_files: PathArg | Iterable[PathArg], *, now: float | None = None,
+                      on_problem: Callable[[str], None] | None = None) -> IngestReport:
+    """Read new `E` records from accounting files into `store`; a directory means its
+    ``YYYYMMDD`` files in name order (so after midnight yesterday's file is finished first).
+
+    Incremental and idempotent: each file's inode, byte offset and line are remembered
+    with the records they cover, in the same transaction; an unchanged file costs one
+    stat; a file that shrank or was replaced is read again from the start (the unique
+    key drops what is already stored); a partial last line waits for its newline.
+    Malformed lines are counted, reported to `on_problem` and skipped. `now` stamps the
+    positions (default: the clock).
+    """
+    paths = [dir_or_files] if isinstance(dir_or_files, (str, os.PathLike)) else list(dir_or_files)
+    files = _accounting_files([os.fspath(p) for p in paths])
+    known = store.read_positions()
+    rep = IngestReport()
+    for path in files:
+        _ingest_file(store, path, known.get(path), rep, time.time() if now is None else now, on_problem)
+    return rep
+
+
+def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: float,
+                 on_problem: Callable[[str], None] | None) -> None:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    size = st.st_size
+    if row is not None and row.inode == st.st_ino and row.size == size:
+        return  # unchanged since last read
+    offset = line = 0
+    try:
+        # Same inode, not shorter, same first bytes: the same file grown. Anything else
+        # (rotated, truncated, replaced — inodes get reused) is read from the start.
+        if row is not None and row.inode == st.st_ino and row.offset <= size and (
+                not row.head or row.head == _head(path, row.offset)):
+            offset = row.offset
+            line = row.line if row.line is not None else _count_lines(path, offset)
+        if offset == 0 and _is_gzip(path):
+            _problem(rep, f"{path}: gzip-compressed; decompress it first (zcat)", on_problem, malformed=False)
+            return
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    rep.files += 1
+    batch: list[FinishedJob] = []
+    pos, n = offset, 0
+
+    def flush(done: bool) -> None:
+        # `size` = "read to the end of a file this big": set only once at the end, so a
+        # kill between batches leaves a position that does not look complete.
+        added, dups = store.store_batch(batch, {
+            "path": path, "inode": st.st_ino, "offset": pos, "size": max(size, pos) if done else pos,
+            "line": line + n, "head": _head(path, pos), "updated": now})
+        rep.records_added += added
+        rep.duplicates += dups
+        batch.clear()
+
+    try:
+        for item, pos in iter_file(path, offset, first_line=line + 1, types=("E",)):
+            n += 1
+            rep.lines += 1
+            if item is None:
+                rep.ignored += 1
+            elif isinstance(item, LineProblem):
+                _problem(rep, str(item), on_problem)
+            else:
+                try:
+                    batch.append(to_finished_job(item))
+                except NotRun:
+                    rep.ignored += 1
+                except ValueError as exc:
+                    _problem(rep, str(LineProblem(path, line + n, str(exc))), on_problem)
+            if n % BATCH_LINES == 0:
+                flush(False)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    flush(True)
+
+
+def _problem(rep: IngestReport, msg: str, on_problem: Callable[[str], None] | None, *,
+             malformed: bool = True) -> None:
+    rep.malformed += malformed
+    if len(rep.problems) < MAX_PROBLEMS:
+        rep.problems.append(msg)
+        if on_problem is not None:
+            on_problem(msg)
+
+
+def _accounting_files(paths: list[str]) -> list[str]:
+    """Files to read, each once, by real path: directories give their ``YYYYMMDD`` files in
+    name order (anything else in there is not TORQUE's)."""
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            try:
+                names = sorted(os.listdir(p))
+            except OSError as exc:
+                raise InputError(f"{p}: cannot list accounting directory: {exc.strerror}") from None
+            out += [os.path.join(p, n) for n in names if _DAY_FILE.match(n) and os.path.isfile(os.path.join(p, n))]
+        elif os.path.isfile(p):
+            out.append(p)
+        else:
+            raise InputError(f"{p}: no such accounting file or directory")
+    return list(dict.fromkeys(os.path.realpath(f) for f in out))
+
+
+def _head(path: str, limit: int) -> str:
+    """SHA-1 of a file's first min(limit, HEAD_BYTES) bytes: tells a grown file from a new one."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha1(f.read(min(HEAD_BYTES, limit))).hexdigest()
+    except OSError:
+        return ""
+
+
+def _count_lines(path: str, offset: int) -> int:
+    """Newlines before `offset` (positions stored before line numbers were)."""
+    n = 0
+    with open(path, "rb") as f:
+        while offset > 0:
+            chunk = f.read(min(offset, 1 << 20))
+            if not chunk:
+                break
+            n += chunk.count(b"\n")
+            offset -= len(chunk)
+    return n
+
+
+def _is_gzip(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
