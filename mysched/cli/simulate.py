@@ -113,7 +113,7 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
     """Workload, configuration and farm from the arguments (shared with `bench`)."""
     vo_map = None
     if args.vo_map:
-        from mysched.sim.workloads.swf import parse_vo_map
+        from mysched.sim.workloads.vomap import parse_vo_map
 
         vo_map = parse_vo_map(args.vo_map)
     if args.trace:

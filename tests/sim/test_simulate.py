@@ -12,7 +12,8 @@ from mysched.config import config_from_text
 from mysched.core.model import Job, TraceJob
 from mysched.backends.sim.farm import make_nodes
 from mysched.sim.replay import SimOptions, simulate
-from mysched.sim.workloads.swf import parse_vo_map, read_swf
+from mysched.sim.workloads.swf import read_swf
+from mysched.sim.workloads.vomap import parse_vo_map
 from mysched.sim.workloads.synthetic import DESY_VOS, SyntheticSpec, generate
 
 from ..conftest import REPO

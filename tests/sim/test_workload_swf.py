@@ -10,7 +10,8 @@ import time
 import pytest
 
 from mysched.errors import InputError
-from mysched.sim.workloads.swf import MAX_PROBLEMS, parse_vo_map, read_swf
+from mysched.sim.workloads.swf import MAX_PROBLEMS, read_swf
+from mysched.sim.workloads.vomap import parse_vo_map
 
 from ..conftest import TRACES
 
