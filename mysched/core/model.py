@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
+from mysched.core.request import NodePart, Request
+
+__all__ = ["Changes", "FinishedJob", "HOLDS_SLOTS", "Job", "JobState", "Node", "NodePart", "NodeState", "Placement",
+           "Queue", "Request", "Snapshot", "TraceJob"]
+
 Placement = tuple[tuple[str, int], ...]
 """Where a job runs or should run: ``((node, cores), ...)``; one entry per node."""
 
@@ -98,6 +103,9 @@ class Job(NamedTuple):
     vo: str | None = None
     """Set only where the source names the VO itself; otherwise the config maps group -> VO."""
     name: str = ""
+    request: Request | None = None
+    """The whole resource request where it is more than `cores` on one node (several nodes,
+    node properties or names, memory, exclusive nodes); None: `cores` on any one node."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +118,8 @@ class Node:
     properties: frozenset[str] = frozenset()
     jobs: tuple[str, ...] = ()
     """Ids of the jobs the server says run here (may list jobs the job list lacks)."""
+    mem: int | None = None
+    """Physical memory in bytes (None: unknown, memory requests are not checked here)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ from mysched.core.placement import Placing, _Loads, _Rules
 from mysched.core.plan import Plan, Start, Wait
 from mysched.core.tally import DEFAULT_CLASS, Load, Ranking, Tally
 from mysched.core.vofacts import VOFacts, VOTable
+from mysched.core.wholerequest import RequestPlacing
 from mysched.core.usage import Usage
 
 __all__ = ["POLICIES", "NodeIndex", "plan"]
@@ -72,7 +73,7 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
             gc.enable()
 
 
-class _Planner(Ordering, Placing):
+class _Planner(Ordering, Placing, RequestPlacing):
     """One plan: set-up from the tally, screening, the start/wait bookkeeping; ordering and
     placement come from the mixins."""
 
@@ -88,6 +89,7 @@ class _Planner(Ordering, Placing):
         self.rank = 0
         self._class_cache: dict[tuple, Wait] = {}
         self._drain_memo: dict[tuple, str] = {}
+        self._never_memo: dict[tuple, str | None] = {}
         self.packing = index.packing
         self.exclusive_packing = any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing)
 
@@ -208,6 +210,12 @@ class _Planner(Ordering, Placing):
             elif qstate and job.queue not in qstate:
                 self._wait(job, "not_execution_queue", vo, detail=f"queue {job.queue} is not an execution queue "
                            "of the server")
+            elif job.request is not None and not job.request.simple:
+                why = self._never_fits(job, vo, job.request)
+                if why is not None:
+                    self._wait(job, "never_fits", vo, detail=why)
+                else:
+                    out.append((job.submit_time, job.id, job, vo))
             elif job.cores > max_slots:
                 self._wait(job, "too_large", vo, detail=f"asks for {job.cores} cores; largest usable node "
                            f"has {max_slots}")
@@ -258,6 +266,8 @@ class _Planner(Ordering, Placing):
                 self._wait(job, lim, vo)
                 return lim
         pc = self.index.job_class(queue, vo, group, job.user) if self.packing else None
+        if job.request is not None and not job.request.simple:
+            return self._try_request(job, vo, reason, rules, pc)
         if self._class_cache:
             cached = self._class_cache.get((queue, vo, group, job.cores, pc.name if pc else None))
             if cached is not None:
@@ -273,12 +283,28 @@ class _Planner(Ordering, Placing):
         return None
 
     def _commit(self, job: Job, vo: str, pc: PackingClass | None, ld: Load, reason: str) -> None:
+        self._take_node(job, vo, pc, ld, job.cores, 0, False)
+        self._count_start(job, vo, ((ld.name, job.cores),), reason)
+
+    def _commit_places(self, job: Job, vo: str, pc: PackingClass | None, places: list[tuple[Load, int]],
+                       reason: str) -> None:
+        """Start a whole request on its nodes."""
+        req = job.request
+        total = job.cores
+        for ld, cores in places:
+            self._take_node(job, vo, pc, ld, cores, req.mem_for(cores, total), req.exclusive)
+        self._count_start(job, vo, tuple((ld.name, cores) for ld, cores in places), reason)
+
+    def _take_node(self, job: Job, vo: str, pc: PackingClass | None, ld: Load, cores: int, mem: int,
+                   excl: bool) -> None:
+        """Book `cores` of node `ld` for the job: its counts, packing reservation and rank."""
         packing = self.packing
         cls = (pc.name if pc else DEFAULT_CLASS) if packing else None
         t_users, t_vos, t_groups = self.track
-        cores, group, user, queue = job.cores, job.group, job.user, job.queue
-        ld.add(user if t_users else None, vo if t_vos else None, group if t_groups else None, cls, cores, self.now)
-        self.free_total -= cores
+        before = ld.free
+        ld.add(job.user if t_users else None, vo if t_vos else None, job.group if t_groups else None, cls, cores,
+               self.now, mem, excl)
+        self.free_total -= before - ld.free
         name = ld.name
         if pc is not None and pc.policy == "exclusive" and pc.ttl > 0:
             ld.reserved = cls
@@ -299,6 +325,10 @@ class _Planner(Ordering, Placing):
                     r = pool.by_class.get(c)
                     if r is not None:
                         r.drop(name)
+
+    def _count_start(self, job: Job, vo: str, placement: tuple, reason: str) -> None:
+        """The running counts the order reads, and the `Start` itself."""
+        cores, group, user, queue = job.cores, job.group, job.user, job.queue
         if self.shares:
             d = self.vo_slots
             d[vo] = d.get(vo, 0) + cores
@@ -316,7 +346,7 @@ class _Planner(Ordering, Placing):
         d = self.started_by_vo
         d[vo] = d.get(vo, 0) + 1
         self.rank = rank = self.rank + 1
-        self.out.starts.append(_new_start((job.id, ((name, cores),), reason, vo, group, user, queue, cores, rank,
+        self.out.starts.append(_new_start((job.id, placement, reason, vo, group, user, queue, cores, rank,
                                            self.vo_facts[vo].priority)))
 
     def _finish(self) -> None:

@@ -17,6 +17,8 @@ REASONS: dict[str, str] = {
     "vo_limit": "the VO runs its maximum number of jobs",
     "group_limit": "the group runs its maximum number of jobs",
     "too_large": "the job asks for more cores than any usable node has",
+    "never_fits": "no set of the farm's nodes the job may use could ever serve its request (nodes, "
+                  "properties, host names, memory)",
     "node_type": "the nodes with room are of a type the job's group may not use",
     "queue_nodes": "the nodes with room are not assigned to the job's queue",
     "vo_node_limit": "the nodes with room already run the VO's per-node maximum",
@@ -34,7 +36,7 @@ START_REASONS: dict[str, str] = {
 }
 
 BLOCKING: frozenset[str] = frozenset({
-    "held", "not_queued", "queue_disabled", "not_execution_queue", "too_large", "vo_limit", "group_limit", "queue_max_running",
+    "held", "not_queued", "queue_disabled", "not_execution_queue", "too_large", "never_fits", "vo_limit", "group_limit", "queue_max_running",
 })
 """Waits that free capacity would not end: the job cannot start until something else changes
 (a hold, its queue, a limit). `mysched jobs` lists these as blocked; estimates give no time."""

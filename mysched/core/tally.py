@@ -30,7 +30,7 @@ class Load:
     reads in this plan (no diversity score, no per-node limit, no packing): not counted."""
 
     __slots__ = ("name", "slots", "cap", "free", "used", "njobs", "users", "vos", "groups", "classes",
-                 "class_times", "key", "pool", "reserved", "usable")
+                 "class_times", "key", "pool", "reserved", "usable", "mem", "mem_used", "excl")
 
     def __init__(self, node: Node, key: tuple, usable: bool) -> None:
         self.name = node.name
@@ -50,6 +50,12 @@ class Load:
         self.pool = None
         self.reserved: str | None = None
         self.usable = usable
+        self.mem = node.mem
+        """Physical memory in bytes (None: unknown, not checked)."""
+        self.mem_used = 0
+        """Memory the jobs here asked for."""
+        self.excl = 0
+        """Jobs here that asked for their nodes alone: while one runs, nothing else fits."""
 
     def copy(self) -> "Load":
         c = Load.__new__(Load)
@@ -57,13 +63,22 @@ class Load:
         c.users, c.vos, c.groups, c.classes = dict(self.users), dict(self.vos), dict(self.groups), dict(self.classes)
         c.class_times = {k: list(v) for k, v in self.class_times.items()} if self.class_times else {}
         c.key, c.pool, c.reserved, c.usable = self.key, None, None, self.usable
+        c.mem, c.mem_used, c.excl = self.mem, self.mem_used, self.excl
         return c
 
+    def mem_free(self) -> float:
+        """Memory not yet asked for (infinite where the node's memory is unknown)."""
+        return float("inf") if self.mem is None else self.mem - self.mem_used
+
     def add(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
-            start: float | None) -> None:
+            start: float | None, mem: int = 0, excl: bool = False) -> None:
         self.used += cores
-        self.free = max(0, self.cap - self.used)
         self.njobs += 1
+        if mem:
+            self.mem_used += mem
+        if excl:
+            self.excl += 1
+        self.free = 0 if self.excl else max(0, self.cap - self.used)
         if user is not None:
             self.users[user] = self.users.get(user, 0) + 1
         if vo is not None:
@@ -76,11 +91,15 @@ class Load:
                 self.class_times.setdefault(cls, []).append(start)
 
     def remove(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
-               start: float | None) -> None:
+               start: float | None, mem: int = 0, excl: bool = False) -> None:
         """Undo an `add` with the same arguments."""
         self.used -= cores
-        self.free = max(0, self.cap - self.used)
         self.njobs -= 1
+        if mem:
+            self.mem_used -= mem
+        if excl:
+            self.excl -= 1
+        self.free = 0 if self.excl else max(0, self.cap - self.used)
         for d, k in ((self.users, user), (self.vos, vo), (self.groups, group), (self.classes, cls)):
             if k is not None:
                 _take(d, k, 1)
@@ -349,10 +368,18 @@ class Tally:
                     else:
                         off -= min(ld.used, ld.slots)
                     free -= (ld.free if ld.usable else 0) - idle.get(name, 0)
-                if sign > 0:
-                    ld.add(u, v, g, cls, cores, job.start_time)
+                req = job.request
+                if req is None:
+                    if sign > 0:
+                        ld.add(u, v, g, cls, cores, job.start_time)
+                    else:
+                        ld.remove(u, v, g, cls, cores, job.start_time)
                 else:
-                    ld.remove(u, v, g, cls, cores, job.start_time)
+                    mem = req.mem_for(cores, job.cores)
+                    if sign > 0:
+                        ld.add(u, v, g, cls, cores, job.start_time, mem, req.exclusive)
+                    else:
+                        ld.remove(u, v, g, cls, cores, job.start_time, mem, req.exclusive)
         for name, ld in touched.items():
             if by_name[name][4]:
                 used += min(ld.used, ld.slots)

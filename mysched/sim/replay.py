@@ -15,7 +15,7 @@ import time
 from typing import Callable
 
 from mysched.core.config import Config
-from mysched.core.model import Job, Node, TraceJob
+from mysched.core.model import Job, Node, Request, TraceJob
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.usage import UsageLedger
@@ -27,6 +27,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
              progress: Callable[[float], None] | None = None) -> SimResult:
     """Run `workload` on `nodes` under `config` and return the measured figures."""
     wall0 = time.perf_counter()
+    workload = spread_oversize(workload, max((n.slots for n in nodes), default=1))
     classes = {pc.name: pc for pc in config.packing}
     nodes = tuple(nodes)
     index = NodeIndex().get(config, nodes)  # the planner's, also for the farm's packing figures
@@ -175,6 +176,14 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
                 if ev > nxt:
                     nxt = _next_grid(ev - 1e-9, t0, interval)
             t = nxt
+    if farm.jobs:  # jobs left waiting for good: say why, from one last plan
+        snap = farm.snapshot()
+        last = plan(snap, config, usage_cache.get(farm.now, snap), farm.now, policy=opts.policy, index=index)
+        for job in snap.jobs:
+            w = last.waits.get(job.id)
+            if job.start_time is None:
+                reason = w.reason if w is not None else "start_failed"
+                res.unplaceable[reason] = res.unplaceable.get(reason, 0) + 1
     for vo, since in below_since.items():
         below_s[vo] += farm.now - since
     # Jobs still running at the end count up to the end of the replay.
@@ -256,3 +265,13 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
         res.started += 1
         res.wait.append(now - job.submit_time)
     return p.wake_at
+
+
+def spread_oversize(workload: list[TraceJob], largest: int) -> list[TraceJob]:
+    """A trace job asking for more cores than the largest node ran spread over nodes (the
+    archive's parallel machines, MPI): replay it as TORQUE's ``procs=N``. Jobs that fit one
+    node keep their one-node request."""
+    if all(tj.job.cores <= largest for tj in workload):
+        return workload
+    return [tj if tj.job.cores <= largest or tj.job.request is not None
+            else TraceJob(tj.job._replace(request=Request(procs=tj.job.cores)), tj.runtime) for tj in workload]

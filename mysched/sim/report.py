@@ -31,7 +31,9 @@ def format_result(r: SimResult) -> str:
         f"policy {r.policy}: {r.jobs} jobs on {r.nodes} nodes / {r.slots} slots, "
         f"{_hms(r.span_s)} simulated in {r.wall_s:.1f} s ({r.cycles} planner cycles)",
         f"  started {r.started}, finished {r.finished}" + (f", start failures {r.start_failures}"
-                                                          if r.start_failures else ""),
+                                                          if r.start_failures else "")
+        + (f"; never started: {sum(r.unplaceable.values())} ("
+           + ", ".join(f"{k} {v}" for k, v in sorted(r.unplaceable.items())) + ")" if r.unplaceable else ""),
         f"  occupancy        {r.occupancy:7.2%}   (used / available slot-seconds while jobs queued)",
         f"  diversity        {r.diversity:7.3f}   (distinct users / jobs per busy node)",
         f"  share violations {r.share_violations:7d}   (starts over guarantee while a VO below it could run)",

@@ -42,6 +42,8 @@ class SimResult:
     span_s: float = 0.0
     wall_s: float = 0.0
     start_failures: int = 0
+    unplaceable: dict[str, int] = field(default_factory=dict)
+    """Jobs never started by the end of the replay, by the reason the planner gave last."""
     timeline: dict[str, list] = field(default_factory=dict)
     nodes: int = 0
     slots: int = 0
@@ -65,6 +67,7 @@ class SimResult:
             "simulated_s": self.span_s,
             "wall_s": round(self.wall_s, 3),
             "start_failures": self.start_failures,
+            "unplaceable": dict(sorted(self.unplaceable.items())),
             "farm": {"nodes": self.nodes, "slots": self.slots},
             "packing_index": {c: v["packing_index"] for c, v in self.packing.items()},
             "fill_factor": {c: v["fill_factor"] for c, v in self.packing.items()},

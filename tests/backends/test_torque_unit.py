@@ -494,3 +494,33 @@ def test_a_daemon_cycle_against_the_shipped_fake_starts_each_job_once(tmp_path):
     assert len(started) == len(set(started)) == 4
     assert sorted(a["exec_host"].split("/")[0] for _, a in ifl.jobs if a["job_state"] == "R") == \
         ["wn01", "wn01", "wn02", "wn02"]
+
+
+def test_whole_requests_are_read_as_torque_means_them():
+    from mysched.backends.torque.backend import request_from_attrs
+    from mysched.backends.torque.values import parse_node_parts
+    from mysched.core.request import NodePart
+
+    names = {"wn05", "node01"}
+    assert parse_node_parts("2:ppn=4:ib+wn05:ppn=1", names) == (
+        NodePart(2, 4, None, frozenset({"ib"})), NodePart(1, 1, "wn05"))
+    assert parse_node_parts("gpu:ppn=2", names) == (NodePart(1, 2, None, frozenset({"gpu"})),)  # not a node
+    assert parse_node_parts("1:ppn=2:gpus=1", names) == (NodePart(1, 2),)
+    w: list[str] = []
+    r = request_from_attrs("1.s", {"Resource_List.nodes": "2:ppn=2", "Resource_List.pmem": "1gb"}, w, names)
+    assert r.cores == 4 and r.nodes == 2 and r.pmem == 1 << 30 and not w
+    r = request_from_attrs("1.s", {"Resource_List.nodes": "1", "Resource_List.procs": "6"}, w, names)
+    assert r.procs == 6 and r.parts == () and r.cores == 6
+    r = request_from_attrs("1.s", {"Resource_List.nodes": "1:ppn=2", "Resource_List.naccesspolicy": "singlejob"},
+                           w, names)
+    assert r.exclusive and r.cores == 2
+    assert request_from_attrs("1.s", {"Resource_List.nodes": "1:ppn=4"}, w, names) is None  # the fast path
+    # a queued job of the snapshot carries it; node memory comes from the mom's status
+    ifl = FakeIFL()
+    ifl.jobs.append(("20.srv", {"job_state": "Q", "queue": "atlas", "euser": "bob", "egroup": "atlasprd",
+                                "Resource_List.nodes": "node04:ppn=2+1:ppn=1:sw", "qtime": "1"}))
+    ifl.nodes[1] = ("node04", {**ifl.nodes[1][1], "status": "rectime=1,physmem=16318924kb,ncpus=4"})
+    s = TorqueServer(ifl=ifl).snapshot()
+    job = next(j for j in s.jobs if j.id == "20.srv")
+    assert job.cores == 3 and job.request.parts == (NodePart(1, 2, "node04"), NodePart(1, 1, None, frozenset({"sw"})))
+    assert next(n for n in s.nodes if n.name == "node04").mem == 16318924 << 10

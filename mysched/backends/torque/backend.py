@@ -18,7 +18,8 @@ from typing import Callable
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
                       Unauthorized)
 from mysched.core.model import Job, JobState, Node, NodeState, Placement, Queue, Snapshot
-from mysched.backends.torque.values import parse_exec_host, parse_mem, parse_nodes
+from mysched.backends.torque.values import parse_exec_host, parse_mem, parse_node_parts, parse_nodes, status_field
+from mysched.core.request import Request
 from mysched.core.durations import parse_duration
 from mysched.backends.torque.ifl import IFL, StatResult, load_ifl
 
@@ -26,8 +27,8 @@ log = logging.getLogger("mysched")
 
 # Only what the mapping below reads: the server sends nothing else (the attrl select list).
 JOB_ATTRS = ("job_state", "queue", "euser", "egroup", "Job_Owner", "Resource_List", "exec_host", "qtime",
-             "ctime", "start_time", "Job_Name")
-NODE_ATTRS = ("state", "np", "jobs", "properties")
+             "ctime", "start_time", "Job_Name", "node_exclusive")
+NODE_ATTRS = ("state", "np", "jobs", "properties", "status")
 QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running")
 SERVER_ATTRS = ("server_state", "scheduling", "total_jobs")
 
@@ -121,7 +122,33 @@ def _value(name: str, a: dict[str, str], key: str, parse, warnings: list[str]): 
         return None
 
 
-def job_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Job | None:
+def request_from_attrs(name: str, a: dict[str, str], warnings: list[str],
+                       node_names: frozenset[str] | set[str] = frozenset(), mem: int | None = None) -> Request | None:
+    """The whole request where it is more than N cores on one node (None otherwise); `mem` is
+    the job's already read ``mem`` (a malformed nodes spec was reported by `_cores`)."""
+    nodes = a.get("Resource_List.nodes")
+    parts = ()
+    if nodes:
+        try:
+            parts = parse_node_parts(nodes, node_names)
+        except ValueError:
+            parts = ()
+    procs_text = a.get("Resource_List.procs")
+    procs = int(procs_text) if procs_text and procs_text.strip().isdigit() and int(procs_text) > 0 else None
+    if procs is not None and (not parts or parts == ((parts[0]._replace(count=1, ppn=1)),)
+                              and not parts[0].host and not parts[0].properties):
+        parts = ()  # procs=N beside the queue's default nodes=1: N cores anywhere
+    else:
+        procs = None
+    pmem = _value(name, a, "Resource_List.pmem", parse_mem, warnings)
+    exclusive = (a.get("Resource_List.naccesspolicy", "").strip().lower() in ("singlejob", "singletask")
+                 or _bool(a.get("node_exclusive"), False))
+    req = Request(parts, procs, mem, pmem, exclusive)
+    return None if req.simple else req
+
+
+def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
+                   node_names: frozenset[str] | set[str] = frozenset()) -> Job | None:
     """A model `Job` from pbs_statjob attributes; None for an array parent (not runnable) or
     a job whose state cannot be read. Malformed values become None plus a warning."""
     if _ARRAY_PARENT.match(name):
@@ -151,8 +178,11 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Job | N
             return None
 
     submit = stamp("qtime") or stamp("ctime") or 0.0
+    req = request_from_attrs(name, a, warnings, node_names, mem)
+    if req is not None and not placement:
+        cores = req.cores
     return Job(name, a.get("queue", ""), user, group, cores, state, submit, stamp("start_time"), walltime, mem,
-               placement, None, a.get("Job_Name", ""))
+               placement, None, a.get("Job_Name", ""), req)
 
 
 def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
@@ -166,7 +196,14 @@ def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
         warnings.append(f"node {name}: bad np {np_text!r}; taken as offline")
         return Node(name, 0, NodeState.OFFLINE)
     props = frozenset(p.strip() for p in a.get("properties", "").split(",") if p.strip())
-    return Node(name, slots, NodeState.parse(a.get("state", "")), props, parse_node_jobs(a.get("jobs", "")))
+    mem = None
+    physmem = status_field(a.get("status", ""), "physmem")
+    if physmem:
+        try:
+            mem = parse_mem(physmem)
+        except ValueError:
+            warnings.append(f"node {name}: bad physmem {physmem!r}; memory not checked there")
+    return Node(name, slots, NodeState.parse(a.get("state", "")), props, parse_node_jobs(a.get("jobs", "")), mem)
 
 
 def queue_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Queue | None:
@@ -301,8 +338,9 @@ class TorqueServer:
                   if (q := queue_from_attrs(name, a, warnings)) is not None]
         nodes = [node_from_attrs(name, a, warnings)
                  for name, a in self._stat("statnode", self.ifl.statnode, NODE_ATTRS)]
+        names = frozenset(n.name for n in nodes)
         jobs = [j for name, a in self._stat("statjob", self.ifl.statjob, JOB_ATTRS)
-                if (j := job_from_attrs(name, a, warnings)) is not None]
+                if (j := job_from_attrs(name, a, warnings, names)) is not None]
         self._report(warnings)
         return Snapshot(t, tuple(jobs), tuple(nodes), tuple(queues), self.name,
                         {"warnings": warnings, "server": server[0][1] if server else {}})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from mysched.core.model import Placement
+from mysched.core.request import NodePart
 
 
 _MEM = re.compile(r"^(\d+)\s*([kmgtp]?)(b|w)?$", re.I)
@@ -66,3 +67,48 @@ def parse_exec_host(text: str) -> Placement:
             n += int(b) - int(a) + 1 if b else 1
         out[node] = out.get(node, 0) + n
     return tuple(out.items())
+
+
+def parse_node_parts(text: str, node_names: frozenset[str] | set[str] = frozenset()) -> tuple[NodePart, ...]:
+    """A nodes spec as parts: ``2:ppn=4:ib+wn05:ppn=1`` -> 2 nodes with 4 cores and property
+    ``ib``, and 1 core on wn05. A first field that is no number names a node when the server
+    has one of that name, else it is a property (TORQUE's own rule). ``gpus=``/``mics=`` and
+    other ``key=value`` fields are not scheduled here and are left out."""
+    parts = []
+    for raw in text.split("+"):
+        raw = raw.strip()
+        typo = re.match(r"^(\d+)pn=(\d+)$", raw)
+        if typo:
+            parts.append(NodePart(int(typo.group(1)), int(typo.group(2))))
+            continue
+        fields = raw.split(":")
+        if not fields[0]:
+            raise ValueError(f"bad nodes spec {text!r}")
+        count, host, props = 1, None, set()
+        if fields[0].isdigit():
+            count = int(fields[0])
+        elif fields[0] in node_names or not node_names and "=" not in fields[0]:
+            host = fields[0]
+        else:
+            props.add(fields[0])
+        ppn = 1
+        for f in fields[1:]:
+            if f.startswith("ppn="):
+                if not f[4:].isdigit() or int(f[4:]) < 1:
+                    raise ValueError(f"bad nodes spec {text!r}")
+                ppn = int(f[4:])
+            elif f and "=" not in f:
+                props.add(f)
+        if count < 1:
+            raise ValueError(f"bad nodes spec {text!r}")
+        parts.append(NodePart(count, ppn, host, frozenset(props)))
+    return tuple(parts)
+
+
+def status_field(status: str, key: str) -> str | None:
+    """One ``key=value`` of a pbs_mom ``status`` attribute (``...,physmem=16318924kb,...``)."""
+    for item in status.split(","):
+        k, eq, v = item.partition("=")
+        if eq and k.strip() == key:
+            return v.strip()
+    return None

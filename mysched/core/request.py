@@ -1,0 +1,73 @@
+"""What a job asks for, whole: the parts of its nodes request, memory, exclusivity.
+
+TORQUE's ``-l nodes=2:ppn=4:ib+wn05:ppn=1,mem=16gb,naccesspolicy=singlejob`` means two nodes
+with the ``ib`` property and 4 free cores each, plus 1 core on wn05, 16 GB in all, and nodes
+that run nothing else. A `Job` without a `Request` (or with one that names no part) asks for
+`Job.cores` cores on any one node -- the common single-node case the planner serves fastest.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class NodePart(NamedTuple):
+    """``count`` nodes with ``ppn`` free cores each, having every property, or the named host."""
+
+    count: int = 1
+    ppn: int = 1
+    host: str | None = None
+    properties: frozenset[str] = frozenset()
+
+    def __str__(self) -> str:
+        head = self.host or str(self.count)
+        return ":".join([head, f"ppn={self.ppn}", *sorted(self.properties)])
+
+
+class Request(NamedTuple):
+    """A job's whole resource request (immutable)."""
+
+    parts: tuple[NodePart, ...] = ()
+    """Node parts (``+``-joined in TORQUE); empty: `Job.cores` on one node of any kind."""
+    procs: int | None = None
+    """Cores anywhere, spread over as many nodes as it takes (``procs``: MPI jobs)."""
+    mem: int | None = None
+    """Bytes for the whole job (``mem``): on one node, or split evenly over its cores."""
+    pmem: int | None = None
+    """Bytes per core (``pmem``); wins over `mem` where both are given."""
+    exclusive: bool = False
+    """Nodes that run nothing else (``naccesspolicy=singlejob``, ``qsub -n``)."""
+
+    @property
+    def cores(self) -> int:
+        return sum(p.count * p.ppn for p in self.parts) + (self.procs or 0)
+
+    @property
+    def nodes(self) -> int:
+        return sum(p.count for p in self.parts)
+
+    @property
+    def simple(self) -> bool:
+        """Cores on one node of any kind, no memory or exclusivity: the planner's fast path."""
+        return (self.nodes <= 1 and not self.procs and not self.exclusive and self.mem is None and self.pmem is None
+                and not any(p.host or p.properties for p in self.parts))
+
+    def mem_for(self, cores: int, total_cores: int) -> int:
+        """Bytes the job needs on a node where it gets `cores` of its `total_cores`."""
+        if self.pmem is not None:
+            return self.pmem * cores
+        if self.mem is not None:
+            return -(-self.mem * cores // max(1, total_cores))
+        return 0
+
+    def __str__(self) -> str:
+        out = ["nodes=" + "+".join(map(str, self.parts))] if self.parts else []
+        if self.procs:
+            out.append(f"procs={self.procs}")
+        if self.mem is not None:
+            out.append(f"mem={self.mem}b")
+        if self.pmem is not None:
+            out.append(f"pmem={self.pmem}b")
+        if self.exclusive:
+            out.append("naccesspolicy=singlejob")
+        return ",".join(out)

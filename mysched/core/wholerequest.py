@@ -1,0 +1,137 @@
+"""Placement of whole requests: several nodes, named hosts, node properties, memory, nodes
+of one's own, and cores spread over nodes (``procs``).
+
+Jobs whose request is just "N cores on one node" take the planner's fast path
+(`mysched.core.placement`); the others come here. Their nodes are taken best first in the
+same ranking (diversity, then fewest used slots), so they share the farm on the same terms.
+A request that no set of nodes of the farm could ever serve -- whatever ran there -- waits
+with `never_fits` and the numbers, instead of waiting for ever in silence.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from mysched.core.config import PackingClass
+from mysched.core.model import Job
+from mysched.core.plan import Wait
+from mysched.core.request import NodePart, Request
+from mysched.core.tally import Load
+
+
+class RequestPlacing:
+    """The planner's steps for whole requests (a mixin of `mysched.core.planner._Planner`)."""
+
+    def _never_fits(self, job: Job, vo: str, req: Request) -> str | None:
+        """Why no set of the farm's nodes could ever serve `req` (None if some could)."""
+        key = (job.queue, vo, job.group, req)
+        memo = self._never_memo
+        if key in memo:
+            return memo[key]
+        allowed = set(self.index.rules(job.queue, vo, job.group)[5])
+        nodes = [e[0] for e in self.index.entries if e[2] in allowed and e[4]]
+        why = None
+        total = req.cores
+        for part in req.parts:
+            need = req.mem_for(part.ppn, total)
+            fit = sum(1 for n in nodes if n.slots >= part.ppn and part.properties <= n.properties
+                      and (part.host is None or n.name == part.host) and (n.mem is None or n.mem >= need))
+            if fit < part.count:
+                what = f"host {part.host}" if part.host else f"{part.count} node(s)"
+                why = (f"{part}: {fit} node(s) of the farm it may use could ever serve it ({what} with "
+                       f"{part.ppn} core(s)" + (f", properties {','.join(sorted(part.properties))}"
+                                              if part.properties else "") + (f", {need >> 20} MB" if need else "")
+                       + " needed)")
+                break
+        if why is None and req.procs:
+            slots = sum(n.slots for n in nodes)
+            if slots < req.procs:
+                why = f"procs={req.procs}: the nodes it may use have {slots} core(s) in all"
+        memo[key] = why
+        return why
+
+    def _candidates(self, rules) -> list[tuple]:  # noqa: ANN001 - the planner's _Rules
+        """Nodes with room the job may use, best first (pools merged by their ranking)."""
+        pools = rules.pools
+        if len(pools) == 1:
+            return pools[0].ranking.keys
+        return list(heapq.merge(*(p.ranking.keys for p in pools)))
+
+    def _place_request(self, job: Job, vo: str, pc: PackingClass | None, rules,  # noqa: ANN001
+                       req: Request) -> list[tuple[Load, int]] | str:
+        """Loads and cores per node for `req`, or why it does not fit now."""
+        loads = self.loads
+        by_name = self.index.by_name
+        cls = pc.name if pc else None
+        vmax, gmax = rules.vo_node_max, rules.group_node_max
+        total = req.cores
+        chosen: dict[str, int] = {}
+        cands = None
+
+        def ok(ld: Load, cores: int, part: NodePart | None) -> bool:
+            if ld.name in chosen or not ld.usable or ld.free < cores:
+                return False
+            if req.exclusive and ld.njobs:
+                return False
+            if ld.reserved is not None and ld.reserved != cls:
+                return False
+            if vmax is not None and ld.vos.get(vo, 0) >= vmax:
+                return False
+            if gmax is not None and ld.groups.get(job.group, 0) >= gmax:
+                return False
+            if part is not None and part.properties and not part.properties <= by_name[ld.name][0].properties:
+                return False
+            return ld.mem_free() >= req.mem_for(cores, total)
+
+        for part in req.parts:
+            if part.host is not None:
+                e = by_name.get(part.host)
+                if e is None or self.pool_by_key[e[2]] not in rules.pools or not ok(loads[part.host], part.ppn, part):
+                    return f"{part}: host {part.host} has no room for it now"
+                chosen[part.host] = part.ppn
+                continue
+            if cands is None:
+                cands = self._candidates(rules)
+            left = part.count
+            for key in cands:
+                ld = loads[key[-1]]
+                if ok(ld, part.ppn, part):
+                    chosen[ld.name] = part.ppn
+                    left -= 1
+                    if not left:
+                        break
+            if left:
+                return f"{part}: {part.count - left} of {part.count} node(s) with room now"
+        if req.procs:
+            if cands is None:
+                cands = self._candidates(rules)
+            left = req.procs
+            for key in cands:
+                ld = loads[key[-1]]
+                take = min(ld.free, left)
+                while take and not ok(ld, take, None):
+                    take -= 1
+                if take:
+                    chosen[ld.name] = take
+                    left -= take
+                    if not left:
+                        break
+            if left:
+                return f"procs={req.procs}: {req.procs - left} core(s) free now on the nodes it may use"
+        return [(loads[name], cores) for name, cores in chosen.items()]
+
+    def _try_request(self, job: Job, vo: str, reason: str, rules, pc: PackingClass | None) -> str | None:  # noqa: ANN001
+        """`_try` for a whole request: place it on its nodes, or wait with why."""
+        req = job.request
+        key = (job.queue, vo, job.group, req, pc.name if pc else None)
+        cached = self._class_cache.get(key)
+        if cached is not None:
+            self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
+            return cached.reason
+        got = self._place_request(job, vo, pc, rules, req)
+        if isinstance(got, str):
+            w = self._class_cache[key] = Wait(job.id, "no_free_slot", 0, 0.0, got, None)
+            self._wait(job, w.reason, vo, w.detail)
+            return w.reason
+        self._commit_places(job, vo, pc, got, reason)
+        return None

@@ -1,0 +1,95 @@
+"""Whole resource requests: several nodes, properties, host names, memory, exclusive nodes,
+cores spread over nodes -- and requests the farm can never serve."""
+
+from __future__ import annotations
+
+from mysched.config import config_from_text
+from mysched.core.index import NodeIndex
+from mysched.core.model import Job, JobState, Node, NodeState
+from mysched.core.planner import plan
+from mysched.core.request import NodePart, Request
+from mysched.core.usage import Usage
+
+from ..conftest import queued, running, snap
+
+CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };')
+GB = 1 << 30
+
+
+def farm(n=4, slots=4, mem=None, props=None):
+    return [Node(f"wn{i:02d}", slots, NodeState.FREE, frozenset((props or {}).get(f"wn{i:02d}", ())), (), mem)
+            for i in range(1, n + 1)]
+
+
+def want(jid, req: Request, user="alice", group="atlas", submit=0.0):
+    return Job(jid, "q", user, group, req.cores, JobState.QUEUED, submit, request=req)
+
+
+def where(p, jid):
+    return dict(next(s.placement for s in p.starts if s.job_id == jid))
+
+
+def test_several_nodes_each_with_their_cores():
+    p = plan(snap([want("mpi", Request((NodePart(2, 2),)))], farm()), CFG, Usage(), 1000)
+    placed = where(p, "mpi")
+    assert len(placed) == 2 and set(placed.values()) == {2}
+    assert p.starts[0].cores == 4
+
+
+def test_properties_and_host_names_are_honoured():
+    nodes = farm(props={"wn03": {"gpu"}})
+    jobs = [want("g", Request((NodePart(1, 1, None, frozenset({"gpu"})),))),
+            want("h", Request((NodePart(1, 2, "wn04"),)), submit=1)]
+    p = plan(snap(jobs, nodes), CFG, Usage(), 1000)
+    assert where(p, "g") == {"wn03": 1} and where(p, "h") == {"wn04": 2}
+
+
+def test_memory_is_never_overcommitted():
+    nodes = farm(n=2, slots=8, mem=4 * GB)
+    jobs = [want(f"m{i}", Request((NodePart(1, 1),), mem=3 * GB), user=f"u{i}", submit=i) for i in range(3)]
+    p = plan(snap(jobs, nodes), CFG, Usage(), 1000)
+    used = [next(iter(where(p, j))) for j in ("m0", "m1")]
+    assert sorted(used) == ["wn01", "wn02"]  # 3 GB each: one per 4 GB node, though cores are free
+    assert p.waits["m2"].reason == "no_free_slot"
+    # the same counted from running jobs on the next cycle
+    run = [j._replace(state=JobState.RUNNING, start_time=900.0, placement=tuple(where(p, j.id).items()))
+           for j in jobs[:2]]
+    p2 = plan(snap(run + jobs[2:], nodes), CFG, Usage(), 1000)
+    assert p2.starts == [] and p2.waits["m2"].reason == "no_free_slot"
+
+
+def test_exclusive_nodes_take_an_empty_node_and_keep_it():
+    nodes = farm(n=2, slots=4)
+    busy = running("r1", "bob", "cms", "wn01")
+    jobs = [busy, want("x", Request((NodePart(1, 1),), exclusive=True)), queued("s", "carol", "cms", submit=5)]
+    p = plan(snap(jobs, nodes), CFG, Usage(), 1000)
+    assert where(p, "x") == {"wn02": 1}
+    assert where(p, "s") == {"wn01": 1}  # not beside the exclusive job
+    run = jobs[:1] + [jobs[1]._replace(state=JobState.RUNNING, start_time=990.0, placement=(("wn02", 1),))]
+    p2 = plan(snap(run + [queued(f"t{i}", "carol", "cms", submit=9 + i) for i in range(5)], nodes), CFG, Usage(),
+              1000, index=NodeIndex())
+    assert all(s.placement[0][0] == "wn01" for s in p2.starts) and len(p2.starts) == 3
+
+
+def test_cores_spread_over_nodes_for_procs():
+    nodes = farm(n=4, slots=2)
+    jobs = [running("r1", "bob", "cms", "wn01", cores=2), want("p", Request(procs=5))]
+    p = plan(snap(jobs, nodes), CFG, Usage(), 1000)
+    placed = where(p, "p")
+    assert sum(placed.values()) == 5 and "wn01" not in placed
+
+
+def test_requests_the_farm_can_never_serve_say_so():
+    nodes = farm(n=4, slots=4, mem=8 * GB)
+    jobs = [want("gpu", Request((NodePart(1, 1, None, frozenset({"gpu"})),))),
+            want("five", Request((NodePart(5, 1),))),
+            want("big", Request((NodePart(1, 2),), mem=16 * GB)),
+            want("nohost", Request((NodePart(1, 1, "wn99"),))),
+            want("ok", Request((NodePart(4, 4),)))]
+    p = plan(snap(jobs, nodes), CFG, Usage(), 1000)
+    for jid in ("gpu", "five", "big", "nohost"):
+        assert p.waits[jid].reason == "never_fits", jid
+    assert "1:ppn=1:gpu: 0 node(s)" in p.waits["gpu"].detail
+    assert "4 node(s) of the farm" in p.waits["five"].detail
+    assert "16384 MB" in p.waits["big"].detail
+    assert [s.job_id for s in p.starts] == ["ok"]
