@@ -8,7 +8,6 @@ import sys
 from mysched.cli.main import command
 from mysched.cli.progress import ProgressBar, add_progress_option, wanted
 from mysched.errors import UsageError
-from mysched.cli.common import config_or_default
 
 
 @command("history", "import TORQUE accounting logs into the history store")
@@ -28,10 +27,10 @@ def fill(p: argparse.ArgumentParser) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     from mysched.history.ingest import ingest_accounting
+    from mysched.history.locate import database_url
     from mysched.history.store import Store
 
-    config = config_or_default(args.config)
-    url = args.db or config.database
+    url = database_url(args.db, args.config).url
     if not url:
         raise UsageError("no database: give --db URL or history.database in the config")
     store = Store(url)

@@ -72,9 +72,12 @@ def run(args: argparse.Namespace) -> int:
     ingest = None
     if not args.no_db:
         from mysched.history.ingest import ingest_accounting
+        from mysched.history.locate import database_url
         from mysched.history.store import Store
 
-        db = args.db or config.database
+        chosen = database_url(args.db, args.config)
+        db = chosen.url
+        log.info("%s", chosen.note())
         if db.startswith("sqlite:////"):
             os.makedirs(os.path.dirname(db[len("sqlite:///"):]), exist_ok=True)
         store = Store(db)
