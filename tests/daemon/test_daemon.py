@@ -175,3 +175,21 @@ def test_failed_cycles_back_off_up_to_four_intervals():
     server.down = False
     assert svc._delay_after(d.cycle()) == d.config.interval
     assert svc._delay_after(CycleOutcome("ok")) == d.config.interval
+
+
+def test_a_failing_metric_is_logged_once_and_scheduling_goes_on(tmp_path, caplog):
+    from mysched.daemon.metrics import Metrics
+
+    class Broken(Metrics):
+        def record_start(self, vo, reason):
+            raise KeyError("label")
+
+    d, server, farm = make(n_jobs=6, slots=2, tmp_path=tmp_path, metrics=Broken())
+    caplog.set_level("WARNING", logger="mysched")
+    assert d.cycle().started == 4
+    farm.advance(2e6)  # the first jobs end
+    assert d.cycle().started == 2
+    failures = [r for r in caplog.records if "metrics: record_start failed" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].exc_info is not None
+    # the other series still work
+    assert d.metrics.inner.cycles.labels("ok")._value.get() == 2
