@@ -265,8 +265,9 @@ class Daemon:
                  "dry_run": self.dry_run}
         if self.state_dir:
             try:
-                write_status(self.state_dir, build_status(snapshot, p, cfg, cycle=cycle, published=self.wall(),
-                                                         usage=usage))
+                write_status(self.state_dir, build_status(
+                    snapshot, p, cfg, cycle=cycle, published=self.wall(), usage=usage, dry_run=self.dry_run,
+                    started={st.job_id for st, r in done if r == "ok"}))
             except OSError as exc:
                 log.error("could not write the status file in %s: %s", self.state_dir, exc)
         if not isinstance(self.metrics, NullMetrics):
