@@ -23,7 +23,8 @@ def fill(p: argparse.ArgumentParser) -> None:
     Prometheus metrics. SIGHUP reloads the configuration; SIGTERM finishes the cycle and exits.
 
     --server sim:// runs a simulated farm at an accelerated clock with the synthetic workload
-    (parameters: sim://?nodes=50&slots=8&speed=60&seed=1&hours=48), so the daemon, its metrics
+    (parameters: sim://?nodes=50&slots=8&speed=60&seed=1&hours=48&backlog=6: backlog hours of
+    jobs are waiting at the start), so the daemon, its metrics
     and the status commands can be tried without TORQUE."""
     p.add_argument("-c", "--config", metavar="FILE", help="configuration file (default: embedded example; "
                    "a production daemon should always name its file so SIGHUP can reload it)")

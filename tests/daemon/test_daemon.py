@@ -232,3 +232,20 @@ def test_a_failing_metric_is_logged_once_and_scheduling_goes_on(tmp_path, caplog
     assert len(failures) == 1 and failures[0].exc_info is not None
     # the other series still work
     assert d.metrics.inner.cycles.labels("ok")._value.get() == 2
+
+
+def test_the_sim_demo_has_a_queue_from_the_first_cycle(tmp_path):
+    """README: `mysched run --server sim://...` then `mysched jobs`: something waits at once."""
+    from mysched.backends.sim.server import sim_server_from_url
+    from mysched.cli.common import config_or_default
+
+    cfg = config_or_default(None)
+    d = Daemon(cfg, sim_server_from_url("sim://?nodes=10&slots=8&speed=60", cfg), state_dir=str(tmp_path))
+    assert d.cycle().started > 0
+    jobs = rows(read_status(str(tmp_path)), "jobs")
+    waiting = [r for r in jobs if r["state"] == "Q"]
+    assert len(waiting) > 10 and all(r["reason"] for r in waiting)
+    # the backlog can be turned off
+    d = Daemon(cfg, sim_server_from_url("sim://?nodes=10&slots=8&speed=60&backlog=0", cfg), state_dir=str(tmp_path))
+    d.cycle()
+    assert sum(1 for r in rows(read_status(str(tmp_path)), "jobs") if r["state"] == "Q") < len(waiting)
