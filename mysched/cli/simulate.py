@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -160,6 +161,9 @@ def _writable(path: str | None, option: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for option, value in (("--plot", args.plot), ("--farm-frames", args.farm_frames)):
+        if value and importlib.util.find_spec("matplotlib") is None:
+            raise UsageError(f"{option} needs matplotlib, which is not installed: pip install 'mysched[plot]'")
     _writable(args.json, "--json")
     _writable(args.plot, "--plot")
     _writable(args.farm_movie, "--farm-movie")
@@ -228,13 +232,11 @@ def run(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise InputError(f"{args.json}: cannot write JSON: {exc.strerror}") from None
     if args.plot:
-        from mysched.sim.plot import plot_result
+        from mysched.sim.plot import plot_packing, plot_result
 
         if args.compare_packing:
-            from mysched.sim.plot import plot_packing
-
             plot_packing(results, args.plot)
         else:
-            plot_result(results[0], args.plot)
+            plot_result(results, args.plot)
         print(f"plot written to {args.plot}")
     return 0
