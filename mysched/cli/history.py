@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from mysched.cli.main import command
+from mysched.cli.progress import ProgressBar, add_progress_option, wanted
 from mysched.errors import UsageError
-from mysched.cli.common import config_or_default
 
 
 @command("history", "import TORQUE accounting logs into the history store")
@@ -21,19 +21,31 @@ def fill(p: argparse.ArgumentParser) -> None:
     imp.add_argument("paths", nargs="+", metavar="PATH", help="accounting file or directory")
     imp.add_argument("-c", "--config", metavar="FILE", help="configuration file (for history.database)")
     imp.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
+    add_progress_option(imp)
     imp.set_defaults(run=run_import)
 
 
 def run_import(args: argparse.Namespace) -> int:
     from mysched.history.ingest import ingest_accounting
+    from mysched.history.locate import database_url
     from mysched.history.store import Store
 
-    config = config_or_default(args.config)
-    url = args.db or config.database
+    url = database_url(args.db, args.config).url
     if not url:
         raise UsageError("no database: give --db URL or history.database in the config")
     store = Store(url)
-    rep = ingest_accounting(store, args.paths, on_problem=lambda m: print(f"mysched: warning: {m}", file=sys.stderr))
+    bar = ProgressBar("importing", wanted(args.progress))
+
+    def progress(done: int, total: int, lines: int) -> None:
+        if total:
+            bar.update(done / total, f"{done / 1e6:,.1f} of {total / 1e6:,.1f} MB, "
+                                     f"{lines / max(bar.elapsed, 1e-3):,.0f} lines/s")
+
+    def warn(msg: str) -> None:
+        bar.interrupt()
+        print(f"mysched: warning: {msg}", file=sys.stderr)
+
+    rep = ingest_accounting(store, args.paths, on_problem=warn, progress=progress if bar.enabled else None)
     print(f"{rep.files} file(s), {rep.lines} new line(s): {rep.records_added} job record(s) added, "
           f"{rep.duplicates} already known, {rep.malformed} malformed line(s) skipped, "
           f"{rep.ignored} other record(s); {store.count_finished()} jobs in {store.masked}")

@@ -75,6 +75,8 @@ def run_jobs(args: argparse.Namespace) -> int:
         print(f"\n{counts['running']} running, {counts['queued']} queued, {counts['blocked']} blocked; "
               f"slots used {farm['used_slots']} of {farm['total_slots']} ({occ:.1%}); "
               f"status of {statusdoc.clock(doc, now)}")
+        if doc.get("dry_run"):
+            print(statusdoc.DRY_RUN)
     return 0
 
 
@@ -110,7 +112,10 @@ def run_why(args: argparse.Namespace) -> int:
     if cls == "running":
         text = (f"running since {duration(doc['snapshot_time'] - (j['start'] or doc['snapshot_time']))} on "
                 f"{j['nodes']}" + (f" (started by the last cycle: {START_REASONS.get(j['reason'], j['reason'])})"
-                                   if j["state"] == "S" else ""))
+                                   if j.get("cycle") == "started" else ""))
+    elif j.get("cycle") == "planned":
+        text = (f"dry run: the last cycle would have started it on {j['nodes']} (position {j['rank']}: "
+                f"{START_REASONS.get(j['reason'], j['reason'])}); nothing was started")
     else:
         text = (f"waiting, position {j['rank']} in the last cycle's order ({n_waiting} waiting), VO priority "
                 f"{j['priority']:.3f}: {REASONS.get(j['reason'], j['reason'])}")

@@ -23,7 +23,8 @@ def fill(p: argparse.ArgumentParser) -> None:
     Prometheus metrics. SIGHUP reloads the configuration; SIGTERM finishes the cycle and exits.
 
     --server sim:// runs a simulated farm at an accelerated clock with the synthetic workload
-    (parameters: sim://?nodes=50&slots=8&speed=60&seed=1&hours=48), so the daemon, its metrics
+    (parameters: sim://?nodes=50&slots=8&speed=60&seed=1&hours=48&backlog=6: backlog hours of
+    jobs are waiting at the start), so the daemon, its metrics
     and the status commands can be tried without TORQUE."""
     p.add_argument("-c", "--config", metavar="FILE", help="configuration file (default: embedded example; "
                    "a production daemon should always name its file so SIGHUP can reload it)")
@@ -72,20 +73,28 @@ def run(args: argparse.Namespace) -> int:
     ingest = None
     if not args.no_db:
         from mysched.history.ingest import ingest_accounting
+        from mysched.history.locate import database_url
         from mysched.history.store import Store
 
-        db = args.db or config.database
+        chosen = database_url(args.db, args.config)
+        db = chosen.url
+        log.info("%s", chosen.note())
         if db.startswith("sqlite:////"):
             os.makedirs(os.path.dirname(db[len("sqlite:///"):]), exist_ok=True)
         store = Store(db)
         if not url.startswith("sim:") and config.accounting_dir:
-            if os.path.isdir(config.accounting_dir):
+            from mysched.backends.torque.home import accounting_dir
+
+            acct, why = accounting_dir(config.accounting_dir, Config.accounting_dir)
+            if os.path.isdir(acct):
+                log.info("accounting logs: %s (%s)", acct, why)
+
                 def ingest() -> int:
-                    rep = ingest_accounting(store, [config.accounting_dir], on_problem=log.warning)
+                    rep = ingest_accounting(store, [acct], on_problem=log.warning)
                     return rep.records_added
             else:
                 log.warning("accounting directory %s not found: usage history comes from nothing but "
-                            "running jobs (set history.accounting_dir)", config.accounting_dir)
+                            "running jobs (set history.accounting_dir)", acct)
 
     metrics = None
     maddr = _address(args.metrics_address if args.metrics_address is not None else config.metrics_address)

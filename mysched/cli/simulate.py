@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
-import time
 from dataclasses import replace
 
 from mysched.cli.main import command
@@ -79,8 +79,9 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--farm-movie", metavar="FILE.gif", help="string the farm pictures together as a GIF")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-' for stdout)")
     p.add_argument("--plot", metavar="FILE.png", help="plot running/queued jobs per VO and occupancy")
-    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
-                   help="progress bar on stderr (auto: when stderr is a terminal)")
+    from mysched.cli.progress import add_progress_option
+
+    add_progress_option(p)
     p.set_defaults(run=run)
 
 
@@ -150,29 +151,6 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
     return workload, config, nodes, label
 
 
-class _Progress:
-    def __init__(self, label: str, enabled: bool) -> None:
-        self.label = label
-        self.enabled = enabled
-        self.last = 0.0
-        self.t0 = time.monotonic()
-
-    def __call__(self, frac: float) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if frac < 1.0 and now - self.last < 0.2:
-            return
-        self.last = now
-        width = 30
-        done = int(frac * width)
-        sys.stderr.write(f"\r{self.label:<14} [{'#' * done}{'.' * (width - done)}] {frac:6.1%} "
-                         f"{now - self.t0:6.1f} s")
-        if frac >= 1.0:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
 def _writable(path: str | None, option: str) -> None:
     """Fail before a long simulation, not after it, if an output cannot be written."""
     if not path or path == "-":
@@ -183,6 +161,9 @@ def _writable(path: str | None, option: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for option, value in (("--plot", args.plot), ("--farm-frames", args.farm_frames)):
+        if value and importlib.util.find_spec("matplotlib") is None:
+            raise UsageError(f"{option} needs matplotlib, which is not installed: pip install 'mysched[plot]'")
     _writable(args.json, "--json")
     _writable(args.plot, "--plot")
     _writable(args.farm_movie, "--farm-movie")
@@ -207,7 +188,9 @@ def run(args: argparse.Namespace) -> int:
             config = _with_pack(config, args.pack, args.pack_policy, args.pack_ttl)
         for policy in (list(POLICIES) if args.compare else [args.policy]):
             runs.append((policy, config, policy))
-    show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
+    from mysched.cli.progress import ProgressBar, wanted
+
+    show = wanted(args.progress)
     print(f"simulating {label}: {len(workload)} jobs on {len(nodes)} nodes x {nodes[0].slots} slots, "
           f"{'event-driven, ' if args.event_driven else ''}{interval:g} s cycles", flush=True)
     results: list[SimResult] = []
@@ -215,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
         opts = SimOptions(policy=policy, interval=interval, event_driven=args.event_driven,
                           min_interval=min(cfg_.min_interval, interval),
                           frame_every=args.frame_every if args.farm_frames else 0)
-        r = simulate(workload, cfg_, nodes, opts, progress=_Progress(label_, show))
+        bar = ProgressBar(f"{label_:<14}", show)
+        r = simulate(workload, cfg_, nodes, opts, progress=lambda f, bar=bar: bar.update(f, f"{bar.elapsed:6.1f} s"))
         r.policy = label_
         results.append(r)
         if args.farm_frames:
@@ -248,13 +232,11 @@ def run(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise InputError(f"{args.json}: cannot write JSON: {exc.strerror}") from None
     if args.plot:
-        from mysched.sim.plot import plot_result
+        from mysched.sim.plot import plot_packing, plot_result
 
         if args.compare_packing:
-            from mysched.sim.plot import plot_packing
-
             plot_packing(results, args.plot)
         else:
-            plot_result(results[0], args.plot)
+            plot_result(results, args.plot)
         print(f"plot written to {args.plot}")
     return 0

@@ -19,6 +19,10 @@ from mysched.daemon.statusfile import read_status, rows
 from mysched.errors import StatusError
 
 RUNNING = ("R", "E", "S")
+"""TORQUE states of jobs that hold their cores (S: suspended)."""
+
+DRY_RUN = ("dry run: the daemon started nothing; jobs it would have started are queued with their "
+           "planned nodes ('mysched why JOBID')")
 
 
 def options(p: argparse.ArgumentParser, *, json_keys: str, table_: bool = True) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from mysched.cli.common import date_arg
 from mysched.cli.main import command
 from mysched.cli.textout import dump_json, table
 from mysched.errors import StatusError, UsageError
+from mysched.history.locate import database_url
 
 
 # -- usage ------------------------------------------------------------------------------------
@@ -18,7 +20,10 @@ def fill_usage(p: argparse.ArgumentParser) -> None:
     """Accounting summary from the history store: jobs, wall-clock core-hours (clipped to the
     interval) and CPU hours, per VO, group, user or queue."""
     p.add_argument("-c", "--config", metavar="FILE", help="configuration (history.database, group -> VO)")
-    p.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
+    p.add_argument("--db", metavar="URL", help="history database URL (default: history.database of -c FILE, else "
+                   "history.db in --state-dir or $MYSCHED_STATE_DIR when it exists, else "
+                   "/var/lib/mysched/history.db; which one is said on stderr)")
+    p.add_argument("--state-dir", metavar="DIR", help="the daemon's state directory (default: $MYSCHED_STATE_DIR)")
     p.add_argument("--since", type=date_arg, metavar="DATE", help="from DATE (YYYY-MM-DD[THH:MM], UTC)")
     p.add_argument("--until", type=date_arg, metavar="DATE", help="until DATE")
     p.add_argument("--by", choices=("vo", "group", "user", "queue"), default="vo")
@@ -33,7 +38,10 @@ def run_usage(args: argparse.Namespace) -> int:
     from mysched.cli.common import config_or_default
 
     cfg = config_or_default(args.config)
-    url = args.db or cfg.database
+    choice = database_url(args.db, args.config, args.state_dir or os.environ.get("MYSCHED_STATE_DIR"))
+    if not choice.explicit:
+        print(f"mysched: {choice.note()}", file=sys.stderr)
+    url = choice.url
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///"):]
         if not os.path.exists(path):
@@ -48,7 +56,7 @@ def run_usage(args: argparse.Namespace) -> int:
     total = {"jobs": sum(r["jobs"] for r in out), "wall_hours": round(sum(r["wall_hours"] for r in out), 3),
              "cpu_hours": round(sum(r["cpu_hours"] for r in out), 3)}
     if args.json:
-        dump_json({"since": args.since, "until": args.until, "by": args.by,
+        dump_json({"database": choice.masked, "since": args.since, "until": args.until, "by": args.by,
                    "rows": [{**r, "wall_hours": round(r["wall_hours"], 3), "cpu_hours": round(r["cpu_hours"], 3)}
                             for r in out], "total": total})
         return 0

@@ -24,6 +24,7 @@ from mysched.core.planner import NodeIndex, plan
 from mysched.backends.protocol import BatchServer
 from mysched.daemon.statusfile import build_status, write_status
 from mysched.core.usage import UsageLedger
+from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics
 
 log = logging.getLogger("mysched")
 
@@ -58,14 +59,14 @@ class Daemon:
     """Runs cycles; keeps the last good configuration; never starts a job twice."""
 
     def __init__(self, config: Config, server: BatchServer, *, store: HistoryStore | None = None,
-                 metrics: Any = None, config_path: str | None = None, dry_run: bool = False,
+                 metrics: CycleMetrics | None = None, config_path: str | None = None, dry_run: bool = False,
                  state_dir: str | None = None, ingest: Callable[[], int] | None = None,
                  wall: Callable[[], float] = time.time) -> None:
         self.config = config
         self.config_path = config_path
         self.server = server
         self.store = store
-        self.metrics = metrics
+        self.metrics: CycleMetrics = Guarded(metrics) if metrics is not None else NullMetrics()
         self.dry_run = dry_run
         self.state_dir = state_dir if state_dir is not None else config.state_dir
         self.ingest = ingest
@@ -90,20 +91,13 @@ class Daemon:
             new = load_config(self.config_path)
         except ConfigError as exc:
             log.error("configuration reload rejected, keeping the previous one:\n%s", exc)
-            self._metric("reload", "error")
+            self.metrics.reload("error")
             return False
         self.config = new
         self.ledger = None  # window or decay may have changed: rebuild from the store
         log.info("configuration reloaded from %s", self.config_path)
-        self._metric("reload", "ok")
+        self.metrics.reload("ok")
         return True
-
-    def _metric(self, method: str, *args: Any, **kw: Any) -> None:
-        if self.metrics is not None:
-            try:
-                getattr(self.metrics, method)(*args, **kw)
-            except Exception:  # noqa: BLE001 - metrics must never break scheduling
-                log.debug("metrics %s failed", method, exc_info=True)
 
     # -- history ---------------------------------------------------------------------------
     def _history(self, now: float, snapshot: Snapshot) -> UsageLedger:
@@ -179,7 +173,7 @@ class Daemon:
         self._publish(snapshot, p, out, done, usage)
         self.last_ok = self.wall()
         self.consecutive_failures = 0
-        self._metric("observe_cycle", out.duration, out.result)
+        self.metrics.observe_cycle(out.duration, out.result)
         return out
 
     def _start_all(self, p: Plan, out: CycleOutcome, done: list[tuple[Start, str]]) -> None:
@@ -229,26 +223,24 @@ class Daemon:
         out.started += 1
         done.append((s, "ok"))
         log.info("started %s (%s/%s/%s) on %s: %s", s.job_id, s.vo, s.group, s.user, _loc(s), s.reason)
-        self._metric("record_start", s.vo, s.reason)
+        self.metrics.record_start(s.vo, s.reason)
 
     def _fail(self, out: CycleOutcome, done: list, s: Start, reason: str, msg: str) -> None:
         out.failed += 1
         out.failures[reason] = out.failures.get(reason, 0) + 1
         done.append((s, reason))
         log.warning("start of %s on %s failed (%s): %s", s.job_id, _loc(s), reason, msg)
-        self._metric("record_start_failure", reason)
+        self.metrics.record_start_failure(reason)
 
     def _failed(self, t0: float, msg: str) -> CycleOutcome:
         self.consecutive_failures += 1
         out = CycleOutcome("error", duration=time.perf_counter() - t0, error=msg)
         log.error("cycle failed (%d in a row): %s", self.consecutive_failures, msg)
-        self._metric("observe_cycle", out.duration, "error")
+        self.metrics.observe_cycle(out.duration, "error")
         return out
 
     def _timed(self, call: str):
-        if self.metrics is not None and hasattr(self.metrics, "time_call"):
-            return self.metrics.time_call(call)
-        return _Null()
+        return self.metrics.time_call(call)
 
     def _record(self, now: float, snapshot: Snapshot, p: Plan, out: CycleOutcome, done: list) -> None:
         if self.store is None:
@@ -273,11 +265,12 @@ class Daemon:
                  "dry_run": self.dry_run}
         if self.state_dir:
             try:
-                write_status(self.state_dir, build_status(snapshot, p, cfg, cycle=cycle, published=self.wall(),
-                                                         usage=usage))
+                write_status(self.state_dir, build_status(
+                    snapshot, p, cfg, cycle=cycle, published=self.wall(), usage=usage, dry_run=self.dry_run,
+                    started={st.job_id for st, r in done if r == "ok"}))
             except OSError as exc:
                 log.error("could not write the status file in %s: %s", self.state_dir, exc)
-        if self.metrics is not None:
+        if not isinstance(self.metrics, NullMetrics):
             # Figures after this cycle's starts, as the next snapshot will show them.
             started_slots: dict[str, int] = {}
             started_jobs: dict[str, int] = {}
@@ -288,8 +281,7 @@ class Daemon:
             total = p.total_slots
             vos = p.vos.values()
             used = {v.name: v.running_slots + started_slots.get(v.name, 0) for v in vos}
-            self._metric(
-                "set_farm_state",
+            self.metrics.set_farm_state(
                 running_by_vo={v.name: v.running_jobs + started_jobs.get(v.name, 0) for v in vos},
                 queued_by_vo={v.name: v.queued_jobs - started_jobs.get(v.name, 0) for v in vos},
                 used_slots_by_vo=used,
@@ -298,14 +290,6 @@ class Daemon:
                 share_achieved_by_vo={k: (u / total if total else 0.0) for k, u in used.items()},
                 pending_by_reason=p.reasons(),
             )
-
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _loc(s: Start) -> str:

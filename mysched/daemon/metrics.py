@@ -1,23 +1,109 @@
 """Prometheus metrics of the daemon, on an injectable registry.
 
-The daemon calls a few methods with plain values (no planner types cross this boundary);
-`serve` exposes the registry over HTTP, bound to loopback by default.
+The daemon talks to a `CycleMetrics` (a Protocol) with plain values -- no planner types cross
+this boundary. `Metrics` is the Prometheus one, `NullMetrics` the one for a daemon without
+an endpoint, and `Guarded` wraps either so that a failing metric is logged once and never
+breaks scheduling. `serve` exposes the registry over HTTP, bound to loopback by default.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import platform
 import time
-from typing import Iterator, Mapping
+from typing import ContextManager, Iterator, Mapping, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
 
 from mysched import __version__
+from mysched.config.validate import parse_address as _parse_address
 from mysched.errors import ServerError, UsageError
+
+log = logging.getLogger("mysched")
 
 CYCLE_BUCKETS = (.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 CALL_BUCKETS = (.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30)
+
+
+class CycleMetrics(Protocol):
+    """What the daemon reports after each cycle, start and reload."""
+
+    def observe_cycle(self, duration_s: float, result: str) -> None: ...
+    def record_start(self, vo: str, reason: str) -> None: ...
+    def record_start_failure(self, reason: str) -> None: ...
+    def reload(self, result: str) -> None: ...
+    def set_farm_state(self, *, running_by_vo: Mapping[str, int], queued_by_vo: Mapping[str, int],
+                       used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
+                       share_target_by_vo: Mapping[str, float], share_achieved_by_vo: Mapping[str, float],
+                       pending_by_reason: Mapping[str, int]) -> None: ...
+    def time_call(self, call: str) -> ContextManager[None]: ...
+
+
+class NullMetrics:
+    """Metrics that go nowhere (no endpoint configured)."""
+
+    def observe_cycle(self, duration_s: float, result: str) -> None:
+        pass
+
+    def record_start(self, vo: str, reason: str) -> None:
+        pass
+
+    def record_start_failure(self, reason: str) -> None:
+        pass
+
+    def reload(self, result: str) -> None:
+        pass
+
+    def set_farm_state(self, **figures: object) -> None:
+        pass
+
+    def time_call(self, call: str) -> ContextManager[None]:
+        return contextlib.nullcontext()
+
+
+class Guarded:
+    """A `CycleMetrics` whose failures are logged (with traceback, once per method) and
+    swallowed: metrics must never break scheduling."""
+
+    def __init__(self, inner: CycleMetrics) -> None:
+        self.inner = inner
+        self._failed: set[str] = set()
+
+    def _guard(self, what: str, fn, *args, **kw) -> None:  # noqa: ANN001 - a bound method of `inner`
+        try:
+            fn(*args, **kw)
+        except Exception:  # noqa: BLE001
+            self._failure(what)
+
+    def _failure(self, what: str) -> None:
+        """Log the exception being handled, once per method."""
+        if what not in self._failed:
+            self._failed.add(what)
+            log.warning("metrics: %s failed (logged once; scheduling goes on)", what, exc_info=True)
+
+    def observe_cycle(self, duration_s: float, result: str) -> None:
+        self._guard("observe_cycle", self.inner.observe_cycle, duration_s, result)
+
+    def record_start(self, vo: str, reason: str) -> None:
+        self._guard("record_start", self.inner.record_start, vo, reason)
+
+    def record_start_failure(self, reason: str) -> None:
+        self._guard("record_start_failure", self.inner.record_start_failure, reason)
+
+    def reload(self, result: str) -> None:
+        self._guard("reload", self.inner.reload, result)
+
+    def set_farm_state(self, **figures: object) -> None:
+        self._guard("set_farm_state", self.inner.set_farm_state, **figures)
+
+    def time_call(self, call: str) -> ContextManager[None]:
+        # The timer wraps a server call: its own failure must not mask or cause that call's.
+        try:
+            return self.inner.time_call(call)
+        except Exception:  # noqa: BLE001
+            self._failure("time_call")
+            return contextlib.nullcontext()
 
 
 class Metrics:
@@ -100,12 +186,14 @@ class Metrics:
 
 
 def parse_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` or ``[::1]:PORT`` -> (host, port); UsageError otherwise."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+    """``HOST:PORT`` or ``[::1]:PORT`` -> (host, port); UsageError otherwise (the config's rule)."""
+    try:
+        got = _parse_address(text)
+    except ValueError as exc:
+        raise UsageError(f"metrics address: {exc}") from None
+    if got is None:
         raise UsageError(f"metrics address must be HOST:PORT, got {text!r}")
-    host = host.strip("[]") or "127.0.0.1"
-    return host, int(port)
+    return got
 
 
 def serve(metrics: Metrics, address: str = "127.0.0.1:9720") -> tuple[str, int]:

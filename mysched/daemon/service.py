@@ -86,9 +86,12 @@ class Service:
         if out.result == "error":
             text = f"cycle failed: {out.error}"
         else:
-            text = (f"cycle ok: {out.started} started, {out.failed} failed, "
-                    f"{out.duration:.2f} s" + (" (dry run)" if self.daemon.dry_run else ""))
-            log.info("%s (plan %.3f s)", text, out.plan_s)
+            text = (f"cycle {out.result}: {out.started} started, {out.failed} failed, "
+                    f"{out.duration:.2f} s" + (f" ({out.planned} planned, dry run)" if self.daemon.dry_run else ""))
+            # A cycle that changed nothing is routine: event-driven cycles can come several a
+            # second; the log keeps what happened.
+            did = out.started or out.failed or out.planned or out.result not in ("ok", "dry-run")
+            log.log(logging.INFO if did else logging.DEBUG, "%s (plan %.3f s)", text, out.plan_s)
         if not self._ready_sent:
             # Ready once config, store and a first contact with the server were tried.
             sdnotify.ready(text)

@@ -20,19 +20,30 @@ from mysched.errors import StatusError
 from mysched.core.model import NodeState, Snapshot
 from mysched.core.plan import Plan
 
-FORMAT = 1
+FORMAT = 2
+"""2: a job's state is TORQUE's (``S`` is suspended); the ``cycle`` column says "started" or
+"planned" (dry run) for what this cycle did; ``dry_run`` at the top."""
 FILENAME = "status.json"
 
 JOB_COLUMNS = ["id", "vo", "group", "user", "queue", "cores", "state", "submit", "start", "walltime",
-               "nodes", "rank", "priority", "reason", "detail", "rejected"]
+               "nodes", "rank", "priority", "reason", "detail", "rejected", "cycle"]
 NODE_COLUMNS = ["name", "state", "type", "slots", "used", "jobs", "vos", "users", "diversity", "class",
                 "properties"]
 
 
 def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[str, Any] | None = None,
-                 published: float | None = None, usage: Any = None) -> dict[str, Any]:
-    """The status document for one cycle (pure: no I/O)."""
+                 published: float | None = None, usage: Any = None, started: set[str] | None = None,
+                 dry_run: bool = False) -> dict[str, Any]:
+    """The status document for one cycle (pure: no I/O).
+
+    `started`: the planned starts that took effect (None: all of them). They are shown as
+    the next snapshot will show them: running, on their nodes, in their VO's figures. In a
+    dry run nothing started: planned starts stay queued, marked "planned" with their nodes."""
     starts = {s.job_id: s for s in plan.starts}
+    if dry_run:
+        started = set()
+    elif started is None:
+        started = set(starts)
     rejected_sets: list[dict[str, int]] = []
     rejected_index: dict[int, int] = {}
     jobs = []
@@ -46,10 +57,14 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         placement = job.placement
         s = starts.get(job.id)
         w = plan.waits.get(job.id)
+        mark = ""
         if s is not None:
-            state = "S"  # being started by this cycle
             rank, prio, reason = s.rank, s.priority, s.reason
             placement = s.placement
+            if job.id in started:
+                state, mark = "R", "started"
+            else:
+                mark = "planned" if dry_run else "failed"
         elif w is not None:
             rank, prio, reason, detail = w.rank, w.priority, w.reason, w.detail
             if w.nodes_rejected is not None:
@@ -61,8 +76,8 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         nodes_txt = "+".join(f"{n}:{c}" for n, c in placement)
         jobs.append([job.id, vo, job.group, job.user, job.queue, job.cores, state, job.submit_time,
                      job.start_time, job.walltime, nodes_txt, rank, round(prio, 6) if prio is not None else None,
-                     reason, detail, rej])
-        if job.state.holds_slots or s is not None:
+                     reason, detail, rej, mark])
+        if job.state.holds_slots or mark == "started":
             for n, c in placement:
                 node_jobs.setdefault(n, []).append((job.user, vo, c))
     types = {node.name: node_type(config, node.name, node.properties) or "" for node in snapshot.nodes}
@@ -81,14 +96,24 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         nodes.append([node.name, state, types[node.name], node.slots, used, len(js), vos, users,
                       round(div, 4) if div is not None else None, plan.node_classes.get(node.name, ""),
                       sorted(node.properties)])
+    # VO figures after this cycle's starts, like the jobs and nodes above (the plan's are
+    # those of the cycle's beginning).
+    slots_now: dict[str, int] = {}
+    jobs_now: dict[str, int] = {}
+    for jid in started:
+        st = starts[jid]
+        slots_now[st.vo] = slots_now.get(st.vo, 0) + st.cores
+        jobs_now[st.vo] = jobs_now.get(st.vo, 0) + 1
     vos_doc = {}
     for name, v in plan.vos.items():
         cfg_vo = config.vo(name)
+        running = v.running_slots + slots_now.get(name, 0)
         vos_doc[name] = {
-            "share": round(v.share, 6), "guarantee": v.guarantee, "running_slots": v.running_slots,
-            "running_jobs": v.running_jobs, "queued_jobs": v.queued_jobs, "usage_s": round(v.usage, 1),
+            "share": round(v.share, 6), "guarantee": v.guarantee, "running_slots": running,
+            "running_jobs": v.running_jobs + jobs_now.get(name, 0), "queued_jobs": v.queued_jobs - jobs_now.get(name, 0),
+            "usage_s": round(v.usage, 1),
             "usage_fraction": round(v.usage_fraction, 6), "priority": round(v.priority, 6),
-            "below_guarantee": v.below_guarantee, "started": v.started,
+            "below_guarantee": running < v.guarantee, "started": jobs_now.get(name, 0),
             "groups": list(cfg_vo.groups), "max_running": cfg_vo.max_running, "max_per_node": cfg_vo.max_per_node,
         }
     return {
@@ -100,7 +125,8 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         "interval": config.interval,
         "policy": plan.policy,
         "cycle": cycle or {},
-        "farm": {"total_slots": plan.total_slots, "used_slots": plan.used_slots + sum(s.cores for s in plan.starts),
+        "dry_run": dry_run,
+        "farm": {"total_slots": plan.total_slots, "used_slots": plan.used_slots + sum(starts[j].cores for j in started),
                  "free_slots": plan.free_slots, "nodes": len(snapshot.nodes)},
         "reasons": plan.reasons(),
         "vos": vos_doc,

@@ -26,9 +26,13 @@ MAX_PROBLEMS = 20
 BATCH_LINES = 5000
 """Lines per transaction while ingesting: bounds what a kill makes us read again."""
 HEAD_BYTES = 4096
+PROGRESS_LINES = 1000
+"""Lines between two calls of the progress callback."""
 _DAY_FILE = re.compile(r"^\d{8}$")
 
 PathArg = str | os.PathLike[str]
+Progress = Callable[[int, int, int], None]
+"""``progress(bytes_read, bytes_to_read, lines_read)``: how far an ingestion is."""
 
 
 @dataclass
@@ -47,7 +51,8 @@ class IngestReport:
 
 
 def ingest_accounting(store: Store, dir_or_files: PathArg | Iterable[PathArg], *, now: float | None = None,
-                      on_problem: Callable[[str], None] | None = None) -> IngestReport:
+                      on_problem: Callable[[str], None] | None = None, progress: Progress | None = None
+                      ) -> IngestReport:
     """Read new `E` records from accounting files into `store`; a directory means its
     ``YYYYMMDD`` files in name order (so after midnight yesterday's file is finished first).
 
@@ -56,19 +61,51 @@ def ingest_accounting(store: Store, dir_or_files: PathArg | Iterable[PathArg], *
     stat; a file that shrank or was replaced is read again from the start (the unique
     key drops what is already stored); a partial last line waits for its newline.
     Malformed lines are counted, reported to `on_problem` and skipped. `now` stamps the
-    positions (default: the clock).
+    positions (default: the clock). `progress` hears every `PROGRESS_LINES` lines and at the
+    end how many of the bytes still unread at the start have been read (a long backfill
+    should not be silent).
     """
     paths = [dir_or_files] if isinstance(dir_or_files, (str, os.PathLike)) else list(dir_or_files)
     files = _accounting_files([os.fspath(p) for p in paths])
     known = store.read_positions()
     rep = IngestReport()
+    meter = _Meter(progress, sum(_unread(f, known.get(f)) for f in files)) if progress else None
     for path in files:
-        _ingest_file(store, path, known.get(path), rep, time.time() if now is None else now, on_problem)
+        _ingest_file(store, path, known.get(path), rep, time.time() if now is None else now, on_problem, meter)
+    if meter is not None:
+        meter.finish(rep.lines)
     return rep
 
 
+class _Meter:
+    """Bytes read over all files, for the progress callback."""
+
+    def __init__(self, progress: Progress, total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
+
+    def at(self, file_bytes: int, lines: int) -> None:
+        self.progress(min(self.done + file_bytes, self.total), self.total, lines)
+
+    def file_done(self, file_bytes: int) -> None:
+        self.done += file_bytes
+
+    def finish(self, lines: int) -> None:
+        self.progress(self.total, self.total, lines)
+
+
+def _unread(path: str, row: Any) -> int:
+    """Bytes of `path` an ingestion will read (as far as a stat tells; for progress only)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 0
+    if row is not None and row.inode == st.st_ino and row.offset <= st.st_size:
+        return st.st_size - row.offset
+    return st.st_size
+
+
 def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: float,
-                 on_problem: Callable[[str], None] | None) -> None:
+                 on_problem: Callable[[str], None] | None, meter: _Meter | None = None) -> None:
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -120,9 +157,13 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
                     _problem(rep, str(LineProblem(path, line + n, str(exc))), on_problem)
             if n % BATCH_LINES == 0:
                 flush(False)
+            if meter is not None and n % PROGRESS_LINES == 0:
+                meter.at(pos - offset, rep.lines)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
     flush(True)
+    if meter is not None:
+        meter.file_done(pos - offset)
 
 
 def _problem(rep: IngestReport, msg: str, on_problem: Callable[[str], None] | None, *,

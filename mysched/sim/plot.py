@@ -16,33 +16,92 @@ def _save(fig, plt, path: str, what: str, dpi: int = 100) -> None:  # noqa: ANN0
         plt.close(fig)
 
 
-def plot_result(r: SimResult, path: str) -> None:
-    """Running and queued jobs per VO and occupancy over time, as in Gellrich's figures."""
-    import matplotlib
-
+def _pyplot():  # noqa: ANN202 - the matplotlib.pyplot module
+    """matplotlib, headless; a clear error where it is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError(MISSING) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    tl = r.timeline
-    hours = [t / 3600.0 for t in tl.get("t", [])]
-    vos = sorted({v for d in tl.get("running", []) + tl.get("queued", []) for v in d})
-    fig, axes = plt.subplots(3, 1, figsize=(11, 10), sharex=True)
-    if hours:
-        run = [[d.get(v, 0) for d in tl["running"]] for v in vos]
-        axes[0].stackplot(hours, run, labels=vos, step="post")
-        for v in vos:
-            axes[1].step(hours, [d.get(v, 0) for d in tl["queued"]], where="post", label=v)
-        axes[2].step(hours, [u / r.slots if r.slots else 0 for u in tl["used"]], where="post", color="k")
-    axes[0].set_ylabel("running slots")
-    axes[0].set_title(f"mysched simulate — policy {r.policy}, {r.nodes} nodes / {r.slots} slots")
-    axes[1].set_ylabel("queued jobs")
-    axes[2].set_ylabel("occupancy")
-    axes[2].set_ylim(0, 1.05)
-    axes[2].set_xlabel("simulated time (hours)")
+    return plt
+
+
+MISSING = "plots need matplotlib: pip install 'mysched[plot]'"
+
+REAL_DATES_AFTER = 100_000_000.0
+"""Replays whose clock starts after 1973 carry real dates (traces); earlier: synthetic hours."""
+
+
+def _axis(r: SimResult) -> tuple[list, str]:
+    """The x values of a run's timeline: dates where the replay has real ones, else hours."""
+    ts = r.timeline.get("t", [])
+    if r.t0 >= REAL_DATES_AFTER:
+        import datetime as dt
+
+        return ([dt.datetime.fromtimestamp(r.t0 + t, dt.timezone.utc) for t in ts],
+                "simulated time (UTC)")
+    return [t / 3600.0 for t in ts], "simulated time (hours since the start)"
+
+
+def _slots_in_use(ax, r: SimResult, x: list, colour: str | None = None, label: str = "") -> None:  # noqa: ANN001
+    """Fraction of slots in use over time, and the report's occupancy (used / available
+    slot-seconds while jobs were queued) as a dashed line: two figures, labelled apart."""
+    line = ax.step(x, [u / r.slots if r.slots else 0 for u in r.timeline.get("used", [])], where="post",
+                   color=colour, label=f"{label}slots in use")[0]
+    ax.axhline(r.occupancy, color=line.get_color(), linestyle="--", linewidth=1,
+               label=f"{label}occupancy while jobs queued (report): {r.occupancy:.1%}")
+
+
+def result_figure(results: list[SimResult]):  # noqa: ANN201 - a matplotlib Figure
+    """One run: running slots and queued jobs per VO, slots in use. Several (--compare): the
+    running slots per VO of each policy, then queued jobs and slots in use of all of them."""
+    plt = _pyplot()
+    n = len(results)
+    fig, axes = plt.subplots(n + 2, 1, figsize=(11, 4 + 2.6 * (n + 1)), sharex=True, squeeze=False)
+    axes = [a[0] for a in axes]
+    vos = sorted({v for r in results for d in r.timeline.get("running", []) + r.timeline.get("queued", [])
+                  for v in d})
+    xlabel = ""
+    for ax, r in zip(axes, results):
+        x, xlabel = _axis(r)
+        if x:
+            ax.stackplot(x, [[d.get(v, 0) for d in r.timeline["running"]] for v in vos], labels=vos, step="post")
+        ax.set_ylabel("running slots")
+        ax.set_title(f"policy {r.policy}: {r.nodes} nodes / {r.slots} slots")
     if vos:
         axes[0].legend(loc="upper left", ncol=min(6, len(vos)), fontsize="small")
+    queued, used = axes[n], axes[n + 1]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, r in enumerate(results):
+        x, _ = _axis(r)
+        if n == 1:
+            for v in vos:
+                queued.step(x, [d.get(v, 0) for d in r.timeline.get("queued", [])], where="post", label=v)
+            _slots_in_use(used, r, x, "k")
+        else:
+            c = colours[i % len(colours)]
+            queued.step(x, [sum(d.values()) for d in r.timeline.get("queued", [])], where="post", color=c,
+                        label=r.policy)
+            _slots_in_use(used, r, x, c, f"{r.policy}: ")
+    queued.set_ylabel("queued jobs" + (" per VO" if n == 1 else ""))
+    if queued.get_legend_handles_labels()[0]:
+        queued.legend(loc="upper left", ncol=min(6, max(1, len(vos))), fontsize="small")
+    used.set_ylabel("fraction of slots")
+    used.set_ylim(0, 1.35)  # room for the legend above the lines
+    used.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
+    used.set_xlabel(xlabel)
+    used.legend(loc="upper left", ncol=n, fontsize="x-small")
+    fig.autofmt_xdate()
     fig.tight_layout()
-    _save(fig, plt, path, "plot")
+    return fig
+
+
+def plot_result(results: SimResult | list[SimResult], path: str) -> None:
+    """Write `result_figure` of one run or of every compared policy."""
+    fig = result_figure(results if isinstance(results, list) else [results])
+    _save(fig, _pyplot(), path, "plot")
 
 
 FREE_COLOUR = "#f2f2f2"
@@ -54,10 +113,7 @@ def _frame_figure(cells: dict[str, list], classes: list[str], title: str):
     """The INFN-T1 farm picture: one cell per slot, nodes in order, row-major in a square."""
     import math
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
@@ -110,20 +166,18 @@ def write_frames(r: SimResult, directory: str, classes: list[str], movie: str | 
 
 def plot_packing(results: list[SimResult], path: str) -> None:
     """Packing Index of each class over time, one line per policy (the study's figures)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(11, 4))
+    xlabel = ""
     for r in results:
-        hours = [t / 3600.0 for t in r.timeline.get("t", [])]
+        x, xlabel = _axis(r)
         pis = r.timeline.get("packing_index", [])
         for c in sorted({c for d in pis for c in d}):
-            ax.plot(hours, [d.get(c) for d in pis], label=f"{r.policy}: {c}")
+            ax.plot(x, [d.get(c) for d in pis], label=f"{r.policy}: {c}")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("packing index")
-    ax.set_xlabel("simulated time (hours)")
+    ax.set_xlabel(xlabel)
     ax.legend(fontsize="small")
+    fig.autofmt_xdate()
     fig.tight_layout()
     _save(fig, plt, path, "plot")

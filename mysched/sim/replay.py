@@ -213,6 +213,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
                               "policy": classes[c].policy}
     res.diversity = acc["div"] / acc["busy"] if acc["busy"] else 1.0
     res.span_s = farm.now - t0
+    res.t0 = t0
     res.timeline = tl
     res.wall_s = time.perf_counter() - wall0
     if progress is not None:

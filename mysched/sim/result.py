@@ -40,6 +40,8 @@ class SimResult:
     cycle_times: list[float] = field(default_factory=list)
     cycles: int = 0
     span_s: float = 0.0
+    t0: float = 0.0
+    """Simulated time at which the replay began (Unix seconds for traces with real dates)."""
     wall_s: float = 0.0
     start_failures: int = 0
     unplaceable: dict[str, int] = field(default_factory=dict)

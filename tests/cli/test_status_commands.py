@@ -86,7 +86,9 @@ def test_shares_match_the_plan(tmp_path, capsys):
     doc = run_json(capsys, "shares", "--state-dir", str(tmp_path), "--users")
     for name, v in p.vos.items():
         d = doc["vos"][name]
-        assert (d["guarantee"], d["running_slots"], d["queued_jobs"]) == (v.guarantee, v.running_slots, v.queued_jobs)
+        started = [st for st in p.starts if st.vo == name]  # the cycle's starts count, as in `jobs`
+        assert (d["guarantee"], d["running_slots"], d["queued_jobs"]) == (
+            v.guarantee, v.running_slots + sum(st.cores for st in started), v.queued_jobs - len(started))
     assert doc["users"]["bob"]["usage_h"] == 2.0
 
 
@@ -161,3 +163,18 @@ def test_jobs_table_keeps_reasons_and_nodes_in_their_own_columns(tmp_path, capsy
     assert rows[w.job_id][-2:] == [w.reason, "-"]
     assert all(len(r) == len(header) for r in rows.values() if r[0] in {"r1", w.job_id})
     assert time.strftime("%Z") in lines[-1]  # the status time carries its zone
+
+
+def test_usage_reads_the_history_beside_the_status_file_and_says_so(tmp_path, capsys, monkeypatch):
+    from mysched.core.model import FinishedJob
+    from mysched.history.store import Store
+    Store(f"sqlite:///{tmp_path}/history.db").add_finished(
+        [FinishedJob("1", "alice", "atlas", "q", 0.0, 3600.0, 1, cput=1800.0)])
+    monkeypatch.setenv("MYSCHED_STATE_DIR", str(tmp_path))
+    doc = run_json(capsys, "usage", "--by", "user")
+    assert doc["rows"] == [{"key": "alice", "jobs": 1, "wall_hours": 1.0, "cpu_hours": 0.5}]
+    assert doc["database"] == f"sqlite:///{tmp_path}/history.db"
+    # not a silent read of /var/lib/mysched: stderr names the database and why
+    assert main(["usage", "--state-dir", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert f"{tmp_path}/history.db" in err and "state directory" in err

@@ -73,7 +73,8 @@ def test_cycle_starts_planned_jobs_and_publishes_status(tmp_path):
     assert all(j.state == JobState.RUNNING for j in farm.jobs.values())
     doc = read_status(str(tmp_path))
     assert doc["cycle"]["started"] == 4
-    assert {r["id"] for r in rows(doc, "jobs") if r["state"] == "S"} == set(farm.jobs)
+    assert {r["id"] for r in rows(doc, "jobs") if r["cycle"] == "started"} == set(farm.jobs)
+    assert all(r["state"] == "R" for r in rows(doc, "jobs"))
     assert oct(os.stat(tmp_path / "status.json").st_mode & 0o777) == "0o644"
 
 
@@ -144,6 +145,44 @@ def test_dry_run_starts_nothing(tmp_path):
     assert json.loads((tmp_path / "status.json").read_text())["cycle"]["dry_run"] is True
 
 
+def test_after_a_dry_run_the_status_commands_show_nothing_running(tmp_path, capsys):
+    """TORQUE ran nothing: no job is shown running, no node full, and the commands say why."""
+    from mysched.cli.main import main
+
+    d, server, farm = make(tmp_path=tmp_path, dry_run=True)
+    d.cycle()
+    doc = read_status(str(tmp_path))
+    assert doc["dry_run"] is True and doc["farm"]["used_slots"] == 0
+    jobs = rows(doc, "jobs")
+    assert all(r["state"] == "Q" and r["cycle"] == "planned" and r["nodes"] for r in jobs)
+    assert all(n["used"] == 0 for n in rows(doc, "nodes"))
+    assert all(v["running_jobs"] == 0 for v in doc["vos"].values())
+    assert main(["jobs", "--state-dir", str(tmp_path), "--max-age", "1e10"]) == 0
+    out = capsys.readouterr().out
+    assert "0 running, 4 queued" in out and "dry run: the daemon started nothing" in out
+    assert main(["why", "--state-dir", str(tmp_path), "--max-age", "1e10", jobs[0]["id"]]) == 0
+    assert "would have started it on" in capsys.readouterr().out
+
+
+def test_shares_count_the_cycles_own_starts_like_jobs_and_nodes(tmp_path, capsys):
+    """One status: `shares` shows the jobs the cycle started, as `jobs` and `nodes` do; a start
+    the server refused is in none of them."""
+    from mysched.cli.main import main
+
+    d, server, farm = make(n_jobs=4, tmp_path=tmp_path)
+    server.fail_run["2.s"] = RunRefused("node full", code=15046)
+    assert d.cycle().started == 3
+    doc = read_status(str(tmp_path))
+    running = [r for r in rows(doc, "jobs") if r["state"] == "R"]
+    assert len(running) == 3 and "2.s" not in {r["id"] for r in running}
+    assert sum(n["jobs"] for n in rows(doc, "nodes")) == 3 == doc["farm"]["used_slots"]
+    assert main(["shares", "--state-dir", str(tmp_path), "--max-age", "1e10", "--json"]) == 0
+    shares = json.loads(capsys.readouterr().out)["vos"]
+    for vo, v in shares.items():
+        mine = [r for r in running if r["vo"] == vo]
+        assert v["running_jobs"] == len(mine) and v["running_slots"] == sum(r["cores"] for r in mine)
+
+
 def test_bad_reload_keeps_the_last_good_config(tmp_path):
     path = tmp_path / "mysched.cfg"
     path.write_text(CFG + "scheduler = { max_starts_per_cycle = 1; };\n")
@@ -175,3 +214,38 @@ def test_failed_cycles_back_off_up_to_four_intervals():
     server.down = False
     assert svc._delay_after(d.cycle()) == d.config.interval
     assert svc._delay_after(CycleOutcome("ok")) == d.config.interval
+
+
+def test_a_failing_metric_is_logged_once_and_scheduling_goes_on(tmp_path, caplog):
+    from mysched.daemon.metrics import Metrics
+
+    class Broken(Metrics):
+        def record_start(self, vo, reason):
+            raise KeyError("label")
+
+    d, server, farm = make(n_jobs=6, slots=2, tmp_path=tmp_path, metrics=Broken())
+    caplog.set_level("WARNING", logger="mysched")
+    assert d.cycle().started == 4
+    farm.advance(2e6)  # the first jobs end
+    assert d.cycle().started == 2
+    failures = [r for r in caplog.records if "metrics: record_start failed" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].exc_info is not None
+    # the other series still work
+    assert d.metrics.inner.cycles.labels("ok")._value.get() == 2
+
+
+def test_the_sim_demo_has_a_queue_from_the_first_cycle(tmp_path):
+    """README: `mysched run --server sim://...` then `mysched jobs`: something waits at once."""
+    from mysched.backends.sim.server import sim_server_from_url
+    from mysched.cli.common import config_or_default
+
+    cfg = config_or_default(None)
+    d = Daemon(cfg, sim_server_from_url("sim://?nodes=10&slots=8&speed=60", cfg), state_dir=str(tmp_path))
+    assert d.cycle().started > 0
+    jobs = rows(read_status(str(tmp_path)), "jobs")
+    waiting = [r for r in jobs if r["state"] == "Q"]
+    assert len(waiting) > 10 and all(r["reason"] for r in waiting)
+    # the backlog can be turned off
+    d = Daemon(cfg, sim_server_from_url("sim://?nodes=10&slots=8&speed=60&backlog=0", cfg), state_dir=str(tmp_path))
+    d.cycle()
+    assert sum(1 for r in rows(read_status(str(tmp_path)), "jobs") if r["state"] == "Q") < len(waiting)

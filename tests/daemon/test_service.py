@@ -91,13 +91,23 @@ def test_sigkill_at_any_instant_leaves_consistent_history(tmp_path):
     """Each cycle and its start attempts are one transaction: a killed daemon leaves no half cycle."""
     from sqlalchemy import create_engine, text
     script = Path(sys.executable).parent / "mysched"
+    import sqlite3
     db = f"sqlite:///{tmp_path}/h.db"
-    for attempt in range(2):  # kill, then restart on the same database and kill again
+
+    def cycles_recorded() -> int:
+        try:
+            with sqlite3.connect(f"file:{tmp_path}/h.db?mode=ro", uri=True, timeout=1) as c:
+                return c.execute("SELECT count(*) FROM cycles").fetchone()[0]
+        except sqlite3.Error:
+            return 0  # not created yet, or locked for a moment
+
+    for target in (6, 12):  # kill, then restart on the same database and kill again
         proc = subprocess.Popen(
             [str(script), "run", "--server", "sim://?nodes=20&slots=8&speed=3000&hours=24", "--state-dir",
              str(tmp_path / "state"), "--db", db, "--metrics-address", "off", "--event-address", "off"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(3 + attempt)
+        # cycles follow each other without pause: killing once enough are recorded hits one mid-way
+        assert wait_for(lambda: cycles_recorded() >= target, timeout=60)
         proc.kill()
         proc.wait()
     eng = create_engine(db)

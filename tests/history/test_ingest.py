@@ -243,3 +243,20 @@ def test_bad_accounting_paths(tmp_path):
     gz.write_bytes(gzip.compress(lines(2).encode()))
     rep = ingest_accounting(s, str(gz))
     assert rep.records_added == 0 and "gzip-compressed" in rep.problems[0]
+
+
+def test_progress_counts_the_bytes_still_to_read(tmp_path):
+    s = Store(f"sqlite:///{tmp_path}/h.db")
+    f = tmp_path / "20261122"
+    f.write_text(lines(2500))
+    calls: list[tuple[int, int, int]] = []
+    ingest_accounting(s, str(tmp_path), progress=lambda *a: calls.append(a))
+    size = f.stat().st_size
+    assert calls[-1] == (size, size, 2500)
+    assert [c[2] for c in calls[:-1]] == [1000, 2000]  # every PROGRESS_LINES lines on the way
+    assert calls[0][0] < calls[1][0] < size and all(c[1] == size for c in calls)
+    with open(f, "a") as fh:  # a later run reads, and counts, only what was appended
+        fh.write(lines(10, first=9000))
+    calls.clear()
+    ingest_accounting(s, str(tmp_path), progress=lambda *a: calls.append(a))
+    assert calls == [(size_added := f.stat().st_size - size, size_added, 10)]

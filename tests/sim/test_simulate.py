@@ -16,7 +16,7 @@ from mysched.sim.workloads.swf import read_swf
 from mysched.sim.workloads.vomap import parse_vo_map
 from mysched.sim.workloads.synthetic import DESY_VOS, SyntheticSpec, generate
 
-from ..conftest import REPO
+from ..conftest import REPO, nodes, queued
 
 
 def test_synthetic_groups_match_the_example_config():
@@ -143,3 +143,40 @@ def test_argparse_rejects_bad_numbers(capsys):
         main(["simulate", "--nodes", "zero"])
     assert exc.value.code == 2
     assert "expected a whole number" in capsys.readouterr().err
+
+
+def test_compare_plot_shows_every_policy_on_dates_with_the_reports_occupancy(tmp_path):
+    pytest.importorskip("matplotlib")
+    from mysched.sim.plot import result_figure
+
+    cfg = config_from_text('vos = { a = { groups = ["a"]; share = 50; }; b = { groups = ["b"]; share = 50; }; };')
+    start = 1_100_000_000.0  # 2004-11-09: a trace with real dates
+    wl = [TraceJob(queued(f"{i}", f"u{i % 3}", "a" if i % 2 else "b", submit=start + 60 * i), 1800.0)
+          for i in range(60)]
+    runs = []
+    for policy in ("mysched", "fifo"):
+        r = simulate(wl, cfg, tuple(nodes(4, 2)), SimOptions(policy=policy))
+        runs.append(r)
+    fig = result_figure(runs)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any("mysched" in t for t in titles) and any("fifo" in t for t in titles)
+    labels = [text.get_text() for ax in fig.axes if ax.get_legend() for text in ax.get_legend().get_texts()]
+    for r in runs:
+        # the dashed line carries the report's own figure, labelled as such
+        assert f"{r.policy}: occupancy while jobs queued (report): {r.occupancy:.1%}" in labels
+        assert f"{r.policy}: slots in use" in labels
+    assert fig.axes[-1].get_xlabel() == "simulated time (UTC)"
+    assert fig.axes[-1].lines[0].get_xdata()[0].year == 2004  # drawn on dates
+    # a synthetic run without real dates is drawn in hours
+    syn = simulate([TraceJob(t.job._replace(submit_time=t.job.submit_time - start), t.runtime) for t in wl],
+                   cfg, tuple(nodes(4, 2)))
+    assert result_figure([syn]).axes[-1].get_xlabel() == "simulated time (hours since the start)"
+
+
+def test_plots_without_matplotlib_fail_before_simulating(monkeypatch, capsys):
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    assert main(["simulate", "--plot", "x.png"]) == 2
+    err = capsys.readouterr().err
+    assert "--plot needs matplotlib" in err and "mysched[plot]" in err

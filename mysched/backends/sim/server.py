@@ -2,7 +2,9 @@
 
 The farm's virtual clock runs `speed` times faster than wall time, so the whole daemon —
 cycles, history, metrics, status file and status commands — can be tried on a machine
-without TORQUE. URL form: ``sim://?nodes=50&slots=8&speed=60&seed=1&hours=48``.
+without TORQUE. URL form: ``sim://?nodes=50&slots=8&speed=60&seed=1&hours=48&backlog=6``:
+`backlog` hours of the synthetic workload are already submitted when the server starts, so
+the first cycle finds a full farm and a queue to look at (``mysched jobs``, ``why``, ``when``).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def sim_server_from_url(url: str, config: Config) -> SimServer:
     if parts.scheme != "sim":
         raise UsageError(f"not a sim:// URL: {url!r}")
     q = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-    known = {"nodes", "slots", "speed", "seed", "hours"}
+    known = {"nodes", "slots", "speed", "seed", "hours", "backlog"}
     unknown = set(q) - known
     if unknown:
         raise UsageError(f"{url}: unknown parameter(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
@@ -73,15 +75,19 @@ def sim_server_from_url(url: str, config: Config) -> SimServer:
         speed = float(q.get("speed", 60.0))
         seed = int(q.get("seed", 1))
         hours = float(q.get("hours", 48.0))
+        backlog = float(q.get("backlog", 6.0))
     except ValueError as exc:
         raise UsageError(f"{url}: bad parameter value ({exc})") from None
-    if nodes < 1 or slots < 1 or speed <= 0 or hours <= 0:
-        raise UsageError(f"{url}: nodes, slots, speed and hours must be positive")
+    if nodes < 1 or slots < 1 or speed <= 0 or hours <= 0 or backlog < 0:
+        raise UsageError(f"{url}: nodes, slots, speed and hours must be positive, backlog not negative")
+    if nodes * slots > 1_000_000 or hours > 24 * 366:
+        raise UsageError(f"{url}: a farm of at most 1,000,000 slots and a workload of at most a year")
     workload = generate(SyntheticSpec(duration=hours * 3600.0, slots=nodes * slots, seed=seed))
     start = time.time()
-    # Shift the synthetic workload so that it starts now: status shows real-looking times.
+    # Shift the synthetic workload so that its first `backlog` hours were submitted before now:
+    # status shows real-looking times and a queue from the first cycle on.
     if workload:
-        shift = start - workload[0].job.submit_time
+        shift = start - workload[0].job.submit_time - backlog * 3600.0
 
         workload = [t._replace(job=t.job._replace(submit_time=t.job.submit_time + shift)) for t in workload]
     farm = SimulatedFarm(make_nodes(nodes, slots, config.farm.name_format), workload, start=start,

@@ -1,0 +1,69 @@
+"""`mysched history import`: a long backfill shows how far it is on a terminal, and stays
+quiet (one summary line) in scripts and logs."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+
+from mysched.cli.main import main
+
+from tests.history.helpers import lines
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def logs(tmp_path):
+    d = tmp_path / "accounting"
+    d.mkdir()
+    (d / "20261122").write_text(lines(3000))
+    (d / "20261123").write_text(lines(2000, first=5000, day="11/23/2026"))
+    return d
+
+
+def summary(out: str) -> str:
+    assert out.count("\n") == 1, out
+    return out.strip()
+
+
+def test_progress_on_a_terminal(logs, tmp_path, capsys, monkeypatch):
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    assert main(["history", "import", str(logs), "--db", f"sqlite:///{tmp_path}/h.db"]) == 0
+    bar = term.getvalue()
+    assert bar.startswith("\rimporting [") and bar.endswith("\n")
+    last = bar.rstrip("\n").split("\r")[-1]
+    assert "[" + "#" * 30 + "] 100.0%" in last and " MB, " in last and last.split()[-1].startswith("lines/s")
+    assert summary(capsys.readouterr().out).startswith("2 file(s), 5000 new line(s): 5000 job record(s) added")
+
+
+def test_no_progress_when_stderr_is_not_a_terminal(logs, tmp_path, capsys):
+    assert main(["history", "import", str(logs), "--db", f"sqlite:///{tmp_path}/h.db"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and summary(out).startswith("2 file(s), 5000 new line(s)")
+
+
+def test_progress_always_into_a_log_keeps_warnings_on_their_own_lines(logs, tmp_path, capsys):
+    with open(logs / "20261123", "a") as f:
+        f.write("garbage\n" + lines(1500, first=9000, day="11/23/2026"))
+    assert main(["history", "import", str(logs), "--db", f"sqlite:///{tmp_path}/h.db", "--progress", "always"]) == 0
+    err = capsys.readouterr().err
+    assert "\033" not in err  # no terminal control codes in a file
+    warnings = [ln for ln in err.split("\n") if "warning" in ln]
+    assert warnings == [f"mysched: warning: {logs}/20261123:2001: expected 'MM/DD/YYYY HH:MM:SS;TYPE;JOBID;attributes'"]
+    assert "100.0%" in err.split("\n")[-2]
+
+
+def test_nothing_new_draws_no_bar(logs, tmp_path, capsys, monkeypatch):
+    db = f"sqlite:///{tmp_path}/h.db"
+    assert main(["history", "import", str(logs), "--db", db, "--progress", "never"]) == 0
+    capsys.readouterr()
+    assert main(["history", "import", str(logs), "--db", db, "--progress", "always"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "0 new line(s)" in out
