@@ -70,3 +70,15 @@ def test_each_rule_is_defined_once():
     for rule in ("parse_duration", "Placement", "REASONS", "BLOCKING", "node_type", "node_key", "admits",
                  "queue_admits", "type_admits", "estimate_start"):
         assert len(names.get(rule, [])) == 1, f"{rule} defined in {names.get(rule)}"
+
+
+def test_the_command_line_loads_heavy_libraries_only_for_the_commands_that_use_them():
+    """Every command module is imported to build the parser: `mysched jobs` on a login node or
+    `mysched bench` must not pay for SQLAlchemy, matplotlib, Prometheus or APScheduler."""
+    import subprocess
+
+    code = ("import sys, importlib; importlib.import_module('mysched.cli.main').build_parser(); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'sqlalchemy', 'matplotlib', 'prometheus_client', 'apscheduler', 'psycopg2'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

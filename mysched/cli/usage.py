@@ -10,7 +10,6 @@ from mysched.cli.common import date_arg
 from mysched.cli.main import command
 from mysched.cli.textout import dump_json, table
 from mysched.errors import StatusError, UsageError
-from mysched.history.locate import database_url
 
 
 # -- usage ------------------------------------------------------------------------------------
@@ -34,8 +33,11 @@ def fill_usage(p: argparse.ArgumentParser) -> None:
 
 
 def run_usage(args: argparse.Namespace) -> int:
-    from mysched.history.store import Store
+    # here, not at the top: every command's module is imported to build the parser, and
+    # SQLAlchemy costs 20 MB and a tenth of a second that `jobs` or `bench` should not pay
     from mysched.cli.common import config_or_default
+    from mysched.history.locate import database_url
+    from mysched.history.store import Store
 
     cfg = config_or_default(args.config)
     choice = database_url(args.db, args.config, args.state_dir or os.environ.get("MYSCHED_STATE_DIR"))
