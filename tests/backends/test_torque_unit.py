@@ -501,7 +501,7 @@ def test_whole_requests_are_read_as_torque_means_them():
     from mysched.backends.torque.values import parse_node_parts
     from mysched.core.request import NodePart
 
-    names = {"wn05", "node01"}
+    names = frozenset({"wn05", "node01"})
     assert parse_node_parts("2:ppn=4:ib+wn05:ppn=1", names) == (
         NodePart(2, 4, None, frozenset({"ib"})), NodePart(1, 1, "wn05"))
     assert parse_node_parts("gpu:ppn=2", names) == (NodePart(1, 2, None, frozenset({"gpu"})),)  # not a node

@@ -122,10 +122,32 @@ def _value(name: str, a: dict[str, str], key: str, parse, warnings: list[str]): 
         return None
 
 
+_REQUESTS: dict[tuple, Request | None] = {}
+"""Requests read so far, by the attribute texts they come from: a backlog of tens of thousands
+of jobs repeats a few dozen requests."""
+
+
 def request_from_attrs(name: str, a: dict[str, str], warnings: list[str],
-                       node_names: frozenset[str] | set[str] = frozenset(), mem: int | None = None) -> Request | None:
+                       node_names: frozenset[str] = frozenset(), mem: int | None = None) -> Request | None:
     """The whole request where it is more than N cores on one node (None otherwise); `mem` is
     the job's already read ``mem`` (a malformed nodes spec was reported by `_cores`)."""
+    key = (a.get("Resource_List.nodes"), a.get("Resource_List.procs"), mem, a.get("Resource_List.pmem"),
+           a.get("Resource_List.naccesspolicy"), a.get("node_exclusive"), node_names)
+    try:
+        return _REQUESTS[key]
+    except KeyError:
+        pass
+    before = len(warnings)
+    req = _read_request(name, a, warnings, node_names, mem)
+    if len(warnings) == before:  # a malformed value is reported for every job that has it
+        if len(_REQUESTS) > 10_000:
+            _REQUESTS.clear()
+        _REQUESTS[key] = req
+    return req
+
+
+def _read_request(name: str, a: dict[str, str], warnings: list[str], node_names: frozenset[str],
+                  mem: int | None) -> Request | None:
     nodes = a.get("Resource_List.nodes")
     parts = ()
     if nodes:
@@ -148,7 +170,7 @@ def request_from_attrs(name: str, a: dict[str, str], warnings: list[str],
 
 
 def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
-                   node_names: frozenset[str] | set[str] = frozenset()) -> Job | None:
+                   node_names: frozenset[str] = frozenset()) -> Job | None:
     """A model `Job` from pbs_statjob attributes; None for an array parent (not runnable) or
     a job whose state cannot be read. Malformed values become None plus a warning."""
     if _ARRAY_PARENT.match(name):
@@ -234,6 +256,7 @@ class TorqueServer:
                  clock: Callable[[], float] = time.time, timeout: float | None = 30.0) -> None:
         self.host = host
         self.name = f"torque://{host or 'localhost'}"
+        self._node_names: frozenset[str] = frozenset()
         self.ifl = ifl if ifl is not None else load_ifl(libtorque, timeout)
         self.clock = clock
         self.timeout = timeout
@@ -339,6 +362,9 @@ class TorqueServer:
         nodes = [node_from_attrs(name, a, warnings)
                  for name, a in self._stat("statnode", self.ifl.statnode, NODE_ATTRS)]
         names = frozenset(n.name for n in nodes)
+        if names == self._node_names:
+            names = self._node_names  # the same object: requests read before are found by identity
+        self._node_names = names
         jobs = [j for name, a in self._stat("statjob", self.ifl.statjob, JOB_ATTRS)
                 if (j := job_from_attrs(name, a, warnings, names)) is not None]
         self._report(warnings)
