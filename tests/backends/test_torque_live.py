@@ -314,3 +314,59 @@ def test_status_commands_match_the_live_server(server, cleanup, tmp_path, capsys
     for n in snap.nodes:
         used = sum(c for j in running for name, c in j.placement if name == n.name)
         assert nodes[n.name]["used"] == used
+
+
+# -- whole requests (issue #10) ---------------------------------------------------------------
+REQ_CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; '
+                           'cms = { groups = ["cms"]; share = 50; }; };')
+
+
+def _started(server, jid: str) -> dict[str, int]:
+    job = server.get_job(jid)
+    assert job is not None and job.state in (JobState.RUNNING, JobState.EXITING), job
+    return dict(job.placement)
+
+
+def _quiet_farm(server) -> None:
+    if any(j.state in (JobState.QUEUED, JobState.RUNNING) for j in server.snapshot().jobs):
+        pytest.skip("the farm runs or queues other jobs; these tests need it to themselves")
+
+
+def test_a_two_node_request_starts_on_two_nodes(server, cleanup, tmp_path):
+    _quiet_farm(server)
+    jid = qsub("alice", "atlas", "nodes=2:ppn=2,walltime=00:10:00", seconds=60)
+    cleanup.append(jid)
+    d = Daemon(REQ_CFG, server, state_dir=str(tmp_path))
+    assert d.cycle().started == 1
+    placed = _started(server, jid)  # from exec_host, as pbs_server records it
+    assert len(placed) == 2 and set(placed.values()) == {2}
+
+
+def test_a_property_request_lands_only_on_nodes_with_it(server, cleanup, tmp_path):
+    _quiet_farm(server)
+    node = "node03"
+    qmgr(f"set node {node} properties = bigmem")
+    try:
+        jid = qsub("bob", "atlas", "nodes=1:ppn=1:bigmem,walltime=00:10:00", seconds=60)
+        cleanup.append(jid)
+        d = Daemon(REQ_CFG, server, state_dir=str(tmp_path))
+        assert d.cycle().started == 1
+        assert _started(server, jid) == {node: 1}
+    finally:
+        subprocess.run([tool("qmgr"), "-c", f"unset node {node} properties"], capture_output=True)
+
+
+def test_memory_requests_are_never_overcommitted(server, cleanup, tmp_path):
+    _quiet_farm(server)
+    snap = server.snapshot()
+    mems = {n.name: n.mem for n in snap.nodes if n.state == NodeState.FREE}
+    if not mems or None in mems.values():
+        pytest.skip("pbs_mom reports no physmem")
+    per_job = min(mems.values()) * 6 // 10  # two of these never fit on one node
+    ids = [qsub(u, "atlas" if u != "carol" else "cms", f"nodes=1:ppn=1,mem={per_job // 1024}kb,walltime=00:10:00",
+                seconds=60) for u in ("alice", "bob", "carol")]
+    cleanup.extend(ids)
+    d = Daemon(REQ_CFG, server, state_dir=str(tmp_path))
+    d.cycle()
+    used = [n for jid in ids if (j := server.get_job(jid)) is not None and j.placement for n, _ in j.placement]
+    assert len(used) == len(set(used)) == min(3, len(mems))  # one per node, whatever cores are free
