@@ -17,7 +17,7 @@ from typing import ContextManager, Iterator, Mapping, Protocol
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
 
 from mysched import __version__
-from mysched.config.validate import parse_address as _parse_address
+from mysched.config.values import parse_address as _parse_address
 from mysched.errors import ServerError, UsageError
 
 log = logging.getLogger("mysched")
