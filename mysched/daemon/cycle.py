@@ -80,6 +80,7 @@ class Daemon:
         self.events_expected = False
         """Set by the service when it listens for pbs_server's scheduler contacts."""
         self._warned_scheduling = False
+        self._last_crash: tuple[str, str] | None = None
 
     # -- configuration ---------------------------------------------------------------------
     def reload(self) -> bool:
@@ -173,6 +174,7 @@ class Daemon:
         self._publish(snapshot, p, out, done, usage)
         self.last_ok = self.wall()
         self.consecutive_failures = 0
+        self._last_crash = None
         self.metrics.observe_cycle(out.duration, out.result)
         return out
 
@@ -232,11 +234,27 @@ class Daemon:
         log.warning("start of %s on %s failed (%s): %s", s.job_id, _loc(s), reason, msg)
         self.metrics.record_start_failure(reason)
 
+    def crashed(self, exc: BaseException) -> CycleOutcome:
+        """A cycle that raised (a bug, not the outside world): log its traceback -- once for a
+        repeated failure, then one line -- count it, and let the service carry on."""
+        self.consecutive_failures += 1
+        key = (type(exc).__name__, str(exc))
+        if key != self._last_crash:
+            log.error("cycle crashed (%d in a row; a bug -- the next cycle follows):", self.consecutive_failures,
+                      exc_info=exc)
+            self._last_crash = key
+        else:
+            log.error("cycle crashed again (%d in a row): %s: %s", self.consecutive_failures, *key)
+        self.metrics.observe_cycle(0.0, "crash")
+        self.metrics.cycle_error("internal")
+        return CycleOutcome("crash", error=f"internal error: {key[0]}: {key[1]}")
+
     def _failed(self, t0: float, msg: str) -> CycleOutcome:
         self.consecutive_failures += 1
         out = CycleOutcome("error", duration=time.perf_counter() - t0, error=msg)
         log.error("cycle failed (%d in a row): %s", self.consecutive_failures, msg)
         self.metrics.observe_cycle(out.duration, "error")
+        self.metrics.cycle_error("server" if msg.startswith("batch server") else "store")
         return out
 
     def _timed(self, call: str):

@@ -32,6 +32,7 @@ class CycleMetrics(Protocol):
     def observe_cycle(self, duration_s: float, result: str) -> None: ...
     def record_start(self, vo: str, reason: str) -> None: ...
     def record_start_failure(self, reason: str) -> None: ...
+    def cycle_error(self, reason: str) -> None: ...
     def reload(self, result: str) -> None: ...
     def set_farm_state(self, *, running_by_vo: Mapping[str, int], queued_by_vo: Mapping[str, int],
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
@@ -50,6 +51,9 @@ class NullMetrics:
         pass
 
     def record_start_failure(self, reason: str) -> None:
+        pass
+
+    def cycle_error(self, reason: str) -> None:
         pass
 
     def reload(self, result: str) -> None:
@@ -91,6 +95,9 @@ class Guarded:
     def record_start_failure(self, reason: str) -> None:
         self._guard("record_start_failure", self.inner.record_start_failure, reason)
 
+    def cycle_error(self, reason: str) -> None:
+        self._guard("cycle_error", self.inner.cycle_error, reason)
+
     def reload(self, result: str) -> None:
         self._guard("reload", self.inner.reload, result)
 
@@ -114,6 +121,8 @@ class Metrics:
         self.cycle_duration = Histogram("mysched_cycle_duration_seconds", "Wall time of a scheduling cycle",
                                         buckets=CYCLE_BUCKETS, registry=r)
         self.cycles = Counter("mysched_cycles_total", "Scheduling cycles by result", ["result"], registry=r)
+        self.cycle_errors = Counter("mysched_cycle_errors_total",
+                                    "Cycles that failed, by reason (server, store, internal)", ["reason"], registry=r)
         self.last_success = Gauge("mysched_last_successful_cycle_timestamp_seconds",
                                   "Unix time of the last cycle that completed", registry=r)
         self.starts = Counter("mysched_jobs_started_total", "Jobs started", ["vo", "reason"], registry=r)
@@ -138,15 +147,17 @@ class Metrics:
                                registry=r)
         self.build = Info("mysched_build", "Version of mysched and Python", registry=r)
         self.build.info({"version": __version__, "python": platform.python_version()})
-        for result in ("ok", "error", "partial", "dry-run"):
+        for result in ("ok", "error", "partial", "dry-run", "crash"):
             self.cycles.labels(result)
+        for reason in ("server", "store", "internal"):
+            self.cycle_errors.labels(reason)
         for result in ("ok", "error"):
             self.reloads.labels(result)
 
     def observe_cycle(self, duration_s: float, result: str) -> None:
         self.cycle_duration.observe(duration_s)
         self.cycles.labels(result).inc()
-        if result != "error":
+        if result not in ("error", "crash"):
             self.last_success.set(time.time())
 
     def record_start(self, vo: str, reason: str) -> None:
@@ -154,6 +165,9 @@ class Metrics:
 
     def record_start_failure(self, reason: str) -> None:
         self.start_failures.labels(reason).inc()
+
+    def cycle_error(self, reason: str) -> None:
+        self.cycle_errors.labels(reason).inc()
 
     def reload(self, result: str) -> None:
         self.reloads.labels(result).inc()
