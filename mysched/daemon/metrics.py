@@ -33,6 +33,7 @@ class CycleMetrics(Protocol):
     def record_start(self, vo: str, reason: str) -> None: ...
     def record_start_failure(self, reason: str) -> None: ...
     def cycle_error(self, reason: str) -> None: ...
+    def history_write_error(self) -> None: ...
     def reload(self, result: str) -> None: ...
     def set_farm_state(self, *, running_by_vo: Mapping[str, int], queued_by_vo: Mapping[str, int],
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
@@ -54,6 +55,9 @@ class NullMetrics:
         pass
 
     def cycle_error(self, reason: str) -> None:
+        pass
+
+    def history_write_error(self) -> None:
         pass
 
     def reload(self, result: str) -> None:
@@ -98,6 +102,9 @@ class Guarded:
     def cycle_error(self, reason: str) -> None:
         self._guard("cycle_error", self.inner.cycle_error, reason)
 
+    def history_write_error(self) -> None:
+        self._guard("history_write_error", self.inner.history_write_error)
+
     def reload(self, result: str) -> None:
         self._guard("reload", self.inner.reload, result)
 
@@ -121,6 +128,8 @@ class Metrics:
         self.cycle_duration = Histogram("mysched_cycle_duration_seconds", "Wall time of a scheduling cycle",
                                         buckets=CYCLE_BUCKETS, registry=r)
         self.cycles = Counter("mysched_cycles_total", "Scheduling cycles by result", ["result"], registry=r)
+        self.history_errors = Counter("mysched_history_write_errors_total",
+                                      "Failed writes to the history store (finished jobs, cycles, accounting)", registry=r)
         self.cycle_errors = Counter("mysched_cycle_errors_total",
                                     "Cycles that failed, by reason (server, store, internal)", ["reason"], registry=r)
         self.last_success = Gauge("mysched_last_successful_cycle_timestamp_seconds",
@@ -168,6 +177,9 @@ class Metrics:
 
     def cycle_error(self, reason: str) -> None:
         self.cycle_errors.labels(reason).inc()
+
+    def history_write_error(self) -> None:
+        self.history_errors.inc()
 
     def reload(self, result: str) -> None:
         self.reloads.labels(result).inc()
