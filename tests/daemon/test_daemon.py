@@ -302,3 +302,15 @@ def test_a_deleted_history_file_is_noticed(tmp_path):
     assert d.cycle().result == "ok"
     cyc = read_status(str(tmp_path / "state"))["cycle"]
     assert not cyc["history_ok"] and "deleted" in cyc["history_error"] and cyc["history_pending"] >= 1
+
+
+def test_temporary_status_files_of_a_killed_daemon_are_swept(tmp_path):
+    from mysched.daemon.statusfile import STALE_TMP_S, write_status
+
+    old = tmp_path / ".status.abc123.tmp"
+    old.write_text("{")
+    os.utime(old, (1.0, 1.0))
+    fresh = tmp_path / ".status.def456.tmp"  # another writer's, in flight
+    fresh.write_text("{")
+    write_status(str(tmp_path), {"format": 2})
+    assert not old.exists() and fresh.exists() and STALE_TMP_S >= 60

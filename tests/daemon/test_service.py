@@ -164,3 +164,32 @@ def test_a_cycle_that_raises_is_logged_counted_and_followed_by_the_next(monkeypa
     assert sum("crashed again" in r.getMessage() for r in caplog.records) == 2
     assert len(pings) == svc.cycles - 3  # only completed cycles ping the watchdog
     assert any(j.state.value == "R" for j in farm.jobs.values())  # and it scheduled after all
+
+
+def test_sigterm_during_start_up_exits_cleanly_and_says_so(tmp_path):
+    """A daemon stopped while still starting (here: its configuration is a pipe nobody writes)."""
+    fifo = tmp_path / "slow.cfg"
+    os.mkfifo(fifo)
+    script = Path(sys.executable).parent / "mysched"
+    proc = subprocess.Popen([str(script), "run", "-c", str(fifo), "--server", "sim://", "--no-db",
+                             "--metrics-address", "off", "--state-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    writer = []
+
+    def reading() -> bool:  # a non-blocking open for writing succeeds once the daemon opened it
+        try:
+            writer.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            return True
+        except OSError:
+            return False
+    try:
+        assert wait_for(reading, timeout=30)  # now it waits for the configuration's text
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for fd in writer:
+            os.close(fd)
+    assert proc.returncode == 0, out
+    assert "signal SIGTERM during start-up: exiting" in out and "Traceback" not in out
