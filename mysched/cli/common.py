@@ -5,40 +5,34 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 from importlib import resources
+from typing import Callable
 
 from mysched.core.config import Config
 
 from mysched.config import config_from_text, load_config
 
 
-def positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
-
-
-def int_up_to(maximum: int):
-    """An argument type: a whole number from 1 to `maximum` (sizes that could exhaust memory)."""
+def int_between(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argument type: a whole number from `minimum` (to `maximum`: sizes that could exhaust memory)."""
     def conv(text: str) -> int:
-        v = positive_int(text)
-        if v > maximum:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {v}")
+        if maximum is not None and v > maximum:
             raise argparse.ArgumentTypeError(f"must be at most {maximum}, got {v}")
         return v
     return conv
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {v}")
-    return v
+positive_int = int_between(1)
+non_negative_int = int_between(0)
+
+
+def int_up_to(maximum: int) -> Callable[[str], int]:
+    return int_between(1, maximum)
 
 
 def positive_float(text: str) -> float:

@@ -50,8 +50,8 @@ def run_nodes(args: argparse.Namespace) -> int:
         print(f"\n{summary['nodes']} nodes (" + ", ".join(f"{v} {k}" for k, v in sorted(by_state.items()))
               + f"); slots used {summary['used_slots']} of {summary['slots']}; mean diversity "
               + (f"{div:.3f}" if div is not None else "-"))
-        if doc.get("dry_run"):
-            print(statusdoc.DRY_RUN)
+        for note in statusdoc.notes(doc):
+            print(note)
     return 0
 
 

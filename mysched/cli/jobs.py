@@ -75,8 +75,8 @@ def run_jobs(args: argparse.Namespace) -> int:
         print(f"\n{counts['running']} running, {counts['queued']} queued, {counts['blocked']} blocked; "
               f"slots used {farm['used_slots']} of {farm['total_slots']} ({occ:.1%}); "
               f"status of {statusdoc.clock(doc, now)}")
-        if doc.get("dry_run"):
-            print(statusdoc.DRY_RUN)
+        for note in statusdoc.notes(doc):
+            print(note)
     return 0
 
 

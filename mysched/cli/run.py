@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
+import threading
 
 from mysched.cli.main import command
 from mysched.core.config import Config
@@ -64,6 +66,13 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    if threading.current_thread() is threading.main_thread():
+        # Until the service takes over: a stop during start-up (a slow store or server) says so.
+        def early_stop(signum: int, frame: object) -> None:
+            log.info("signal %s during start-up: exiting", signal.Signals(signum).name)
+            raise SystemExit(0)
+        signal.signal(signal.SIGTERM, early_stop)
+        signal.signal(signal.SIGINT, early_stop)
     config = config_or_default(args.config)
     url = args.server or config.server
     state_dir = args.state_dir or config.state_dir

@@ -23,7 +23,7 @@ from mysched.backends.sim.farm import make_nodes
 from mysched.sim.replay import simulate
 from mysched.sim.result import SimOptions, SimResult
 from mysched.cli.common import config_or_default, date_arg, int_up_to, positive_float, positive_int
-from mysched.config.validate import MAX_FARM_NODES, MAX_NODE_SLOTS
+from mysched.config.values import MAX_FARM_NODES, MAX_NODE_SLOTS
 
 
 @command("simulate", "replay a workload through the planner on a simulated farm")

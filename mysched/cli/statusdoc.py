@@ -25,6 +25,15 @@ DRY_RUN = ("dry run: the daemon started nothing; jobs it would have started are 
            "planned nodes ('mysched why JOBID')")
 
 
+def notes(doc: dict[str, Any]) -> list[str]:
+    """What the reader of a table must know about the cycle behind it (dry run, history)."""
+    out = [DRY_RUN] if doc.get("dry_run") else []
+    cyc = doc.get("cycle") or {}
+    if cyc.get("history_ok") is False:
+        out.append(f"history store not written in the last cycle: {cyc.get('history_error', '')}")
+    return out
+
+
 def options(p: argparse.ArgumentParser, *, json_keys: str, table_: bool = True) -> None:
     p.add_argument("--state-dir", metavar="DIR", help="where the daemon writes status.json (default: "
                    "$MYSCHED_STATE_DIR, else daemon.state_dir of -c FILE, else /var/lib/mysched)")

@@ -14,6 +14,8 @@ from mysched.core.config import (PACKING_POLICIES, Config, FarmSpec, GroupConfig
                                  PackingClass, QueueConfig, VOConfig)
 from mysched.core.durations import parse_duration
 from mysched.config.parse import ParsedConfig, Path, at, dotted, parse_file, parse_text
+from mysched.config.values import (DAY, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
+                                    int_, kind, number, parse_address, string, strings)
 from mysched.errors import ConfigError
 
 # ---------------------------------------------------------------------------------------
@@ -34,11 +36,11 @@ class _Checker:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            self.problem(path, f"expected a group {{ ... }}, got {_kind(value)}")
+            self.problem(path, f"expected a group {{ ... }}, got {kind(value)}")
             return {}
         for key in value:
             if key not in allowed:
-                hint = _close(key, allowed)
+                hint = close_key(key, allowed)
                 self.problem(path + (key,), "unknown setting" + (f" (did you mean '{hint}'?)" if hint else ""))
         return value
 
@@ -50,69 +52,6 @@ class _Checker:
         except (ValueError, TypeError) as exc:
             self.problem(path + (key,), str(exc))
             return default
-
-
-def _kind(v: Any) -> str:
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, int):
-        return "an integer"
-    if isinstance(v, float):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, dict):
-        return "a group"
-    if isinstance(v, list):
-        return "a list"
-    return type(v).__name__
-
-
-def _close(key: str, allowed: dict[str, Any]) -> str | None:
-    import difflib
-
-    m = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.75)
-    return m[0] if m else None
-
-
-def _int(minimum: int = 0, maximum: int | None = None) -> Callable[[Any], int]:
-    def conv(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise ValueError(f"expected an integer, got {_kind(v)} {v!r}")
-        if v < minimum:
-            raise ValueError(f"must be at least {minimum}, got {v}")
-        if maximum is not None and v > maximum:
-            raise ValueError(f"must be at most {maximum}, got {v}")
-        return v
-    return conv
-
-
-DAY = 86400.0
-MAX_FARM_NODES = 100_000
-"""A simulated farm larger than any site (it would take gigabytes before printing anything)."""
-MAX_NODE_SLOTS = 4096
-
-
-def parse_address(text: str) -> tuple[str, int] | None:
-    """``HOST:PORT`` or ``[::1]:PORT`` -> (host, port); "", "off" or "none" -> None (disabled);
-    ValueError otherwise."""
-    if text.strip().lower() in ("", "off", "none"):
-        return None
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or (host and " " in host):
-        raise ValueError(f"expected HOST:PORT such as 127.0.0.1:9720 (or \"off\"), got {text!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
-def check_name_format(fmt: str) -> None:
-    """A node-name pattern must take ``{index}`` and give each node its own name."""
-    try:
-        a, b = fmt.format(index=1), fmt.format(index=2)
-    except (KeyError, IndexError, ValueError, AttributeError) as exc:
-        raise ValueError(f"expected a pattern such as \"wn{{index:04d}}\" (the only field is index), got {fmt!r}: "
-                         f"{type(exc).__name__}: {exc}") from None
-    if a == b:
-        raise ValueError(f"must contain {{index}} so that nodes get different names, got {fmt!r}")
 
 
 def _check_server_url(c: "_Checker", path: Path, url: str) -> None:
@@ -129,36 +68,6 @@ def _check_database(c: "_Checker", path: Path, url: str) -> None:
         make_url(url)
     except (ArgumentError, ValueError) as exc:
         c.problem(path, f"not an SQLAlchemy database URL (e.g. sqlite:////var/lib/mysched/history.db): {exc}")
-
-
-def _number(minimum: float = 0.0, maximum: float = math.inf) -> Callable[[Any], float]:
-    def conv(v: Any) -> float:
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError(f"expected a number, got {_kind(v)} {v!r}")
-        if not (minimum <= v <= maximum):
-            raise ValueError(f"must be between {minimum:g} and {maximum:g}, got {v}")
-        return float(v)
-    return conv
-
-
-def _str(v: Any) -> str:
-    if not isinstance(v, str):
-        raise ValueError(f"expected a string, got {_kind(v)} {v!r}")
-    return v
-
-
-def _bool(v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise ValueError(f"expected true or false, got {_kind(v)} {v!r}")
-    return v
-
-
-def _strings(v: Any) -> tuple[str, ...]:
-    if isinstance(v, str):
-        return (v,)
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise ValueError(f"expected a list of strings such as [\"a\", \"b\"], got {_kind(v)}")
-    return tuple(v)
 
 
 _TOP = dict.fromkeys([
@@ -183,7 +92,7 @@ def build_config(parsed: ParsedConfig) -> Config:
     p = ("scheduler",)
     interval = c.get(sch, p, "interval", parse_duration, 60.0)
     min_interval = c.get(sch, p, "min_interval", parse_duration, 5.0)
-    max_starts = c.get(sch, p, "max_starts_per_cycle", _int(1), 1000)
+    max_starts = c.get(sch, p, "max_starts_per_cycle", int_(1), 1000)
     if not 0 < interval <= DAY:
         c.problem(p + ("interval",), "must be a positive duration of at most a day")
     if min_interval > interval:
@@ -194,8 +103,8 @@ def build_config(parsed: ParsedConfig) -> Config:
     p = ("history",)
     window = c.get(hist, p, "window", parse_duration, 2 * 86400.0)
     half_life = c.get(hist, p, "half_life", parse_duration, 86400.0)
-    database = c.get(hist, p, "database", _str, Config.database)
-    accounting_dir = c.get(hist, p, "accounting_dir", _str, Config.accounting_dir)
+    database = c.get(hist, p, "database", string, Config.database)
+    accounting_dir = c.get(hist, p, "accounting_dir", string, Config.accounting_dir)
     if not 0 < window <= 366 * DAY:
         c.problem(p + ("window",), "must be a positive duration of at most a year")
     if "database" in hist:
@@ -204,11 +113,11 @@ def build_config(parsed: ParsedConfig) -> Config:
         c.problem(p + ("half_life",), "must be positive (use \"inf\" for no decay)")
 
     fs = c.group(top.get("fairshare"), ("fairshare",), dict.fromkeys(["eps"]))
-    eps = c.get(fs, ("fairshare",), "eps", _number(1e-9, 10.0), 0.01)
+    eps = c.get(fs, ("fairshare",), "eps", number(1e-9, 10.0), 0.01)
 
     srv = c.group(top.get("server"), ("server",), dict.fromkeys(["url", "libtorque", "timeout"]))
-    server = c.get(srv, ("server",), "url", _str, Config.server)
-    libtorque = c.get(srv, ("server",), "libtorque", _str, "")
+    server = c.get(srv, ("server",), "url", string, Config.server)
+    libtorque = c.get(srv, ("server",), "libtorque", string, "")
     server_timeout = c.get(srv, ("server",), "timeout", parse_duration, 30.0)
     if not 0 < server_timeout <= 3600:
         c.problem(("server", "timeout"), "must be a positive duration of at most an hour")
@@ -217,9 +126,9 @@ def build_config(parsed: ParsedConfig) -> Config:
 
     dmn = c.group(top.get("daemon"), ("daemon",),
                   dict.fromkeys(["state_dir", "metrics_address", "event_address"]))
-    state_dir = c.get(dmn, ("daemon",), "state_dir", _str, Config.state_dir)
-    metrics_address = c.get(dmn, ("daemon",), "metrics_address", _str, Config.metrics_address)
-    event_address = c.get(dmn, ("daemon",), "event_address", _str, "")
+    state_dir = c.get(dmn, ("daemon",), "state_dir", string, Config.state_dir)
+    metrics_address = c.get(dmn, ("daemon",), "metrics_address", string, Config.metrics_address)
+    event_address = c.get(dmn, ("daemon",), "event_address", string, "")
     for key, value in (("metrics_address", metrics_address), ("event_address", event_address)):
         if key in dmn:
             try:
@@ -229,9 +138,9 @@ def build_config(parsed: ParsedConfig) -> Config:
 
     farm_raw = c.group(top.get("farm"), ("farm",), dict.fromkeys(["nodes", "slots_per_node", "name_format"]))
     farm = FarmSpec(
-        nodes=c.get(farm_raw, ("farm",), "nodes", _int(1, MAX_FARM_NODES), FarmSpec.nodes),
-        slots_per_node=c.get(farm_raw, ("farm",), "slots_per_node", _int(1, MAX_NODE_SLOTS), FarmSpec.slots_per_node),
-        name_format=c.get(farm_raw, ("farm",), "name_format", _str, FarmSpec.name_format),
+        nodes=c.get(farm_raw, ("farm",), "nodes", int_(1, MAX_FARM_NODES), FarmSpec.nodes),
+        slots_per_node=c.get(farm_raw, ("farm",), "slots_per_node", int_(1, MAX_NODE_SLOTS), FarmSpec.slots_per_node),
+        name_format=c.get(farm_raw, ("farm",), "name_format", string, FarmSpec.name_format),
     )
 
     try:
@@ -250,9 +159,9 @@ def build_config(parsed: ParsedConfig) -> Config:
     for name, raw in vos_raw.items():
         p = ("vos", name)
         g = c.group(raw, p, vo_keys)
-        groups = c.get(g, p, "groups", _strings, ())
-        share = c.get(g, p, "share", _number(0.0, 100.0), 0.0)
-        slots = c.get(g, p, "slots", _int(0), None)
+        groups = c.get(g, p, "groups", strings, ())
+        share = c.get(g, p, "share", number(0.0, 100.0), 0.0)
+        slots = c.get(g, p, "slots", int_(0), None)
         if "share" in g and "slots" in g:
             c.problem(p, "give either share (percent) or slots (absolute), not both")
         total_share += share
@@ -265,15 +174,15 @@ def build_config(parsed: ParsedConfig) -> Config:
                 group_where[grp] = parsed.where(p + ("groups",))
         vos[name] = VOConfig(
             name=name, groups=groups, share=share / 100.0, slots=slots,
-            max_running=c.get(g, p, "max_running", _int(0), None),
-            max_per_node=c.get(g, p, "max_per_node", _int(0), None),
+            max_running=c.get(g, p, "max_running", int_(0), None),
+            max_per_node=c.get(g, p, "max_per_node", int_(0), None),
         )
     if total_share > 100.0 + 1e-9:
         c.problem(("vos",), f"shares add up to {total_share:g} %, more than 100 %")
 
     # The default VO need not be declared (it then has no share and no limits), whether it is
     # named here or left at "others"; `mysched check-config` says which.
-    default_vo = c.get(top, (), "default_vo", _str, "others")
+    default_vo = c.get(top, (), "default_vo", string, "others")
 
     groups_cfg: dict[str, GroupConfig] = {}
     graw = top.get("groups")
@@ -282,7 +191,7 @@ def build_config(parsed: ParsedConfig) -> Config:
         p = ("groups", name)
         g = c.group(raw, p, dict.fromkeys(["max_running", "max_per_node", "vo"]))
         if "vo" in g:
-            vo = c.get(g, p, "vo", _str, None)
+            vo = c.get(g, p, "vo", string, None)
             if vo is not None:
                 if vo not in vos:
                     c.problem(p + ("vo",), f"'{vo}' is not a VO declared under vos")
@@ -293,8 +202,8 @@ def build_config(parsed: ParsedConfig) -> Config:
                     group_vo[name] = vo
         groups_cfg[name] = GroupConfig(
             name=name,
-            max_running=c.get(g, p, "max_running", _int(0), None),
-            max_per_node=c.get(g, p, "max_per_node", _int(0), None),
+            max_running=c.get(g, p, "max_running", int_(0), None),
+            max_per_node=c.get(g, p, "max_per_node", int_(0), None),
         )
 
     for name in vos:
@@ -311,10 +220,10 @@ def build_config(parsed: ParsedConfig) -> Config:
         g = c.group(raw, p, dict.fromkeys(["nodes", "properties", "groups", "vos"]))
         nt = NodeType(
             name=name,
-            nodes=c.get(g, p, "nodes", _strings, ()),
-            properties=c.get(g, p, "properties", _strings, ()),
-            groups=c.get(g, p, "groups", _strings, ()),
-            vos=c.get(g, p, "vos", _strings, ()),
+            nodes=c.get(g, p, "nodes", strings, ()),
+            properties=c.get(g, p, "properties", strings, ()),
+            groups=c.get(g, p, "groups", strings, ()),
+            vos=c.get(g, p, "vos", strings, ()),
         )
         if not nt.nodes and not nt.properties:
             c.problem(p, "a node type needs node name patterns (nodes) or node properties (properties)")
@@ -333,10 +242,10 @@ def build_config(parsed: ParsedConfig) -> Config:
         g = c.group(raw, p, dict.fromkeys(["max_running", "nodes", "node_types", "exclusive"]))
         q = QueueConfig(
             name=name,
-            max_running=c.get(g, p, "max_running", _int(0), None),
-            nodes=c.get(g, p, "nodes", _strings, ()),
-            node_types=c.get(g, p, "node_types", _strings, ()),
-            exclusive=c.get(g, p, "exclusive", _bool, False),
+            max_running=c.get(g, p, "max_running", int_(0), None),
+            nodes=c.get(g, p, "nodes", strings, ()),
+            node_types=c.get(g, p, "node_types", strings, ()),
+            exclusive=c.get(g, p, "exclusive", boolean, False),
         )
         for t in q.node_types:
             if t not in type_names:
@@ -359,36 +268,36 @@ def build_config(parsed: ParsedConfig) -> Config:
 
     # Hot lists -----------------------------------------------------------------------------
     h = c.group(top.get("hot"), ("hot",), dict.fromkeys(["queues", "vos", "groups", "users"]))
-    hq = c.get(h, ("hot",), "queues", _strings, ())
-    hv = c.get(h, ("hot",), "vos", _strings, ())
+    hq = c.get(h, ("hot",), "queues", strings, ())
+    hv = c.get(h, ("hot",), "vos", strings, ())
     known_queues(("hot", "queues"), hq)
     known_vos(("hot", "vos"), hv)
-    hot = HotLists(frozenset(hq), frozenset(hv), frozenset(c.get(h, ("hot",), "groups", _strings, ())),
-                   frozenset(c.get(h, ("hot",), "users", _strings, ())))
+    hot = HotLists(frozenset(hq), frozenset(hv), frozenset(c.get(h, ("hot",), "groups", strings, ())),
+                   frozenset(c.get(h, ("hot",), "users", strings, ())))
 
     # Packing classes ------------------------------------------------------------------------
     packing: list[PackingClass] = []
     praw = top.get("packing")
     if praw is not None and not isinstance(praw, dict):
-        c.problem(("packing",), f"expected a group of job classes {{ name: {{ ... }}; }}, got {_kind(praw)}")
+        c.problem(("packing",), f"expected a group of job classes {{ name: {{ ... }}; }}, got {kind(praw)}")
         praw = {}
     for name, raw in (praw or {}).items():
         p = ("packing", name)
         g = c.group(raw, p, dict.fromkeys(["policy", "queues", "vos", "groups", "users", "ttl"]))
-        policy = c.get(g, p, "policy", _str, "none")
+        policy = c.get(g, p, "policy", string, "none")
         if policy not in PACKING_POLICIES:
             c.problem(p + ("policy",), f"must be one of {', '.join(PACKING_POLICIES)}, got '{policy}'")
             policy = "none"
         ttl = c.get(g, p, "ttl", parse_duration, math.inf)
         if "ttl" in g and policy != "exclusive":
             c.problem(p + ("ttl",), "ttl applies only to the exclusive policy")
-        pq = c.get(g, p, "queues", _strings, ())
-        pv = c.get(g, p, "vos", _strings, ())
+        pq = c.get(g, p, "queues", strings, ())
+        pv = c.get(g, p, "vos", strings, ())
         known_queues(p + ("queues",), pq)
         known_vos(p + ("vos",), pv)
         pc = PackingClass(name, policy, frozenset(pq), frozenset(pv),
-                          frozenset(c.get(g, p, "groups", _strings, ())),
-                          frozenset(c.get(g, p, "users", _strings, ())), ttl)
+                          frozenset(c.get(g, p, "groups", strings, ())),
+                          frozenset(c.get(g, p, "users", strings, ())), ttl)
         if not (pc.queues or pc.vos or pc.groups or pc.users):
             c.problem(p, "a job class needs at least one of queues, vos, groups, users")
         if name == "default":

@@ -80,6 +80,12 @@ class Daemon:
         self.events_expected = False
         """Set by the service when it listens for pbs_server's scheduler contacts."""
         self._warned_scheduling = False
+        self._last_crash: tuple[str, str] | None = None
+        self._pending: list[FinishedJob] = []
+        """Finished jobs taken from the server that the store has not taken yet."""
+        self.history_error = ""
+        """What went wrong writing the history this cycle ("" if nothing)."""
+        self._history_logged = ""
 
     # -- configuration ---------------------------------------------------------------------
     def reload(self) -> bool:
@@ -101,44 +107,68 @@ class Daemon:
 
     # -- history ---------------------------------------------------------------------------
     def _history(self, now: float, snapshot: Snapshot) -> UsageLedger:
+        """Decayed usage for this cycle. Store failures do not stop scheduling: finished jobs
+        taken from the server stay pending (and count in usage) until a write succeeds; each
+        failure is logged, counted and flagged in the status file."""
         cfg = self.config
         new: list[FinishedJob] = []
+        pop = getattr(self.server, "pop_finished", None)
+        if pop is not None:
+            new = pop()
         if self.store is not None:
             if self.ingest is not None:
                 try:
                     self.ingest()
                 except MyschedError as exc:
-                    log.warning("accounting ingestion failed: %s", exc)
-            pop = getattr(self.server, "pop_finished", None)
-            if pop is not None:
-                new = pop()
-                if new:
-                    self.store.add_finished(new)
+                    self._history_failed(f"accounting ingestion: {exc}")
+            self._pending += new
+            if self._pending:
+                try:
+                    self.store.add_finished(self._pending)
+                    self._pending = []
+                except StoreError as exc:
+                    self._history_failed(str(exc), f" ({len(self._pending)} finished job(s) kept to retry)")
         if self.ledger is None:
             self.ledger = UsageLedger(cfg.history_window, cfg.half_life, vo_of=cfg.vo_of)
-            recs = self.store.finished_since(now - cfg.history_window) if self.store is not None else list(new)
-            for r in sorted(recs, key=lambda r: r.end or 0):
-                self.ledger.add_job(r)
-            self._seen_ids = {(r.id, r.start) for r in recs}
+            recs = self.store.finished_since(now - cfg.history_window) if self.store is not None else []
+            self._seen_ids = set()
+            self._count(recs + self._pending + ([] if self.store is not None else new))
         else:
             # Records may arrive a little after their end time (log lag): look back a margin;
             # the seen-set keeps each job counted once.
             margin = max(600.0, 2 * cfg.interval)
-            recs = self.store.finished_since(self._last_history - margin) if self.store is not None else new
-            for r in sorted(recs, key=lambda r: r.end or 0):
-                k = (r.id, r.start)
-                if k not in self._seen_ids:
-                    self._seen_ids.add(k)
-                    self.ledger.add_job(r)
+            recs: list[FinishedJob] = []
+            if self.store is not None:
+                try:
+                    recs = self.store.finished_since(self._last_history - margin)
+                except StoreError as exc:
+                    self._history_failed(str(exc), " (usage goes on from memory)")
+            self._count(recs + self._pending + ([] if self.store is not None else new))
             if len(self._seen_ids) > 500_000:
                 self._seen_ids = {k for k in self._seen_ids if k[1] >= now - 2 * cfg.history_window}
         self._last_history = now
         return self.ledger
 
+    def _count(self, recs: list[FinishedJob]) -> None:
+        for r in sorted(recs, key=lambda r: r.end or 0):
+            k = (r.id, r.start)
+            if k not in self._seen_ids:
+                self._seen_ids.add(k)
+                self.ledger.add_job(r)
+
+    def _history_failed(self, msg: str, detail: str = "") -> None:
+        """Loud, counted, flagged: the history is not being written."""
+        self.metrics.history_write_error()
+        if msg != self._history_logged:  # once per failure, not every cycle
+            log.error("history store: %s%s", msg, detail)
+            self._history_logged = msg
+        self.history_error = msg + detail
+
     # -- the cycle -------------------------------------------------------------------------
     def cycle(self) -> CycleOutcome:
         """Run one cycle; never raises for outside failures (server, store, status file)."""
         t0 = time.perf_counter()
+        self.history_error = ""
         cfg = self.config
         try:
             with self._timed("snapshot"):
@@ -170,9 +200,14 @@ class Daemon:
             self._start_all(p, out, done)
         out.duration = time.perf_counter() - t0
         self._record(now, snapshot, p, out, done)
+        if self._history_logged and not self.history_error:
+            log.info("history store: writing again (%s)", "nothing pending" if not self._pending else
+                     f"{len(self._pending)} pending")
+            self._history_logged = ""
         self._publish(snapshot, p, out, done, usage)
         self.last_ok = self.wall()
         self.consecutive_failures = 0
+        self._last_crash = None
         self.metrics.observe_cycle(out.duration, out.result)
         return out
 
@@ -232,11 +267,27 @@ class Daemon:
         log.warning("start of %s on %s failed (%s): %s", s.job_id, _loc(s), reason, msg)
         self.metrics.record_start_failure(reason)
 
+    def crashed(self, exc: BaseException) -> CycleOutcome:
+        """A cycle that raised (a bug, not the outside world): log its traceback -- once for a
+        repeated failure, then one line -- count it, and let the service carry on."""
+        self.consecutive_failures += 1
+        key = (type(exc).__name__, str(exc))
+        if key != self._last_crash:
+            log.error("cycle crashed (%d in a row; a bug -- the next cycle follows):", self.consecutive_failures,
+                      exc_info=exc)
+            self._last_crash = key
+        else:
+            log.error("cycle crashed again (%d in a row): %s: %s", self.consecutive_failures, *key)
+        self.metrics.observe_cycle(0.0, "crash")
+        self.metrics.cycle_error("internal")
+        return CycleOutcome("crash", error=f"internal error: {key[0]}: {key[1]}")
+
     def _failed(self, t0: float, msg: str) -> CycleOutcome:
         self.consecutive_failures += 1
         out = CycleOutcome("error", duration=time.perf_counter() - t0, error=msg)
         log.error("cycle failed (%d in a row): %s", self.consecutive_failures, msg)
         self.metrics.observe_cycle(out.duration, "error")
+        self.metrics.cycle_error("server" if msg.startswith("batch server") else "store")
         return out
 
     def _timed(self, call: str):
@@ -256,13 +307,14 @@ class Daemon:
                         for s, r in done],
             )
         except StoreError as exc:
-            log.error("could not record the cycle: %s", exc)
+            self._history_failed(f"could not record the cycle: {exc}")
 
     def _publish(self, snapshot: Snapshot, p: Plan, out: CycleOutcome, done: list, usage) -> None:
         cfg = self.config
         cycle = {"result": out.result, "duration_s": round(out.duration, 4), "plan_s": round(out.plan_s, 4),
                  "started": out.started, "failed": out.failed, "failures": out.failures,
-                 "dry_run": self.dry_run}
+                 "dry_run": self.dry_run, "history_ok": not self.history_error,
+                 "history_error": self.history_error, "history_pending": len(self._pending)}
         if self.state_dir:
             try:
                 write_status(self.state_dir, build_status(

@@ -17,7 +17,7 @@ from typing import ContextManager, Iterator, Mapping, Protocol
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
 
 from mysched import __version__
-from mysched.config.validate import parse_address as _parse_address
+from mysched.config.values import parse_address as _parse_address
 from mysched.errors import ServerError, UsageError
 
 log = logging.getLogger("mysched")
@@ -32,6 +32,8 @@ class CycleMetrics(Protocol):
     def observe_cycle(self, duration_s: float, result: str) -> None: ...
     def record_start(self, vo: str, reason: str) -> None: ...
     def record_start_failure(self, reason: str) -> None: ...
+    def cycle_error(self, reason: str) -> None: ...
+    def history_write_error(self) -> None: ...
     def reload(self, result: str) -> None: ...
     def set_farm_state(self, *, running_by_vo: Mapping[str, int], queued_by_vo: Mapping[str, int],
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
@@ -50,6 +52,12 @@ class NullMetrics:
         pass
 
     def record_start_failure(self, reason: str) -> None:
+        pass
+
+    def cycle_error(self, reason: str) -> None:
+        pass
+
+    def history_write_error(self) -> None:
         pass
 
     def reload(self, result: str) -> None:
@@ -91,6 +99,12 @@ class Guarded:
     def record_start_failure(self, reason: str) -> None:
         self._guard("record_start_failure", self.inner.record_start_failure, reason)
 
+    def cycle_error(self, reason: str) -> None:
+        self._guard("cycle_error", self.inner.cycle_error, reason)
+
+    def history_write_error(self) -> None:
+        self._guard("history_write_error", self.inner.history_write_error)
+
     def reload(self, result: str) -> None:
         self._guard("reload", self.inner.reload, result)
 
@@ -114,6 +128,10 @@ class Metrics:
         self.cycle_duration = Histogram("mysched_cycle_duration_seconds", "Wall time of a scheduling cycle",
                                         buckets=CYCLE_BUCKETS, registry=r)
         self.cycles = Counter("mysched_cycles_total", "Scheduling cycles by result", ["result"], registry=r)
+        self.history_errors = Counter("mysched_history_write_errors_total",
+                                      "Failed writes to the history store (finished jobs, cycles, accounting)", registry=r)
+        self.cycle_errors = Counter("mysched_cycle_errors_total",
+                                    "Cycles that failed, by reason (server, store, internal)", ["reason"], registry=r)
         self.last_success = Gauge("mysched_last_successful_cycle_timestamp_seconds",
                                   "Unix time of the last cycle that completed", registry=r)
         self.starts = Counter("mysched_jobs_started_total", "Jobs started", ["vo", "reason"], registry=r)
@@ -138,15 +156,17 @@ class Metrics:
                                registry=r)
         self.build = Info("mysched_build", "Version of mysched and Python", registry=r)
         self.build.info({"version": __version__, "python": platform.python_version()})
-        for result in ("ok", "error", "partial", "dry-run"):
+        for result in ("ok", "error", "partial", "dry-run", "crash"):
             self.cycles.labels(result)
+        for reason in ("server", "store", "internal"):
+            self.cycle_errors.labels(reason)
         for result in ("ok", "error"):
             self.reloads.labels(result)
 
     def observe_cycle(self, duration_s: float, result: str) -> None:
         self.cycle_duration.observe(duration_s)
         self.cycles.labels(result).inc()
-        if result != "error":
+        if result not in ("error", "crash"):
             self.last_success.set(time.time())
 
     def record_start(self, vo: str, reason: str) -> None:
@@ -154,6 +174,12 @@ class Metrics:
 
     def record_start_failure(self, reason: str) -> None:
         self.start_failures.labels(reason).inc()
+
+    def cycle_error(self, reason: str) -> None:
+        self.cycle_errors.labels(reason).inc()
+
+    def history_write_error(self) -> None:
+        self.history_errors.inc()
 
     def reload(self, result: str) -> None:
         self.reloads.labels(result).inc()

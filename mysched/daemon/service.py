@@ -53,7 +53,7 @@ class Service:
 
     def _delay_after(self, out: CycleOutcome) -> float:
         cfg = self.daemon.config
-        if out.result == "error":
+        if out.result in ("error", "crash"):
             k = self.daemon.consecutive_failures
             return min(4 * cfg.interval, max(cfg.min_interval, 1.0) * 2 ** (k - 1)) * self._scale
         if self._event_pending:
@@ -73,17 +73,26 @@ class Service:
         with self._lock:
             self._event_pending = False
             self._last_cycle_start = time.monotonic()
-            out = self.daemon.cycle()
-            self.cycles += 1
-            self.last = out
+            out = self._cycle()
         self._after_cycle(out)
         if self.once:
             self._stop.set()
             return
         self._schedule(self._delay_after(out))
 
+    def _cycle(self) -> CycleOutcome:
+        """One cycle, whatever it raises: an exception from a bug is the daemon's own failure,
+        logged and counted, and the next cycle is scheduled as after any failure."""
+        try:
+            out = self.daemon.cycle()
+        except Exception as exc:  # noqa: BLE001 - the loop must outlive its own bugs
+            out = self.daemon.crashed(exc)
+        self.cycles += 1
+        self.last = out
+        return out
+
     def _after_cycle(self, out: CycleOutcome) -> None:
-        if out.result == "error":
+        if out.result in ("error", "crash"):
             text = f"cycle failed: {out.error}"
         else:
             text = (f"cycle {out.result}: {out.started} started, {out.failed} failed, "
@@ -99,8 +108,10 @@ class Service:
         else:
             sdnotify.status(text)
         # The watchdog watches the daemon, not pbs_server: a cycle that completed (even one
-        # that found the server down) proves the loop is alive.
-        sdnotify.watchdog()
+        # that found the server down) proves the loop is alive; one that crashed does not, so
+        # a daemon whose every cycle crashes is restarted by systemd.
+        if out.result != "crash":
+            sdnotify.watchdog()
 
     def on_event(self, reason: str) -> None:
         """pbs_server reported a job event: bring the next cycle forward (rate-limited)."""
@@ -130,7 +141,7 @@ class Service:
         """Run until SIGTERM/SIGINT (or one cycle with `once`); return the exit status."""
         if self.once:
             self._run_cycle_once()
-            return 0 if self.last is not None and self.last.result != "error" else 1
+            return 0 if self.last is not None and self.last.result not in ("error", "crash") else 1
         if threading.current_thread() is threading.main_thread():
             self._signals()
         if self.listener_factory is not None:
@@ -167,10 +178,8 @@ class Service:
 
     def _run_cycle_once(self) -> None:
         with self._lock:
-            out = self.daemon.cycle()
-            self.cycles += 1
-            self.last = out
-        if out.result == "error":
+            out = self._cycle()
+        if out.result in ("error", "crash"):
             log.error("cycle failed: %s", out.error)
         else:
             log.info("cycle %s: %d started, %d failed, %.2f s", out.result, out.started, out.failed, out.duration)

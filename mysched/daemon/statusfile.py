@@ -168,7 +168,27 @@ def write_status(directory: str, doc: dict[str, Any]) -> str:
         except OSError:
             pass
         raise
+    _sweep(directory, keep=tmp)
     return path
+
+
+STALE_TMP_S = 600.0
+
+
+def _sweep(directory: str, keep: str) -> None:
+    """Remove temporary status files a killed daemon left behind (older than `STALE_TMP_S`)."""
+    now = time.time()
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(".status.") and n.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        p = os.path.join(directory, name)
+        try:
+            if p != keep and now - os.stat(p).st_mtime > STALE_TMP_S:
+                os.unlink(p)
+        except OSError:
+            pass
 
 
 def read_status(path: str, *, max_age: float | None = None, now: float | None = None) -> dict[str, Any]:

@@ -22,7 +22,8 @@ import os
 from dataclasses import dataclass
 
 from mysched.config.parse import parse_file
-from mysched.config.validate import Config, build_config
+from mysched.config.validate import build_config
+from mysched.core.config import Config
 from mysched.history.store import mask_url
 
 STATE_DB = "history.db"

@@ -18,107 +18,17 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import unquote
 
-from sqlalchemy import (BigInteger, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text,
-                        UniqueConstraint, create_engine, event, func, insert, inspect, select, text)
+from sqlalchemy import Table, create_engine, event, func, insert, inspect, select, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from mysched.errors import StoreError
+from mysched.history.schema import (MIGRATIONS, SCHEMA_VERSION, cycles, finished_jobs, ingest_positions, metadata,
+                                    schema_version, start_attempts, state)
 from mysched.core.model import FinishedJob
 
-SCHEMA_VERSION = 3
 _PG_MIGRATION_LOCK = 0x6D797363  # pg_advisory_xact_lock key: one migrator at a time
 _WRITE = "mysched_write"
-
-metadata = MetaData()
-
-schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
-
-finished_jobs = Table(
-    "finished_jobs", metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("job_id", String(255), nullable=False),
-    Column("start", Float, nullable=False),
-    Column("end", Float, nullable=False),
-    Column("user", String(255), nullable=False),
-    Column("grp", String(255), nullable=False),
-    Column("queue", String(255), nullable=False),
-    Column("vo", String(255)),
-    Column("cores", Integer, nullable=False),
-    Column("cput", Float),
-    Column("exit_status", Integer),
-    Column("nodes", Text, nullable=False, default=""),
-    Column("source", String(32), nullable=False, default="accounting"),
-    UniqueConstraint("job_id", "start", name="uq_finished_job"),
-    Index("ix_finished_jobs_end", "end"),
-)
-
-cycles = Table(
-    "cycles", metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("time", Float, nullable=False, index=True),
-    Column("duration", Float, nullable=False),
-    Column("result", String(32), nullable=False),
-    Column("n_started", Integer, nullable=False),
-    Column("n_failed", Integer, nullable=False),
-    Column("n_queued", Integer, nullable=False),
-    Column("n_running", Integer, nullable=False),
-    Column("summary", Text, nullable=False, default="{}"),
-)
-
-start_attempts = Table(
-    "starts", metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("cycle_id", Integer, ForeignKey("cycles.id"), nullable=False, index=True),
-    Column("job_id", String(255), nullable=False, index=True),
-    Column("placement", Text, nullable=False),
-    Column("reason", String(32), nullable=False),
-    Column("result", String(32), nullable=False),
-)
-
-ingest_positions = Table(
-    "ingest_positions", metadata,
-    Column("path", String(1024), primary_key=True),
-    Column("inode", BigInteger, nullable=False),
-    Column("offset", BigInteger, nullable=False),
-    Column("size", BigInteger),
-    Column("line", BigInteger),
-    Column("head", String(64), nullable=False, default=""),
-    Column("updated", Float, nullable=False),
-)
-"""Per accounting file: read up to `offset` (= `line` lines) of the file with this inode and
-first bytes (`head`, a SHA-1); `size` as last seen, so an unchanged file costs one stat."""
-
-state = Table(
-    "state", metadata,
-    Column("key", String(255), primary_key=True),
-    Column("value", Text, nullable=False),
-)
-
-
-def _v2_end_index(c: Connection) -> None:
-    c.execute(text('CREATE INDEX IF NOT EXISTS ix_finished_jobs_end ON finished_jobs ("end")'))
-
-
-def _v3_positions(c: Connection) -> None:
-    have = {col["name"] for col in inspect(c).get_columns("ingest_positions")}
-    for name in ("size", "line"):
-        if name not in have:
-            c.execute(text(f"ALTER TABLE ingest_positions ADD COLUMN {name} BIGINT"))
-    if c.dialect.name == "postgresql":  # 64-bit inodes (XFS) and files over 2 GB
-        c.execute(text('ALTER TABLE ingest_positions ALTER COLUMN inode TYPE BIGINT, '
-                       'ALTER COLUMN "offset" TYPE BIGINT'))
-
-
-MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
-    (2, "index finished jobs by end time", _v2_end_index),
-    (3, "ingest positions: size and line number; 64-bit inode and offset", _v3_positions),
-]
-"""Ordered steps from version N-1 to N. Version 1 is the first released schema; a new
-database is created at `SCHEMA_VERSION` directly from `metadata`. Each step must leave a
-database equal to a fresh one. All steps run in one transaction (SQLite and PostgreSQL
-have transactional DDL); they are written to be safe to run again all the same."""
-
 
 _CREDENTIALS = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^:/@]*:)(.*)@")
 """``scheme://user:`` and the password, up to the last ``@`` before the query string."""
@@ -138,6 +48,8 @@ class Store:
     def __init__(self, url: str, *, create: bool = True) -> None:
         self.url = url
         self.masked = mask_url(url)
+        self._file: str | None = None
+        self._ident: tuple[int, int] | None = None
         m = _CREDENTIALS.match(url.partition("?")[0])
         self._secrets = {s for s in ((m.group(2), unquote(m.group(2))) if m else ()) if len(s) >= 3}
         if m and "@" in m.group(2):  # the driver would take part of the password for the host
@@ -169,6 +81,12 @@ class Store:
         except StoreError:
             self.engine.dispose()
             raise
+        self._file = self.engine.url.database if self.dialect == "sqlite" else None
+        if self._file in ("", ":memory:") or (self._file or "").startswith("file:"):
+            self._file = None
+        self._ident = _identity(self._file) if self._file else None
+        """The SQLite file's (device, inode) when opened: a file deleted or replaced under a
+        running daemon would otherwise be written on through the open descriptor, unseen."""
 
     # -- plumbing ----------------------------------------------------------------------------
     def _clean(self, msg: str) -> str:
@@ -192,10 +110,21 @@ class Store:
     @contextmanager
     def _db(self, what: str) -> Iterator[None]:
         """Turn any database error inside into a one-line `StoreError` saying `what` failed."""
+        if self._ident is not None:
+            self._check_file(what)
         try:
             yield
         except SQLAlchemyError as exc:
             raise self._fail(what, exc) from None
+
+    def _check_file(self, what: str) -> None:
+        now = _identity(self._file)
+        if now is None:
+            raise StoreError(f"history database {self._file}: {what}: the file was deleted while mysched had it "
+                             "open (restore it, or restart mysched to begin a new one)")
+        if now != self._ident:
+            raise StoreError(f"history database {self._file}: {what}: the file was replaced by another one while "
+                             "mysched had it open (restart mysched to use the new file)")
 
     def _upsert(self, c: Connection, table: Table, key: str, values: dict[str, Any]) -> None:
         if self.dialect in ("sqlite", "postgresql"):
@@ -427,3 +356,12 @@ def _dialect_insert(dialect: str) -> Callable[[Table], Any]:
 def _row_to_job(r: Any) -> FinishedJob:
     return FinishedJob(r.job_id, r.user, r.grp, r.queue, r.start, r.end, r.cores, r.vo, r.cput, r.exit_status,
                        tuple(n for n in (r.nodes or "").split(",") if n))
+
+
+def _identity(path: str | None) -> tuple[int, int] | None:
+    """(device, inode) of a file, None if it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino

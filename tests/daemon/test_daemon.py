@@ -249,3 +249,68 @@ def test_the_sim_demo_has_a_queue_from_the_first_cycle(tmp_path):
     d = Daemon(cfg, sim_server_from_url("sim://?nodes=10&slots=8&speed=60&backlog=0", cfg), state_dir=str(tmp_path))
     d.cycle()
     assert sum(1 for r in rows(read_status(str(tmp_path)), "jobs") if r["state"] == "Q") < len(waiting)
+
+
+def _finished(i: int):
+    from mysched.core.model import FinishedJob
+    return FinishedJob(f"f{i}", "u", "atlas", "q", 10.0 * i, 10.0 * i + 5, 1)
+
+
+def test_history_failures_are_loud_and_lose_nothing(tmp_path, caplog):
+    """A store that cannot take writes: scheduling goes on, the error is logged once, counted
+    and flagged in the status file, and the finished jobs are kept until it works again."""
+    from mysched.daemon.metrics import Metrics
+    from mysched.errors import StoreError
+    from mysched.history.store import Store
+
+    store = Store(f"sqlite:///{tmp_path}/h.db")
+    metrics = Metrics()
+    d, server, farm = make(n_jobs=6, tmp_path=tmp_path / "state", store=store, metrics=metrics)
+    feed = [[_finished(1)], [_finished(2)], [_finished(3)], []]
+    server.pop_finished = lambda: feed.pop(0) if feed else []
+    real = store.add_finished
+    broken = {"on": True}
+
+    def add(records):
+        if broken["on"]:
+            raise StoreError("history database h.db: cannot store finished jobs: attempt to write a readonly database")
+        return real(records)
+    store.add_finished = add
+    caplog.set_level("INFO", logger="mysched")
+    assert d.cycle().result == "ok" and d.cycle().result == "ok"  # scheduling goes on
+    doc = read_status(str(tmp_path / "state"))
+    assert doc["cycle"]["history_ok"] is False and doc["cycle"]["history_pending"] == 2
+    assert "readonly" in doc["cycle"]["history_error"]
+    assert metrics.history_errors._value.get() == 2
+    assert sum("history store:" in r.getMessage() and r.levelname == "ERROR" for r in caplog.records) == 1
+    broken["on"] = False
+    d.cycle()
+    assert store.count_finished() == 3 and read_status(str(tmp_path / "state"))["cycle"]["history_ok"] is True
+    assert any("writing again" in r.getMessage() for r in caplog.records)
+    d.cycle()
+    assert store.count_finished() == 3  # nothing twice
+
+
+def test_a_deleted_history_file_is_noticed(tmp_path):
+    from mysched.history.store import Store
+
+    store = Store(f"sqlite:///{tmp_path}/h.db")
+    d, server, farm = make(tmp_path=tmp_path / "state", store=store)
+    server.pop_finished = lambda: [_finished(len(server.run_calls))]
+    assert d.cycle().result == "ok"
+    os.remove(tmp_path / "h.db")
+    assert d.cycle().result == "ok"
+    cyc = read_status(str(tmp_path / "state"))["cycle"]
+    assert not cyc["history_ok"] and "deleted" in cyc["history_error"] and cyc["history_pending"] >= 1
+
+
+def test_temporary_status_files_of_a_killed_daemon_are_swept(tmp_path):
+    from mysched.daemon.statusfile import STALE_TMP_S, write_status
+
+    old = tmp_path / ".status.abc123.tmp"
+    old.write_text("{")
+    os.utime(old, (1.0, 1.0))
+    fresh = tmp_path / ".status.def456.tmp"  # another writer's, in flight
+    fresh.write_text("{")
+    write_status(str(tmp_path), {"format": 2})
+    assert not old.exists() and fresh.exists() and STALE_TMP_S >= 60

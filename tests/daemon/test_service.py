@@ -119,3 +119,77 @@ def test_sigkill_at_any_instant_leaves_consistent_history(tmp_path):
             assert n == n_started + n_failed
         assert c.execute(text("SELECT count(*) FROM finished_jobs")).scalar_one() > 0
     eng.dispose()
+
+
+def test_a_cycle_that_raises_is_logged_counted_and_followed_by_the_next(monkeypatch, caplog):
+    """A bug in the planner must not stop scheduling: the loop logs it (traceback once),
+    counts it, backs off, pings no watchdog for it, and schedules again."""
+    import threading
+
+    from mysched.daemon import cycle as cycle_mod
+    from mysched.daemon import sdnotify
+    from mysched.daemon.metrics import Metrics
+    from mysched.daemon.service import Service
+
+    from .test_daemon import make
+
+    real_plan = cycle_mod.plan
+    calls = {"n": 0}
+
+    def buggy(*a, **kw):
+        calls["n"] += 1
+        if calls["n"] <= 3:
+            raise KeyError("vo")
+        return real_plan(*a, **kw)
+
+    monkeypatch.setattr(cycle_mod, "plan", buggy)
+    pings = []
+    monkeypatch.setattr(sdnotify, "watchdog", lambda: pings.append(1))
+    metrics = Metrics()
+    d, server, farm = make(metrics=metrics)
+    server.speed = 1000.0  # back-off delays scaled down: milliseconds
+    svc = Service(d)
+    caplog.set_level("ERROR", logger="mysched")
+    t = threading.Thread(target=svc.run, daemon=True)
+    t.start()
+    try:
+        assert wait_for(lambda: svc.cycles >= 4 and svc.last is not None and svc.last.result == "ok", timeout=30)
+    finally:
+        svc.stop()
+        t.join(10)
+    assert metrics.cycle_errors.labels("internal")._value.get() == 3
+    assert metrics.cycles.labels("crash")._value.get() == 3
+    tracebacks = [r for r in caplog.records if r.exc_info is not None]
+    assert len(tracebacks) == 1 and "KeyError" in str(tracebacks[0].exc_info[1].__class__)
+    assert sum("crashed again" in r.getMessage() for r in caplog.records) == 2
+    assert len(pings) == svc.cycles - 3  # only completed cycles ping the watchdog
+    assert any(j.state.value == "R" for j in farm.jobs.values())  # and it scheduled after all
+
+
+def test_sigterm_during_start_up_exits_cleanly_and_says_so(tmp_path):
+    """A daemon stopped while still starting (here: its configuration is a pipe nobody writes)."""
+    fifo = tmp_path / "slow.cfg"
+    os.mkfifo(fifo)
+    script = Path(sys.executable).parent / "mysched"
+    proc = subprocess.Popen([str(script), "run", "-c", str(fifo), "--server", "sim://", "--no-db",
+                             "--metrics-address", "off", "--state-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    writer = []
+
+    def reading() -> bool:  # a non-blocking open for writing succeeds once the daemon opened it
+        try:
+            writer.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            return True
+        except OSError:
+            return False
+    try:
+        assert wait_for(reading, timeout=30)  # now it waits for the configuration's text
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for fd in writer:
+            os.close(fd)
+    assert proc.returncode == 0, out
+    assert "signal SIGTERM during start-up: exiting" in out and "Traceback" not in out

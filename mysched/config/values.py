@@ -1,0 +1,100 @@
+"""Value converters and checks for configuration settings: each turns a raw libconfig value
+into a typed one or raises `ValueError` with a message an admin can act on."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+
+def kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int):
+        return "an integer"
+    if isinstance(v, float):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, dict):
+        return "a group"
+    if isinstance(v, list):
+        return "a list"
+    return type(v).__name__
+
+
+def close_key(key: str, allowed: dict[str, Any]) -> str | None:
+    import difflib
+
+    m = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.75)
+    return m[0] if m else None
+
+
+def int_(minimum: int = 0, maximum: int | None = None) -> Callable[[Any], int]:
+    def conv(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"expected an integer, got {kind(v)} {v!r}")
+        if v < minimum:
+            raise ValueError(f"must be at least {minimum}, got {v}")
+        if maximum is not None and v > maximum:
+            raise ValueError(f"must be at most {maximum}, got {v}")
+        return v
+    return conv
+
+
+DAY = 86400.0
+MAX_FARM_NODES = 100_000
+"""A simulated farm larger than any site (it would take gigabytes before printing anything)."""
+MAX_NODE_SLOTS = 4096
+
+
+def parse_address(text: str) -> tuple[str, int] | None:
+    """``HOST:PORT`` or ``[::1]:PORT`` -> (host, port); "", "off" or "none" -> None (disabled);
+    ValueError otherwise."""
+    if text.strip().lower() in ("", "off", "none"):
+        return None
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or (host and " " in host):
+        raise ValueError(f"expected HOST:PORT such as 127.0.0.1:9720 (or \"off\"), got {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def check_name_format(fmt: str) -> None:
+    """A node-name pattern must take ``{index}`` and give each node its own name."""
+    try:
+        a, b = fmt.format(index=1), fmt.format(index=2)
+    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        raise ValueError(f"expected a pattern such as \"wn{{index:04d}}\" (the only field is index), got {fmt!r}: "
+                         f"{type(exc).__name__}: {exc}") from None
+    if a == b:
+        raise ValueError(f"must contain {{index}} so that nodes get different names, got {fmt!r}")
+
+
+def number(minimum: float = 0.0, maximum: float = math.inf) -> Callable[[Any], float]:
+    def conv(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"expected a number, got {kind(v)} {v!r}")
+        if not (minimum <= v <= maximum):
+            raise ValueError(f"must be between {minimum:g} and {maximum:g}, got {v}")
+        return float(v)
+    return conv
+
+
+def string(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"expected a string, got {kind(v)} {v!r}")
+    return v
+
+
+def boolean(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"expected true or false, got {kind(v)} {v!r}")
+    return v
+
+
+def strings(v: Any) -> tuple[str, ...]:
+    if isinstance(v, str):
+        return (v,)
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ValueError(f"expected a list of strings such as [\"a\", \"b\"], got {kind(v)}")
+    return tuple(v)
