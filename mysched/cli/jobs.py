@@ -124,7 +124,8 @@ def run_why(args: argparse.Namespace) -> int:
                    "limits": limits, "nodes_rejected": rejected})
         return 0
     print(f"job {j['id']}: user {j['user']}, group {j['group']}, VO {j['vo']}, queue {j['queue']}, "
-          f"{j['cores']} core(s), walltime {duration(j['walltime'])}")
+          f"{j['cores']} core(s)" + (f" ({j['request']})" if j.get("request") else "")
+          + f", walltime {duration(j['walltime'])}")
     print(f"  {text}")
     if j.get("detail"):
         print(f"  detail: {j['detail']}")
@@ -164,6 +165,8 @@ def run_when(args: argparse.Namespace) -> int:
         est = Estimate(start, True, "already running", 0)
     elif j["reason"] in BLOCKING:
         est = Estimate(None, False, f"blocked ({j['reason']}): it cannot start until that changes", 0)
+    elif j.get("request"):
+        est = Estimate(None, False, f"no estimate yet for a request beyond one node's cores ({j['request']})", 0)
     else:
         all_rows = rows(doc, "jobs")
         running = [statusdoc.job(r) for r in all_rows if r["state"] in RUNNING and r["nodes"]]

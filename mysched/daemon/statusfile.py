@@ -26,7 +26,7 @@ FORMAT = 2
 FILENAME = "status.json"
 
 JOB_COLUMNS = ["id", "vo", "group", "user", "queue", "cores", "state", "submit", "start", "walltime",
-               "nodes", "rank", "priority", "reason", "detail", "rejected", "cycle"]
+               "nodes", "rank", "priority", "reason", "detail", "rejected", "cycle", "request"]
 NODE_COLUMNS = ["name", "state", "type", "slots", "used", "jobs", "vos", "users", "diversity", "class",
                 "properties"]
 
@@ -76,7 +76,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         nodes_txt = "+".join(f"{n}:{c}" for n, c in placement)
         jobs.append([job.id, vo, job.group, job.user, job.queue, job.cores, state, job.submit_time,
                      job.start_time, job.walltime, nodes_txt, rank, round(prio, 6) if prio is not None else None,
-                     reason, detail, rej, mark])
+                     reason, detail, rej, mark, str(job.request) if job.request is not None else ""])
         if job.state.holds_slots or mark == "started":
             for n, c in placement:
                 node_jobs.setdefault(n, []).append((job.user, vo, c))

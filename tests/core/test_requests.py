@@ -93,3 +93,23 @@ def test_requests_the_farm_can_never_serve_say_so():
     assert "4 node(s) of the farm" in p.waits["five"].detail
     assert "16384 MB" in p.waits["big"].detail
     assert [s.job_id for s in p.starts] == ["ok"]
+
+
+def test_status_commands_show_the_request_and_do_not_guess_its_start(tmp_path, capsys):
+    import json
+    import time
+
+    from mysched.cli.main import main
+    from mysched.daemon.statusfile import build_status, write_status
+
+    jobs = [running("r", "bob", "cms", "wn01", cores=4, start=900.0)._replace(walltime=600.0),
+            want("mpi", Request((NodePart(2, 4),)))]
+    s = snap(jobs, farm(n=2))
+    p = plan(s, CFG, Usage(), 1000)
+    assert p.waits["mpi"].reason == "no_free_slot"
+    write_status(str(tmp_path), build_status(s, p, CFG, published=time.time()))
+    assert main(["why", "--state-dir", str(tmp_path), "mpi"]) == 0
+    assert "(nodes=2:ppn=4)" in capsys.readouterr().out
+    assert main(["when", "--state-dir", str(tmp_path), "mpi", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["start"] is None and "nodes=2:ppn=4" in doc["why"]
