@@ -13,11 +13,10 @@ import pytest
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
                             Unauthorized)
 from mysched.core.model import JobState, NodeState
-from mysched.backends.torque.values import parse_exec_host, parse_mem, parse_nodes
+from mysched.backends.torque.values import parse_exec_host, parse_mem, parse_node_jobs, parse_nodes
 from mysched.core.durations import parse_duration
 from mysched.backends.torque import ifl as ifl_mod
-from mysched.backends.torque.backend import (TorqueServer, job_from_attrs, location, node_from_attrs, parse_node_jobs,
-                                    queue_from_attrs)
+from mysched.backends.torque.backend import TorqueServer, job_from_attrs, location, node_from_attrs, queue_from_attrs
 from mysched.backends.torque.ifl import CtypesIFL, PbsModuleIFL, _Attrl, _BatchStatus, convert_status
 from mysched.backends.torque.fake import FakeIFL as _FakeIFL
 from mysched.backends.torque.schedproto import SchedulerListener, decode_command

@@ -18,7 +18,8 @@ from typing import Callable
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
                       Unauthorized)
 from mysched.core.model import Job, JobState, Node, NodeState, Placement, Queue, Snapshot
-from mysched.backends.torque.values import parse_exec_host, parse_mem, parse_node_parts, parse_nodes, status_field
+from mysched.backends.torque.values import (parse_exec_host, parse_mem, parse_node_jobs, parse_node_parts, parse_nodes,
+                                            status_field)
 from mysched.core.request import Request
 from mysched.core.durations import parse_duration
 from mysched.backends.torque.ifl import IFL, StatResult, load_ifl
@@ -65,18 +66,6 @@ DECLINED = {PBSE_SVRDOWN, PBSE_SERVER_BUSY}
 """The server is up but turned the request away as a whole (shutting down, busy)."""
 
 _ARRAY_PARENT = re.compile(r"^\d+\[\]")
-
-
-def parse_node_jobs(text: str) -> tuple[str, ...]:
-    """Node ``jobs`` attribute ``0-1/12.srv, 2/13.srv`` -> unique job ids in order."""
-    seen: dict[str, None] = {}
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        _, _, jid = part.partition("/")
-        seen[jid or part] = None
-    return tuple(seen)
 
 
 def location(placement: Placement) -> str | None:

@@ -1,5 +1,5 @@
 """Values as TORQUE writes them (server replies and accounting logs): sizes, nodes specs
-and exec_host lists (durations: `mysched.core.durations`). One parser each, shared by the IFL adapter and the
+exec_host and node job lists (durations: `mysched.core.durations`). One parser each, shared by the IFL adapter and the
 accounting reader; malformed values raise `ValueError`."""
 
 from __future__ import annotations
@@ -112,3 +112,15 @@ def status_field(status: str, key: str) -> str | None:
         if eq and k.strip() == key:
             return v.strip()
     return None
+
+
+def parse_node_jobs(text: str) -> tuple[str, ...]:
+    """Node ``jobs`` attribute ``0-1/12.srv, 2/13.srv`` -> unique job ids in order."""
+    seen: dict[str, None] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        _, _, jid = part.partition("/")
+        seen[jid or part] = None
+    return tuple(seen)
