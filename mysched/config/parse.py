@@ -129,7 +129,7 @@ def parse_text(text: str, filename: str = "<config>", includedir: str | None = N
         data = parser.parse()
     except libconf.ConfigParseError as exc:
         msg = str(exc)
-        m = re.search(r" in '([^']*)', row (\d+)", msg)
+        m = re.search(r" in '([^']*)',? row (\d+)", msg)
         if m:
             where = f"{m.group(1)}:{m.group(2)}"
         elif "include" in msg:
@@ -137,7 +137,7 @@ def parse_text(text: str, filename: str = "<config>", includedir: str | None = N
             msg = msg.replace("Could not open include file", f"@include: cannot open (relative to {includedir})")
         else:
             where = filename
-        msg = re.sub(r" in '[^']*', row \d+, column \d+", "", msg)
+        msg = re.sub(r" in '[^']*',? row \d+, column \d+", "", msg)
         raise ConfigError(f"{where}: syntax error: {msg}") from None
     except RecursionError:
         raise ConfigError(f"{filename}: settings nested too deeply to be a configuration") from None

@@ -158,3 +158,12 @@ def test_values_the_daemon_would_trip_over_later_are_refused_now():
     config_from_text('farm = { name_format = "node{index:03d}"; };\nserver = { url = "torque://batch01"; };\n'
                      'daemon = { metrics_address = "[::1]:9720"; };\n'
                      'history = { database = "postgresql+psycopg2://u:p%40x@db/mysched"; };')
+
+
+def test_a_file_that_is_no_configuration_at_all_is_located(tmp_path):
+    path = tmp_path / "passwd"
+    path.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(str(path))
+    msg = str(exc.value)
+    assert msg.startswith(f"{path}:1: syntax error") and "row" not in msg
