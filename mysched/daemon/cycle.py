@@ -86,6 +86,9 @@ class Daemon:
         self.history_error = ""
         """What went wrong writing the history this cycle ("" if nothing)."""
         self._history_logged = ""
+        self._check_intents = True
+        """Look for starts a stopped daemon left without an outcome (at start-up, and after a
+        cycle whose record failed)."""
 
     # -- configuration ---------------------------------------------------------------------
     def reload(self) -> bool:
@@ -164,6 +167,56 @@ class Daemon:
             self._history_logged = msg
         self.history_error = msg + detail
 
+    # -- exactly-once starts ------------------------------------------------------------------
+    def _intend(self, now: float, p: Plan) -> None:
+        """Record the starts about to be made before the first pbs_runjob: a kill from here on
+        leaves them to `_reconcile`. A store that cannot take them is flagged; the starts go
+        ahead (pbs_server itself refuses to run a running job)."""
+        if self.store is None or not p.starts:
+            return
+        try:
+            self.store.record_intents([{"job_id": s.job_id, "placement": _loc(s), "reason": s.reason}
+                                       for s in p.starts], now)
+        except StoreError as exc:
+            self._history_failed(str(exc), " (starting without recorded intents)")
+
+    def _reconcile(self, now: float, snapshot: Snapshot) -> None:
+        """Settle the intents a stopped daemon left: the server says whether each job started
+        (it runs, or ran and is gone) or not (still queued: the planner decides anew). The
+        outcome is recorded as a cycle of its own, which closes the intents."""
+        try:
+            intents = self.store.open_intents()
+        except StoreError as exc:
+            self._history_failed(str(exc))
+            return
+        self._check_intents = False
+        if not intents:
+            return
+        jobs = {j.id: j for j in snapshot.jobs}
+        starts = []
+        for i in intents:
+            job = jobs.get(i["job_id"])
+            if job is None:
+                result = "gone"  # finished or deleted since; the accounting log has its record
+            elif job.state.holds_slots:
+                result = "ok"
+            else:
+                result = "not_started"
+            where = "+".join(f"{n}:ppn={c}" for n, c in job.placement) if job is not None and job.placement else ""
+            log.warning("start of %s planned before the daemon stopped (%s): %s%s", i["job_id"], i["placement"],
+                        {"ok": "it runs", "gone": "the server no longer knows the job",
+                         "not_started": "it did not start; planned again"}[result], f" on {where}" if where else "")
+            starts.append({"job_id": i["job_id"], "placement": where or i["placement"], "reason": i["reason"],
+                           "result": result})
+        try:
+            self.store.record_cycle(time=now, duration=0.0, result="recovered",
+                                    n_started=sum(s["result"] == "ok" for s in starts),
+                                    n_failed=sum(s["result"] != "ok" for s in starts), n_queued=0, n_running=0,
+                                    summary={"recovered": len(starts)}, starts=starts)
+        except StoreError as exc:
+            self._history_failed(f"could not record the recovered starts: {exc}")
+            self._check_intents = True
+
     # -- the cycle -------------------------------------------------------------------------
     def cycle(self) -> CycleOutcome:
         """Run one cycle; never raises for outside failures (server, store, status file)."""
@@ -181,6 +234,8 @@ class Daemon:
             log.warning("listening for job events, but pbs_server has scheduling = False and will send none; "
                         "cycles run on the fixed interval (qmgr -c 'set server scheduling = True')")
             self._warned_scheduling = True
+        if self._check_intents and self.store is not None and not self.dry_run:
+            self._reconcile(now, snapshot)
         try:
             ledger = self._history(now, snapshot)
             running = [j for j in snapshot.jobs if j.state.holds_slots]
@@ -197,6 +252,7 @@ class Daemon:
                 log.info("dry run: would start %s (%s/%s/%s, %d core%s) on %s: %s", s.job_id, s.vo, s.group,
                          s.user, s.cores, "s" if s.cores > 1 else "", _loc(s), s.reason)
         else:
+            self._intend(now, p)
             self._start_all(p, out, done)
         out.duration = time.perf_counter() - t0
         self._record(now, snapshot, p, out, done)
@@ -308,6 +364,7 @@ class Daemon:
             )
         except StoreError as exc:
             self._history_failed(f"could not record the cycle: {exc}")
+            self._check_intents = True  # the intents of these starts are still open
 
     def _publish(self, snapshot: Snapshot, p: Plan, out: CycleOutcome, done: list, usage) -> None:
         cfg = self.config

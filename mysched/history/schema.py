@@ -8,7 +8,7 @@ from sqlalchemy import (BigInteger, Column, Float, ForeignKey, Index, Integer, M
                         UniqueConstraint, inspect, text)
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -76,6 +76,18 @@ state = Table(
 )
 
 
+start_intents = Table(
+    "start_intents", metadata,
+    Column("job_id", String(255), primary_key=True),
+    Column("placement", Text, nullable=False),
+    Column("reason", String(32), nullable=False, default=""),
+    Column("planned", Float, nullable=False),
+)
+"""Starts the daemon is about to make, written before the first pbs_runjob of a cycle and
+removed in the transaction that records their outcome: one left over was interrupted (kill,
+crash) and is looked up on the server before anything new starts."""
+
+
 def _v2_end_index(c: Connection) -> None:
     c.execute(text('CREATE INDEX IF NOT EXISTS ix_finished_jobs_end ON finished_jobs ("end")'))
 
@@ -90,9 +102,14 @@ def _v3_positions(c: Connection) -> None:
                        'ALTER COLUMN "offset" TYPE BIGINT'))
 
 
+def _v4_intents(c: Connection) -> None:
+    start_intents.create(c, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (2, "index finished jobs by end time", _v2_end_index),
     (3, "ingest positions: size and line number; 64-bit inode and offset", _v3_positions),
+    (4, "start intents (exactly-once starts across crashes)", _v4_intents),
 ]
 """Ordered steps from version N-1 to N. Version 1 is the first released schema; a new
 database is created at `SCHEMA_VERSION` directly from `metadata`. Each step must leave a

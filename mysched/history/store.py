@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from mysched.errors import StoreError
 from mysched.history.schema import (MIGRATIONS, SCHEMA_VERSION, cycles, finished_jobs, ingest_positions, metadata,
-                                    schema_version, start_attempts, state)
+                                    schema_version, start_attempts, start_intents, state)
 from mysched.core.model import FinishedJob
 
 _PG_MIGRATION_LOCK = 0x6D797363  # pg_advisory_xact_lock key: one migrator at a time
@@ -274,7 +274,26 @@ class Store:
                 n_queued=n_queued, n_running=n_running, summary=json.dumps(summary or {}))).inserted_primary_key[0]
             if starts:
                 c.execute(insert(start_attempts), [{"cycle_id": cid, **s} for s in starts])
+                # their outcome is known now: the intents are done, in the same transaction
+                ids = [s["job_id"] for s in starts]
+                for i in range(0, len(ids), 500):
+                    c.execute(start_intents.delete().where(start_intents.c.job_id.in_(ids[i:i + 500])))
             return int(cid)
+
+    def record_intents(self, intents: list[dict[str, Any]], planned: float) -> None:
+        """Write the starts about to be made ({job_id, placement, reason}) in one transaction."""
+        if not intents:
+            return
+        with self._db("cannot record start intents"), self._writer.begin() as c:
+            ids = [i["job_id"] for i in intents]
+            for k in range(0, len(ids), 500):
+                c.execute(start_intents.delete().where(start_intents.c.job_id.in_(ids[k:k + 500])))
+            c.execute(insert(start_intents), [{**i, "planned": planned} for i in intents])
+
+    def open_intents(self) -> list[dict[str, Any]]:
+        """Intents whose outcome was never recorded (the daemon stopped in between)."""
+        with self._db("cannot read start intents"), self.engine.connect() as c:
+            return [dict(r._mapping) for r in c.execute(select(start_intents).order_by(start_intents.c.planned))]
 
     def record_start(self, cycle_id: int, job_id: str, placement: str, reason: str, result: str) -> int:
         """Store one start attempt of cycle `cycle_id` (placement as given to pbs_runjob)."""

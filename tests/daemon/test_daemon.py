@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+
+import pytest
 import os
 
 
@@ -314,3 +316,46 @@ def test_temporary_status_files_of_a_killed_daemon_are_swept(tmp_path):
     fresh.write_text("{")
     write_status(str(tmp_path), {"format": 2})
     assert not old.exists() and fresh.exists() and STALE_TMP_S >= 60
+
+
+class Killed(BaseException):
+    """Stands for kill -9: nothing after it runs."""
+
+
+def test_a_kill_between_runjob_and_the_record_is_settled_on_restart(tmp_path, caplog):
+    """Intents are written before the first pbs_runjob; the next daemon finds them open,
+    asks the server, records what happened, and starts nothing twice."""
+    from mysched.history.store import Store
+
+    url = f"sqlite:///{tmp_path}/h.db"
+    d, server, farm = make(n_jobs=6, slots=2, tmp_path=tmp_path / "state", store=Store(url))
+    real_run = server.run_job
+    calls = {"n": 0}
+
+    def run_then_die(job_id, placement):
+        real_run(job_id, placement)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise Killed  # started on the server, never recorded here
+    server.run_job = run_then_die
+    with pytest.raises(Killed):
+        d.cycle()
+    store = Store(url)
+    open_ = store.open_intents()
+    assert len(open_) == 4  # the whole cycle's plan was intended
+    started_before = {j for j in server.run_calls}
+    assert len(started_before) == 2
+    server.run_job = real_run
+    caplog.set_level("WARNING", logger="mysched")
+    d2 = Daemon(d.config, server, store=store, state_dir=str(tmp_path / "state"), wall=lambda: 1000.0)
+    out = d2.cycle()
+    assert store.open_intents() == []
+    # the two that ran are recorded as started, the two that did not were planned again
+    recovered = store.recent_cycles(5)
+    rec = next(c for c in recovered if c["result"] == "recovered")
+    assert (rec["n_started"], rec["n_failed"]) == (2, 2)
+    assert sum(1 for jid in server.run_calls if jid in started_before) == 2  # none of them twice
+    assert out.started == 2 and len(server.run_calls) == len(set(server.run_calls)) == 4
+    for jid in started_before:
+        assert [s["result"] for s in store.starts_of(jid)] == ["ok"]
+    assert sum("planned before the daemon stopped" in r.getMessage() for r in caplog.records) == 4
