@@ -370,3 +370,62 @@ def test_memory_requests_are_never_overcommitted(server, cleanup, tmp_path):
     d.cycle()
     used = [n for jid in ids if (j := server.get_job(jid)) is not None and j.placement for n, _ in j.placement]
     assert len(used) == len(set(used)) == min(3, len(mems))  # one per node, whatever cores are free
+
+
+def test_kill_9_during_cycles_never_starts_a_job_twice(server, cleanup, tmp_path):
+    """The daemon is killed at random instants while it starts jobs, and restarted each time.
+    pbs_server's accounting (one S record per start) and the history must agree: every job
+    started once, where the history says, and no intent left open."""
+    import random
+    import sys
+    from pathlib import Path
+
+    from mysched.backends.torque.home import find_server_home
+
+    acct = find_server_home().accounting_dir
+    if not os.path.isdir(acct):
+        pytest.skip(f"{acct} not on this host")
+    _quiet_farm_live = [j for j in server.snapshot().jobs if j.state in (JobState.QUEUED, JobState.RUNNING)]
+    if _quiet_farm_live:
+        pytest.skip("the farm runs or queues other jobs")
+    ids = [qsub(("alice", "bob", "carol")[i % 3], "atlas" if i % 3 < 2 else "cms", "nodes=1:ppn=1,walltime=00:05:00",
+                seconds=3 + i % 5) for i in range(24)]
+    cleanup.extend(ids)
+    cfg = tmp_path / "m.cfg"
+    cfg.write_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };\n'
+                   'scheduler = { interval = 2; min_interval = 1; };\n')
+    db = f"sqlite:///{tmp_path}/h.db"
+    script = Path(sys.executable).parent / "mysched"
+    rng = random.Random(7)
+    kills = 0
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        proc = subprocess.Popen([str(script), "run", "-c", str(cfg), "--db", db, "--state-dir", str(tmp_path / "s"),
+                                 "--metrics-address", "off", "--event-address", "off"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ})
+        time.sleep(rng.uniform(0.3, 2.5))
+        proc.kill()
+        proc.wait()
+        kills += 1
+        snap = server.snapshot()
+        if kills >= 12 and not any(j.id in ids and j.state == JobState.QUEUED for j in snap.jobs):
+            break
+    # a last, clean run settles any open intent
+    proc = subprocess.Popen([str(script), "run", "-c", str(cfg), "--db", db, "--state-dir", str(tmp_path / "s"),
+                             "--metrics-address", "off", "--event-address", "off", "--once"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc.wait(60)
+    store = Store(db)
+    assert store.open_intents() == []
+    starts: dict[str, int] = {}
+    for name in sorted(os.listdir(acct)):
+        with open(os.path.join(acct, name), errors="replace") as f:
+            for line in f:
+                parts = line.split(";")
+                if len(parts) > 2 and parts[1] == "S" and parts[2] in ids:
+                    starts[parts[2]] = starts.get(parts[2], 0) + 1
+    assert starts and max(starts.values()) == 1, starts  # pbs_server started none twice
+    for jid, n in starts.items():
+        ok = [s for s in store.starts_of(jid) if s["result"] == "ok"]
+        assert len(ok) == 1, (jid, store.starts_of(jid))  # the history knows each start, once
+    assert kills >= 12
