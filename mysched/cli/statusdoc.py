@@ -28,6 +28,11 @@ DRY_RUN = ("dry run: the daemon started nothing; jobs it would have started are 
 def notes(doc: dict[str, Any]) -> list[str]:
     """What the reader of a table must know about the cycle behind it (dry run, history)."""
     out = [DRY_RUN] if doc.get("dry_run") else []
+    stale = doc.get("stale")
+    if stale:
+        since = clock(doc, stale.get("since")) if stale.get("since") else "?"
+        out.append(f"STALE: the daemon's cycles fail since {since}: {stale.get('error', '')}; "
+                   f"these figures are from {clock(doc, doc.get('snapshot_time'))}")
     cyc = doc.get("cycle") or {}
     if cyc.get("history_ok") is False:
         out.append(f"history store not written in the last cycle: {cyc.get('history_error', '')}")
@@ -61,7 +66,8 @@ def load(args: argparse.Namespace) -> dict[str, Any]:
     path = state_dir(args)
     doc = read_status(path)
     max_age = args.max_age if args.max_age is not None else max(300.0, 3 * float(doc.get("interval", 60)))
-    age = time.time() - doc.get("published", 0)
+    # a daemon that republishes a stale status is alive: the age counts from its last check
+    age = time.time() - max(doc.get("published", 0), (doc.get("stale") or {}).get("checked") or 0)
     if age > max_age:
         raise StatusError(f"{path}: status is stale: last published {age:.0f} s ago (is the daemon running? it "
                           f"publishes every {doc.get('interval', 60):g} s; --max-age overrides)")

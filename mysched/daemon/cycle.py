@@ -89,6 +89,9 @@ class Daemon:
         self._check_intents = True
         """Look for starts a stopped daemon left without an outcome (at start-up, and after a
         cycle whose record failed)."""
+        self._outage_since: float | None = None
+        self._outage_msg = ""
+        self._last_doc: dict[str, Any] | None = None
 
     # -- configuration ---------------------------------------------------------------------
     def reload(self) -> bool:
@@ -262,6 +265,10 @@ class Daemon:
             self._history_logged = ""
         self._publish(snapshot, p, out, done, usage)
         self.last_ok = self.wall()
+        if self._outage_since is not None:
+            log.info("cycle ok again after %.0f s of failures (%s)", self.wall() - self._outage_since,
+                     self._outage_msg)
+            self._outage_since, self._outage_msg = None, ""
         self.consecutive_failures = 0
         self._last_crash = None
         self.metrics.observe_cycle(out.duration, out.result)
@@ -339,12 +346,33 @@ class Daemon:
         return CycleOutcome("crash", error=f"internal error: {key[0]}: {key[1]}")
 
     def _failed(self, t0: float, msg: str) -> CycleOutcome:
+        """A cycle the outside world stopped (server or store down): logged when the failure
+        begins or changes -- an outage is one error line, not one per retry -- counted, and
+        the last status republished marked stale, so users see why nothing moves."""
         self.consecutive_failures += 1
         out = CycleOutcome("error", duration=time.perf_counter() - t0, error=msg)
-        log.error("cycle failed (%d in a row): %s", self.consecutive_failures, msg)
+        if self.consecutive_failures == 1 or msg != self._outage_msg:
+            log.error("cycle failed: %s (retrying every cycle; logged again when it changes or ends)", msg)
+            self._outage_msg = msg
+            if self._outage_since is None:
+                self._outage_since = self.wall()
+        else:
+            log.debug("cycle failed (%d in a row): %s", self.consecutive_failures, msg)
         self.metrics.observe_cycle(out.duration, "error")
         self.metrics.cycle_error("server" if msg.startswith("batch server") else "store")
+        self._publish_stale(msg)
         return out
+
+    def _publish_stale(self, msg: str) -> None:
+        """The last good status again, with what is wrong and since when."""
+        if not self.state_dir or self._last_doc is None:
+            return
+        doc = dict(self._last_doc)
+        doc["stale"] = {"since": self._outage_since, "error": msg, "checked": self.wall()}
+        try:
+            write_status(self.state_dir, doc)
+        except OSError as exc:
+            log.error("could not write the status file in %s: %s", self.state_dir, exc)
 
     def _timed(self, call: str):
         return self.metrics.time_call(call)
@@ -374,9 +402,10 @@ class Daemon:
                  "history_error": self.history_error, "history_pending": len(self._pending)}
         if self.state_dir:
             try:
-                write_status(self.state_dir, build_status(
+                self._last_doc = build_status(
                     snapshot, p, cfg, cycle=cycle, published=self.wall(), usage=usage, dry_run=self.dry_run,
-                    started={st.job_id for st, r in done if r == "ok"}))
+                    started={st.job_id for st, r in done if r == "ok"})
+                write_status(self.state_dir, self._last_doc)
             except OSError as exc:
                 log.error("could not write the status file in %s: %s", self.state_dir, exc)
         if not isinstance(self.metrics, NullMetrics):

@@ -54,8 +54,11 @@ class Service:
     def _delay_after(self, out: CycleOutcome) -> float:
         cfg = self.daemon.config
         if out.result in ("error", "crash"):
+            # Back off, but never past one interval: when pbs_server returns, jobs start
+            # again within a cycle (a crash backs off up to four, a bug need not spin).
             k = self.daemon.consecutive_failures
-            return min(4 * cfg.interval, max(cfg.min_interval, 1.0) * 2 ** (k - 1)) * self._scale
+            cap = cfg.interval if out.result == "error" else 4 * cfg.interval
+            return min(cap, max(cfg.min_interval, 1.0) * 2 ** (k - 1)) * self._scale
         if self._event_pending:
             return cfg.min_interval * self._scale
         return cfg.interval * self._scale

@@ -201,7 +201,9 @@ def test_bad_reload_keeps_the_last_good_config(tmp_path):
     assert d.cycle().started == 2
 
 
-def test_failed_cycles_back_off_up_to_four_intervals():
+def test_failed_cycles_back_off_but_retry_within_an_interval():
+    """An outage backs off from seconds to one interval, never more: when pbs_server is back,
+    jobs start again within a cycle. A crashing daemon (a bug) backs off to four intervals."""
     from mysched.daemon.cycle import CycleOutcome
     from mysched.daemon.service import Service
     d, server, farm = make()
@@ -212,7 +214,8 @@ def test_failed_cycles_back_off_up_to_four_intervals():
         out = d.cycle()
         delays.append(svc._delay_after(out))
     assert delays == sorted(delays) and delays[0] < d.config.interval
-    assert delays[-1] == 4 * d.config.interval
+    assert delays[-1] == d.config.interval
+    assert svc._delay_after(CycleOutcome("crash")) == 4 * d.config.interval
     server.down = False
     assert svc._delay_after(d.cycle()) == d.config.interval
     assert svc._delay_after(CycleOutcome("ok")) == d.config.interval
@@ -359,3 +362,24 @@ def test_a_kill_between_runjob_and_the_record_is_settled_on_restart(tmp_path, ca
     for jid in started_before:
         assert [s["result"] for s in store.starts_of(jid)] == ["ok"]
     assert sum("planned before the daemon stopped" in r.getMessage() for r in caplog.records) == 4
+
+
+def test_an_outage_is_logged_once_and_the_status_says_it_is_stale(tmp_path, caplog, capsys):
+    from mysched.cli.main import main
+
+    d, server, farm = make(n_jobs=6, slots=2, tmp_path=tmp_path)
+    assert d.cycle().started == 4
+    caplog.set_level("INFO", logger="mysched")
+    server.down = True
+    for _ in range(5):
+        assert d.cycle().result == "error"
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and "cannot connect to pbs_server" in errors[0].getMessage()
+    doc = read_status(str(tmp_path))
+    assert doc["stale"]["error"].startswith("batch server") and doc["snapshot_time"] == 200.0
+    assert main(["jobs", "--state-dir", str(tmp_path), "--max-age", "1e10"]) == 0
+    assert "STALE: the daemon's cycles fail since" in capsys.readouterr().out
+    server.down = False
+    assert d.cycle().result == "ok"
+    assert any("cycle ok again after" in r.getMessage() for r in caplog.records)
+    assert "stale" not in read_status(str(tmp_path))
