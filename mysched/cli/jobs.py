@@ -20,7 +20,7 @@ def fill_jobs(p: argparse.ArgumentParser) -> None:
     """List jobs: running (with elapsed time), queued (eligible, with wait time, rank in the last
     cycle's order, priority and why they wait) and blocked (held, or at a limit)."""
     options(p, json_keys="time, farm{total_slots,used_slots,occupancy}, counts{running,queued,blocked}, "
-            "jobs[{id,vo,group,user,queue,cores,state,class,wait_s,elapsed_s,rank,priority,reason,detail,nodes}]")
+            "daemon{role,host,pid,since}, standby (null or {host,pid,since}), jobs[{id,vo,group,user,queue,cores,state,class,wait_s,elapsed_s,rank,priority,reason,detail,nodes}]")
     p.add_argument("-u", "--user")
     p.add_argument("-g", "--group")
     p.add_argument("--vo")
@@ -57,6 +57,7 @@ def run_jobs(args: argparse.Namespace) -> int:
     occ = farm["used_slots"] / farm["total_slots"] if farm["total_slots"] else 0.0
     if args.json:
         dump_json({"time": now, "farm": {**farm, "occupancy": round(occ, 4)}, "counts": counts,
+                   "daemon": doc.get("role"), "standby": doc.get("standby"),
                    "jobs": [{k: j[k] for k in ("id", "vo", "group", "user", "queue", "cores", "state", "class",
                                                 "wait_s", "elapsed_s", "rank", "priority", "reason", "detail",
                                                 "nodes")} for j in out]})

@@ -118,8 +118,14 @@ def run(args: argparse.Namespace) -> int:
     from mysched.daemon.cycle import Daemon
     from mysched.daemon.service import Service
 
+    lead = None
+    if not args.dry_run:  # a dry run starts nothing, so it needs no leadership
+        from mysched.history.leader import leadership_for
+
+        scale = 1.0 / float(getattr(server, "speed", 1.0) or 1.0)
+        lead = leadership_for(store, state_dir, config.leadership_timeout(scale))
     daemon = Daemon(config, server, store=store, metrics=metrics, config_path=args.config, dry_run=args.dry_run,
-                    state_dir=state_dir, ingest=ingest)
+                    state_dir=state_dir, ingest=ingest, lead=lead)
     listener_factory = None
     eaddr = _address(args.event_address if args.event_address is not None else config.event_address)
     if eaddr and not args.once:

@@ -8,6 +8,7 @@ to the database or the batch server.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from typing import Any
@@ -36,7 +37,31 @@ def notes(doc: dict[str, Any]) -> list[str]:
     cyc = doc.get("cycle") or {}
     if cyc.get("history_ok") is False:
         out.append(f"history store not written in the last cycle: {cyc.get('history_error', '')}")
+    sb = doc.get("standby")
+    if sb:
+        out.append(f"standby: daemon pid {sb.get('pid')} on {sb.get('host')} waits to take over "
+                   f"(since {clock(doc, sb.get('since'))})")
     return out
+
+
+def standby(directory: str, max_age: float) -> dict[str, Any] | None:
+    """The standby daemon's note in `directory` (`standby.json`), if it is fresh."""
+    try:
+        with open(os.path.join(directory, "standby.json"), encoding="utf-8") as f:
+            sb = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(sb, dict) or time.time() - float(sb.get("checked") or 0) > max_age:
+        return None
+    return sb
+
+
+def _leader_elsewhere(sb: dict[str, Any]) -> str:
+    who = sb.get("leader") or {}
+    lead = (f"the leader is pid {who.get('pid')} on {who.get('host')}" if who else
+            "the leader is not known" + (f" ({sb['error']})" if sb.get("error") else ""))
+    return (f"the daemon here (pid {sb.get('pid')} on {sb.get('host')}) is the standby; {lead}: its host "
+            "publishes the current status")
 
 
 def options(p: argparse.ArgumentParser, *, json_keys: str, table_: bool = True) -> None:
@@ -64,13 +89,23 @@ def state_dir(args: argparse.Namespace) -> str:
 
 def load(args: argparse.Namespace) -> dict[str, Any]:
     path = state_dir(args)
-    doc = read_status(path)
+    try:
+        doc = read_status(path)
+    except StatusError as exc:
+        sb = standby(path, args.max_age if args.max_age is not None else 300.0) if os.path.isdir(path) else None
+        if sb is None:
+            raise
+        raise StatusError(f"{exc}\n{_leader_elsewhere(sb)}") from None
     max_age = args.max_age if args.max_age is not None else max(300.0, 3 * float(doc.get("interval", 60)))
+    sb = standby(path, max_age) if os.path.isdir(path) else None
     # a daemon that republishes a stale status is alive: the age counts from its last check
     age = time.time() - max(doc.get("published", 0), (doc.get("stale") or {}).get("checked") or 0)
     if age > max_age:
-        raise StatusError(f"{path}: status is stale: last published {age:.0f} s ago (is the daemon running? it "
-                          f"publishes every {doc.get('interval', 60):g} s; --max-age overrides)")
+        why = _leader_elsewhere(sb) if sb else (f"is the daemon running? it publishes every "
+                                                f"{doc.get('interval', 60):g} s; --max-age overrides")
+        raise StatusError(f"{path}: status is stale: last published {age:.0f} s ago ({why})")
+    if sb is not None and sb.get("pid") != (doc.get("role") or {}).get("pid"):
+        doc["standby"] = sb
     return doc
 
 

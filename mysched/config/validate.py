@@ -125,10 +125,14 @@ def build_config(parsed: ParsedConfig) -> Config:
         _check_server_url(c, ("server", "url"), server)
 
     dmn = c.group(top.get("daemon"), ("daemon",),
-                  dict.fromkeys(["state_dir", "metrics_address", "event_address"]))
+                  dict.fromkeys(["state_dir", "metrics_address", "event_address", "leader_timeout"]))
     state_dir = c.get(dmn, ("daemon",), "state_dir", string, Config.state_dir)
     metrics_address = c.get(dmn, ("daemon",), "metrics_address", string, Config.metrics_address)
     event_address = c.get(dmn, ("daemon",), "event_address", string, "")
+    leader_timeout = c.get(dmn, ("daemon",), "leader_timeout", parse_duration, 0.0)
+    if leader_timeout != 0 and not 1 <= leader_timeout <= interval:
+        c.problem(("daemon", "leader_timeout"), "must be 0 (automatic: half the interval, at most 30 s) or "
+                  "between 1 s and scheduler.interval (a standby takes over within it and a quarter more)")
     for key, value in (("metrics_address", metrics_address), ("event_address", event_address)):
         if key in dmn:
             try:
@@ -312,7 +316,7 @@ def build_config(parsed: ParsedConfig) -> Config:
         min_interval=min_interval, max_starts_per_cycle=max_starts, history_window=window,
         half_life=half_life, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
         server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
-        event_address=event_address, farm=farm, source=parsed.filename, group_vo=group_vo,
+        event_address=event_address, leader_timeout=leader_timeout, farm=farm, source=parsed.filename, group_vo=group_vo,
     )
 
 

@@ -152,9 +152,19 @@ class Config:
     state_dir: str = "/var/lib/mysched"
     metrics_address: str = "127.0.0.1:9720"
     event_address: str = ""
+    leader_timeout: float = 0.0
+    """How long a leader cut off from the history database keeps leadership at most; 0:
+    half the interval, at most 30 s (`leadership_timeout`)."""
     farm: FarmSpec = FarmSpec()
     source: str = "<defaults>"
     group_vo: dict[str, str] = field(default_factory=dict)
+
+    def leadership_timeout(self, scale: float = 1.0) -> float:
+        """The leader timeout in wall seconds (`scale`: wall seconds per configured second,
+        below 1 on a fast simulated clock): a standby takes over within it and a quarter more."""
+        if self.leader_timeout > 0:
+            return self.leader_timeout
+        return min(30.0, max(2.0, self.interval * scale / 2))
 
     def vo_of(self, group: str) -> str:
         """The VO a unix group belongs to (the default VO for unmapped groups)."""

@@ -25,6 +25,8 @@ from mysched.backends.protocol import BatchServer
 from mysched.daemon.statusfile import build_status, write_status
 from mysched.core.usage import UsageLedger
 from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics
+from mysched.daemon.role import Role, settle
+from mysched.history.leader import Leadership, LeadershipLost
 
 log = logging.getLogger("mysched")
 
@@ -61,7 +63,7 @@ class Daemon:
     def __init__(self, config: Config, server: BatchServer, *, store: HistoryStore | None = None,
                  metrics: CycleMetrics | None = None, config_path: str | None = None, dry_run: bool = False,
                  state_dir: str | None = None, ingest: Callable[[], int] | None = None,
-                 wall: Callable[[], float] = time.time) -> None:
+                 wall: Callable[[], float] = time.time, lead: Leadership | None = None) -> None:
         self.config = config
         self.config_path = config_path
         self.server = server
@@ -71,6 +73,8 @@ class Daemon:
         self.state_dir = state_dir if state_dir is not None else config.state_dir
         self.ingest = ingest
         self.wall = wall
+        self.role = Role(lead, self.metrics, self.state_dir, wall)
+        """Leader or standby (`mysched.daemon.role`); without a lock, always leader."""
         self.ledger: UsageLedger | None = None
         self.index = NodeIndex()
         self._uncertain: set[str] = set()
@@ -171,17 +175,23 @@ class Daemon:
         self.history_error = msg + detail
 
     # -- exactly-once starts ------------------------------------------------------------------
-    def _intend(self, now: float, p: Plan) -> None:
+    def _intend(self, now: float, p: Plan) -> bool:
         """Record the starts about to be made before the first pbs_runjob: a kill from here on
-        leaves them to `_reconcile`. A store that cannot take them is flagged; the starts go
-        ahead (pbs_server itself refuses to run a running job)."""
-        if self.store is None or not p.starts:
-            return
+        leaves them to `_reconcile`. The same write proves leadership: False if it is lost.
+        A SQLite store that cannot take them is flagged; the starts go ahead (its lock is
+        local, and pbs_server itself refuses to run a running job)."""
+        if not p.starts:
+            return True
         try:
-            self.store.record_intents([{"job_id": s.job_id, "placement": _loc(s), "reason": s.reason}
-                                       for s in p.starts], now)
+            self.role.fence(self.store, [{"job_id": s.job_id, "placement": _loc(s), "reason": s.reason}
+                                         for s in p.starts], now)
+        except LeadershipLost as exc:
+            log.error("leadership not proved before starting (%s): %d planned start(s) dropped", exc,
+                      len(p.starts))
+            return False
         except StoreError as exc:
             self._history_failed(str(exc), " (starting without recorded intents)")
+        return True
 
     def _reconcile(self, now: float, snapshot: Snapshot) -> None:
         """Settle the intents a stopped daemon left: the server says whether each job started
@@ -195,22 +205,7 @@ class Daemon:
         self._check_intents = False
         if not intents:
             return
-        jobs = {j.id: j for j in snapshot.jobs}
-        starts = []
-        for i in intents:
-            job = jobs.get(i["job_id"])
-            if job is None:
-                result = "gone"  # finished or deleted since; the accounting log has its record
-            elif job.state.holds_slots:
-                result = "ok"
-            else:
-                result = "not_started"
-            where = "+".join(f"{n}:ppn={c}" for n, c in job.placement) if job is not None and job.placement else ""
-            log.warning("start of %s planned before the daemon stopped (%s): %s%s", i["job_id"], i["placement"],
-                        {"ok": "it runs", "gone": "the server no longer knows the job",
-                         "not_started": "it did not start; planned again"}[result], f" on {where}" if where else "")
-            starts.append({"job_id": i["job_id"], "placement": where or i["placement"], "reason": i["reason"],
-                           "result": result})
+        starts = settle(intents, snapshot)
         try:
             self.store.record_cycle(time=now, duration=0.0, result="recovered",
                                     n_started=sum(s["result"] == "ok" for s in starts),
@@ -226,6 +221,14 @@ class Daemon:
         t0 = time.perf_counter()
         self.history_error = ""
         cfg = self.config
+        if not self.dry_run:  # a dry run starts nothing: it needs no leadership
+            leading, new = self.role.leading()
+            if not leading:
+                self.metrics.observe_cycle(0.0, "standby")
+                return CycleOutcome("standby")
+            if new:  # what the previous leader did is in the store and on the server
+                self._check_intents, self.ledger = True, None
+                self._uncertain.clear()
         try:
             with self._timed("snapshot"):
                 snapshot = self.server.snapshot()
@@ -254,9 +257,11 @@ class Daemon:
             for s in p.starts:
                 log.info("dry run: would start %s (%s/%s/%s, %d core%s) on %s: %s", s.job_id, s.vo, s.group,
                          s.user, s.cores, "s" if s.cores > 1 else "", _loc(s), s.reason)
-        else:
-            self._intend(now, p)
+        elif self._intend(now, p):
             self._start_all(p, out, done)
+        else:
+            self.metrics.observe_cycle(0.0, "standby")
+            return CycleOutcome("standby", planned=len(p.starts), error="leadership lost")
         out.duration = time.perf_counter() - t0
         self._record(now, snapshot, p, out, done)
         if self._history_logged and not self.history_error:
@@ -275,7 +280,13 @@ class Daemon:
         return out
 
     def _start_all(self, p: Plan, out: CycleOutcome, done: list[tuple[Start, str]]) -> None:
-        for s in p.starts:
+        for k, s in enumerate(p.starts):
+            if not self.role.may_start():  # its lease ran out and could not be renewed
+                for rest in p.starts[k:]:
+                    done.append((rest, "not_leader"))
+                out.result, out.error = "partial", "leadership lost during starts"
+                log.error("%s: %d planned start(s) dropped", out.error, len(p.starts) - k)
+                return
             if s.job_id in self._uncertain:
                 # A start of this job timed out before: look before touching it again.
                 try:
@@ -405,6 +416,7 @@ class Daemon:
                 self._last_doc = build_status(
                     snapshot, p, cfg, cycle=cycle, published=self.wall(), usage=usage, dry_run=self.dry_run,
                     started={st.job_id for st, r in done if r == "ok"})
+                self._last_doc["role"] = self.role.doc()
                 write_status(self.state_dir, self._last_doc)
             except OSError as exc:
                 log.error("could not write the status file in %s: %s", self.state_dir, exc)

@@ -35,6 +35,7 @@ class CycleMetrics(Protocol):
     def cycle_error(self, reason: str) -> None: ...
     def history_write_error(self) -> None: ...
     def reload(self, result: str) -> None: ...
+    def set_role(self, leader: bool) -> None: ...
     def set_farm_state(self, *, running_by_vo: Mapping[str, int], queued_by_vo: Mapping[str, int],
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
                        share_target_by_vo: Mapping[str, float], share_achieved_by_vo: Mapping[str, float],
@@ -61,6 +62,9 @@ class NullMetrics:
         pass
 
     def reload(self, result: str) -> None:
+        pass
+
+    def set_role(self, leader: bool) -> None:
         pass
 
     def set_farm_state(self, **figures: object) -> None:
@@ -108,6 +112,9 @@ class Guarded:
     def reload(self, result: str) -> None:
         self._guard("reload", self.inner.reload, result)
 
+    def set_role(self, leader: bool) -> None:
+        self._guard("set_role", self.inner.set_role, leader)
+
     def set_farm_state(self, **figures: object) -> None:
         self._guard("set_farm_state", self.inner.set_farm_state, **figures)
 
@@ -154,9 +161,15 @@ class Metrics:
                                    registry=r)
         self.reloads = Counter("mysched_config_reloads_total", "Configuration reloads by result", ["result"],
                                registry=r)
+        self.leader = Gauge("mysched_leader", "1 while this daemon leads (starts jobs), 0 while it stands by",
+                            registry=r)
+        self.role_changes = Counter("mysched_leadership_changes_total",
+                                    "Times this daemon became leader or standby", ["role"], registry=r)
+        for role in ("leader", "standby"):
+            self.role_changes.labels(role)
         self.build = Info("mysched_build", "Version of mysched and Python", registry=r)
         self.build.info({"version": __version__, "python": platform.python_version()})
-        for result in ("ok", "error", "partial", "dry-run", "crash"):
+        for result in ("ok", "error", "partial", "dry-run", "crash", "standby"):
             self.cycles.labels(result)
         for reason in ("server", "store", "internal"):
             self.cycle_errors.labels(reason)
@@ -183,6 +196,10 @@ class Metrics:
 
     def reload(self, result: str) -> None:
         self.reloads.labels(result).inc()
+
+    def set_role(self, leader: bool) -> None:
+        self.leader.set(1 if leader else 0)
+        self.role_changes.labels("leader" if leader else "standby").inc()
 
     def set_farm_state(self, *, running_by_vo: Mapping[str, int], queued_by_vo: Mapping[str, int],
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,

@@ -3,9 +3,10 @@
 Cycles run one at a time on a fixed interval (coalesced: a late cycle is run once, not
 caught up). With an event listener, a job submission or end reported by pbs_server brings
 the next cycle forward, no sooner than `min_interval` after the last one. A failed cycle
-(server down) is retried with exponential back-off up to four intervals. SIGHUP reloads the
-configuration (a bad file is rejected and the old one kept); SIGTERM/SIGINT let the current
-cycle finish and exit 0.
+(server down) is retried with exponential back-off up to one interval (a crash: four). A
+standby tries the leadership lock every quarter of the leader timeout instead. SIGHUP
+reloads the configuration (a bad file is rejected and the old one kept); SIGTERM/SIGINT let
+the current cycle finish, give up leadership and exit 0.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class Service:
 
     def _delay_after(self, out: CycleOutcome) -> float:
         cfg = self.daemon.config
+        if out.result == "standby":  # wall seconds: the leader timeout is not scaled
+            return self.daemon.role.poll
         if out.result in ("error", "crash"):
             # Back off, but never past one interval: when pbs_server returns, jobs start
             # again within a cycle (a crash backs off up to four, a bug need not spin).
@@ -95,7 +98,9 @@ class Service:
         return out
 
     def _after_cycle(self, out: CycleOutcome) -> None:
-        if out.result in ("error", "crash"):
+        if out.result == "standby":
+            text = "standby: " + (out.error or "another daemon leads")
+        elif out.result in ("error", "crash"):
             text = f"cycle failed: {out.error}"
         else:
             text = (f"cycle {out.result}: {out.started} started, {out.failed} failed, "
@@ -144,7 +149,8 @@ class Service:
         """Run until SIGTERM/SIGINT (or one cycle with `once`); return the exit status."""
         if self.once:
             self._run_cycle_once()
-            return 0 if self.last is not None and self.last.result not in ("error", "crash") else 1
+            self.daemon.role.release()
+            return 0 if self.last is not None and self.last.result not in ("error", "crash", "standby") else 1
         if threading.current_thread() is threading.main_thread():
             self._signals()
         if self.listener_factory is not None:
@@ -176,13 +182,16 @@ class Service:
                 self.daemon.server.close()
             except Exception:  # noqa: BLE001
                 pass
+            self.daemon.role.release()  # a standby takes over at its next try
         log.info("stopped after %d cycle(s)", self.cycles)
         return 0
 
     def _run_cycle_once(self) -> None:
         with self._lock:
             out = self._cycle()
-        if out.result in ("error", "crash"):
+        if out.result == "standby":
+            log.error("another daemon leads (%s): --once ran no cycle", self.daemon.role.error or "lock held")
+        elif out.result in ("error", "crash"):
             log.error("cycle failed: %s", out.error)
         else:
             log.info("cycle %s: %d started, %d failed, %.2f s", out.result, out.started, out.failed, out.duration)

@@ -152,8 +152,13 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
 
 def write_status(directory: str, doc: dict[str, Any]) -> str:
     """Write the document atomically as `directory`/status.json, world-readable."""
+    return write_json(directory, FILENAME, doc)
+
+
+def write_json(directory: str, name: str, doc: dict[str, Any]) -> str:
+    """Write a JSON document atomically (temporary file, fsync, rename), mode 0644."""
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, FILENAME)
+    path = os.path.join(directory, name)
     fd, tmp = tempfile.mkstemp(prefix=".status.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
