@@ -27,7 +27,11 @@ def fill(p: argparse.ArgumentParser) -> None:
     --server sim:// runs a simulated farm at an accelerated clock with the synthetic workload
     (parameters: sim://?nodes=50&slots=8&speed=60&seed=1&hours=48&backlog=6: backlog hours of
     jobs are waiting at the start), so the daemon, its metrics
-    and the status commands can be tried without TORQUE."""
+    and the status commands can be tried without TORQUE.
+
+    A second daemon on the same history store (PostgreSQL, or the same SQLite file on one
+    host) waits as standby and takes over within daemon.leader_timeout and a quarter more of
+    the leader's end; only the leader starts jobs. --once exits 1 when another daemon leads."""
     p.add_argument("-c", "--config", metavar="FILE", help="configuration file (default: embedded example; "
                    "a production daemon should always name its file so SIGHUP can reload it)")
     p.add_argument("--server", metavar="URL", help="torque://HOST (default: server.url of the config) or sim://")

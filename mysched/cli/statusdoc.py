@@ -40,8 +40,12 @@ def notes(doc: dict[str, Any]) -> list[str]:
     sb = doc.get("standby")
     if sb:
         out.append(f"standby: daemon pid {sb.get('pid')} on {sb.get('host')} waits to take over "
-                   f"(since {clock(doc, sb.get('since'))})")
+                   f"(since {_wall(sb.get('since'))})")
     return out
+
+
+def _wall(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t)) if t else "?"
 
 
 def standby(directory: str, max_age: float) -> dict[str, Any] | None:

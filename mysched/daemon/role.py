@@ -79,7 +79,7 @@ class Role:
             self.metrics.set_role(False)
             self._holder_read = 0.0
             holder = self.holder()
-            log.warning("standing by: %s leads; taking over within %.0f s of its end", _who(holder),
+            log.warning("standing by: %s leads; taking over within %.1f s of its end", _who(holder),
                         lead.timeout + self.poll)
         self._publish_standby()
         return False, False

@@ -26,6 +26,7 @@ import os
 import socket
 import threading
 import time
+import zlib
 from typing import Any, Callable, Protocol
 
 from sqlalchemy import create_engine, text
@@ -38,7 +39,9 @@ from mysched.errors import StoreError
 log = logging.getLogger("mysched")
 
 PG_LEADER_LOCK = 0x6D797364
-"""The advisory lock key (bigint) of leadership: one farm per history database."""
+"""The high half of the advisory lock key of leadership; the low half is a CRC of the
+history's schema, so farms whose histories share a database in separate schemas each have
+a leader of their own."""
 
 
 class LeadershipLost(StoreError):
@@ -149,13 +152,14 @@ def read_lock_file(path: str) -> dict[str, Any] | None:
 class PgLeadership:
     """A PostgreSQL session advisory lock, on a connection of its own (see the module doc)."""
 
-    def __init__(self, url: str, timeout: float, *, masked: str = "", key: int = PG_LEADER_LOCK) -> None:
+    def __init__(self, url: str, timeout: float, *, masked: str = "", key: int | None = None) -> None:
         self.timeout = timeout
         self.lease = timeout / 2
         self.leader = False
         self.since: float | None = None
         self.masked = masked or url
         self.key = key
+        """None until the first connection: then from the schema (see `PG_LEADER_LOCK`)."""
         u = make_url(url)
         args: dict[str, Any] = {}
         if u.get_driver_name() in ("psycopg2", "psycopg"):
@@ -202,6 +206,9 @@ class PgLeadership:
                 except SQLAlchemyError:  # idle_session_timeout needs PostgreSQL 14
                     log.warning("leadership lock: %s not supported by this PostgreSQL; a leader cut off from "
                                 "it is noticed by TCP keepalives only", setting.split()[1])
+            if self.key is None:
+                schema = c.execute(text("SELECT current_schema()")).scalar() or ""
+                self.key = (PG_LEADER_LOCK << 32) | zlib.crc32(schema.encode())
             self._conn = c
         return fn(self._conn)
 
@@ -222,8 +229,13 @@ class PgLeadership:
     def _mine(self, c: Connection) -> bool:
         return bool(c.execute(text(
             "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() "
-            "AND granted AND classid = :hi AND objid = :lo AND objsubid = 1)"),
-            {"hi": self.key >> 32, "lo": self.key & 0xFFFFFFFF}).scalar())
+            "AND granted AND CAST(classid AS bigint) = :hi AND CAST(objid AS bigint) = :lo AND objsubid = 1)"),
+            self._halves()).scalar())
+
+    def _halves(self) -> dict[str, int]:
+        """pg_locks shows a bigint key as classid (high half) and objid (low half)."""
+        key = self.key or 0
+        return {"hi": key >> 32, "lo": key & 0xFFFFFFFF}
 
     def acquire(self) -> bool:
         if self.leader and self.confirm():
@@ -286,15 +298,16 @@ class PgLeadership:
             "SELECT j, p, r, :planned FROM unnest(CAST(:ids AS text[]), CAST(:pls AS text[]), "
             "CAST(:rs AS text[])) AS t(j, p, r) "
             "WHERE EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() "
-            "AND granted AND classid = :hi AND objid = :lo AND objsubid = 1) "
+            "AND granted AND CAST(classid AS bigint) = :hi AND CAST(objid AS bigint) = :lo AND objsubid = 1) "
             "ON CONFLICT (job_id) DO UPDATE SET placement = EXCLUDED.placement, reason = EXCLUDED.reason, "
             "planned = EXCLUDED.planned")
         params = {"planned": planned, "ids": ids, "pls": [i["placement"] for i in intents],
-                  "rs": [i.get("reason", "") for i in intents], "hi": self.key >> 32, "lo": self.key & 0xFFFFFFFF}
+                  "rs": [i.get("reason", "") for i in intents]}
         with self._mutex:
             sent = time.monotonic()
             try:
-                n = self._call(lambda c: c.execute(sql, params).rowcount, "cannot record start intents")
+                n = self._call(lambda c: c.execute(sql, params | self._halves()).rowcount,
+                               "cannot record start intents")
             except StoreError as exc:
                 raise LeadershipLost(str(exc)) from None
             if n != len(ids):
@@ -307,10 +320,10 @@ class PgLeadership:
         nobody does (or the database cannot say)."""
         q = text("SELECT a.application_name, host(a.client_addr), a.backend_start FROM pg_locks l "
                  "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
-                 "AND l.classid = :hi AND l.objid = :lo AND l.objsubid = 1")
+                 "AND CAST(l.classid AS bigint) = :hi AND CAST(l.objid AS bigint) = :lo AND l.objsubid = 1")
         try:
             with self._mutex:
-                row = self._call(lambda c: c.execute(q, {"hi": self.key >> 32, "lo": self.key & 0xFFFFFFFF}).first(),
+                row = self._call(lambda c: c.execute(q, self._halves()).first(),
                                  "cannot look up the leader")
         except StoreError:
             return None

@@ -147,16 +147,16 @@ def test_default_vo_need_not_be_declared_either_way(tmp_path, capsys):
 def test_values_the_daemon_would_trip_over_later_are_refused_now():
     out = problems('farm = { name_format = "wn{idx:04d}"; nodes = 1000000000; };\n'
                    'server = { url = "bogus://x"; timeout = "2d"; };\n'
-                   'daemon = { metrics_address = "not an address"; event_address = "off"; };\n'
+                   'daemon = { metrics_address = "not an address"; event_address = "off"; leader_timeout = 0.5; };\n'
                    'history = { database = "not a url"; window = "10w"; };\n'
                    'scheduler = { interval = 1000000000000; };\n')
     keys = sorted(p.split(": ")[1] for p in out)
     assert keys == sorted(["farm.name_format", "farm.nodes", "history.database", "scheduler.interval",
-                           "server.timeout", "server.url", "daemon.metrics_address"])
+                           "server.timeout", "server.url", "daemon.metrics_address", "daemon.leader_timeout"])
     assert all(p.startswith("site.cfg:") for p in out)
     # the good forms pass
     config_from_text('farm = { name_format = "node{index:03d}"; };\nserver = { url = "torque://batch01"; };\n'
-                     'daemon = { metrics_address = "[::1]:9720"; };\n'
+                     'daemon = { metrics_address = "[::1]:9720"; leader_timeout = 10; };\n'
                      'history = { database = "postgresql+psycopg2://u:p%40x@db/mysched"; };')
 
 

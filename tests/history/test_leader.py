@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
-import threading
 import time
 
 import pytest
@@ -13,7 +11,8 @@ from sqlalchemy import create_engine, text
 from mysched.history.leader import FileLeadership, LeadershipLost, PgLeadership, leadership_for, read_lock_file
 from mysched.history.store import Store
 
-from .conftest import PG_URL
+from ..netcut import BlackHole
+from .conftest import PG_URL, _with_schema
 
 
 def _intent(job: str) -> dict:
@@ -100,51 +99,22 @@ def test_pg_lock_one_holder_fenced_intents_and_takeover_after_termination(pg):
         b.release()
 
 
-class BlackHole:
-    """A TCP proxy to PostgreSQL that can be cut: it then forwards nothing either way and
-    closes nothing, as a network partition looks to both ends."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self.cut = threading.Event()
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.conns: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            if self.cut.is_set():
-                self.conns.append(c)  # accepted, never answered
-                continue
-            u = socket.create_connection(self.target)
-            self.conns += [c, u]
-            for src, dst in ((c, u), (u, c)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
-        while True:
-            try:
-                data = src.recv(65536)
-            except OSError:
-                return
-            if not data:
-                return
-            while self.cut.is_set():
-                time.sleep(0.05)  # held: the partition swallows it
-            try:
-                dst.sendall(data)
-            except OSError:
-                return
-
-    def close(self) -> None:
-        self.sock.close()
-        for c in self.conns:
-            c.close()
+def test_pg_histories_in_separate_schemas_have_a_leader_each(pg):
+    eng = create_engine(PG_URL)
+    with eng.begin() as c:
+        for schema in ("lead_x", "lead_y"):
+            c.execute(text(f"CREATE SCHEMA IF NOT EXISTS {schema}"))
+    leads = [PgLeadership(_with_schema(PG_URL, s), 4.0) for s in ("lead_x", "lead_y", "lead_x")]
+    try:
+        assert [lead.acquire() for lead in leads] == [True, True, False]
+        assert leads[0].key != leads[1].key
+        assert leads[2].holder()["pid"] == os.getpid()
+    finally:
+        for lead in leads:
+            lead.release()
+        with eng.begin() as c:
+            c.execute(text("DROP SCHEMA lead_x, lead_y CASCADE"))
+        eng.dispose()
 
 
 def test_pg_network_cut_takeover_within_bound_and_never_two_leaders(pg):
