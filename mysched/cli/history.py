@@ -46,7 +46,9 @@ def run_import(args: argparse.Namespace) -> int:
         print(f"mysched: warning: {msg}", file=sys.stderr)
 
     rep = ingest_accounting(store, args.paths, on_problem=warn, progress=progress if bar.enabled else None)
-    print(f"{rep.files} file(s), {rep.lines} new line(s): {rep.records_added} job record(s) added, "
+    print(f"{rep.files} file(s)" + (f" ({rep.unread_files} more not read)" if rep.unread_files else "") +
+          f", {rep.lines} new line(s): {rep.records_added} job record(s) added, "
           f"{rep.duplicates} already known, {rep.malformed} malformed line(s) skipped, "
+          f"{rep.repaired} kept without a garbled field, "
           f"{rep.ignored} other record(s); {store.count_finished()} jobs in {store.masked}")
     return 0

@@ -154,13 +154,14 @@ def _cores(a: dict[str, str], placement: tuple[tuple[str, int], ...]) -> int:
         return 1
 
 
-def to_finished_job(rec: AccountingRecord) -> FinishedJob:
+def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> FinishedJob:
     """The wall-clock record of an `E` line.
 
     `NotRun` if the job never started; ValueError if its start or end is unusable. Fields
     that only refine the record (exec_host, cput, exit status) are dropped when garbled
-    rather than losing the job's wall-clock.
+    rather than losing the job's wall-clock; each one dropped is said in `dropped`.
     """
+    said = dropped if dropped is not None else []
     a = rec.attrs
     try:
         start = float(a["start"])
@@ -194,9 +195,15 @@ def to_finished_job(rec: AccountingRecord) -> FinishedJob:
         placement = parse_exec_host(a["exec_host"]) if a.get("exec_host") else ()
     except ValueError:
         placement = ()
+        said.append(f"exec_host={a['exec_host'][:40]!r}")
     cput = duration_or_none(a.get("resources_used.cput"))
+    if a.get("resources_used.cput") and (cput is None or cput < 0):
+        cput = None
+        said.append(f"resources_used.cput={a['resources_used.cput'][:40]!r}")
     status_text = a.get("Exit_status", "")
     status = int(status_text) if status_text.lstrip("-").isdigit() else None
+    if status_text and status is None:
+        said.append(f"Exit_status={status_text[:40]!r}")
     return FinishedJob(rec.job_id, user, group, queue, start, end, _cores(a, placement), None, cput, status,
                        tuple(n for n, _ in placement))
 

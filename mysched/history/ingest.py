@@ -47,6 +47,10 @@ class IngestReport:
     malformed: int = 0
     ignored: int = 0
     """Lines without wall-clock: other record types, blank lines, jobs that never ran."""
+    unread_files: int = 0
+    """Files skipped whole (gzip-compressed), each reported."""
+    repaired: int = 0
+    """Records kept without a garbled field that only refines them (cput, exec_host, exit status)."""
     problems: list[str] = field(default_factory=list)
 
 
@@ -122,6 +126,7 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
             offset = row.offset
             line = row.line if row.line is not None else _count_lines(path, offset)
         if offset == 0 and _is_gzip(path):
+            rep.unread_files += 1
             _problem(rep, f"{path}: gzip-compressed; decompress it first (zcat)", on_problem, malformed=False)
             return
     except OSError as exc:
@@ -149,8 +154,13 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
             elif isinstance(item, LineProblem):
                 _problem(rep, str(item), on_problem)
             else:
+                dropped: list[str] = []
                 try:
-                    batch.append(to_finished_job(item))
+                    batch.append(to_finished_job(item, dropped))
+                    if dropped:
+                        rep.repaired += 1
+                        _problem(rep, str(LineProblem(path, line + n, f"garbled {', '.join(dropped)} ignored; the "
+                                                      "wall-clock record is kept")), on_problem, malformed=False)
                 except NotRun:
                     rep.ignored += 1
                 except ValueError as exc:

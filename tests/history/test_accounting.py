@@ -100,8 +100,24 @@ def test_values_may_contain_blanks():
 def test_garbled_optional_fields_keep_the_wall_clock():
     rec = parse_line("11/22/2026 10:00:00;E;1.s;user=u group=g queue=q start=100 end=700 exec_host=/x "
                      "resources_used.cput=abc Exit_status=?")
-    fj = to_finished_job(rec)
+    dropped: list[str] = []
+    fj = to_finished_job(rec, dropped)
     assert (fj.start, fj.end, fj.cores, fj.cput, fj.exit_status) == (100.0, 700.0, 1, None, None)
+    # each one is said, so the ingestion reports the line (nothing is dropped in silence)
+    assert [d.split("=")[0] for d in dropped] == ["exec_host", "resources_used.cput", "Exit_status"]
+
+
+def test_ingestion_reports_a_record_kept_without_its_garbled_fields(tmp_path):
+    from mysched.history.ingest import ingest_accounting
+    from mysched.history.store import Store
+
+    (tmp_path / "20261122").write_text(
+        "11/22/2026 10:00:00;E;1.s;user=u group=g queue=q start=100 end=700 resources_used.cput=-5\n"
+        "11/22/2026 10:00:00;E;2.s;user=u group=g queue=q start=100 end=700 resources_used.cput=00:01:00\n")
+    said: list[str] = []
+    rep = ingest_accounting(Store(f"sqlite:///{tmp_path}/h.db"), [str(tmp_path / "20261122")], on_problem=said.append)
+    assert rep.records_added == 2 and rep.repaired == 1 and rep.malformed == 0
+    assert said == [f"{tmp_path}/20261122:1: garbled resources_used.cput='-5' ignored; the wall-clock record is kept"]
 
 
 def test_stamp_is_local_time_of_the_server(monkeypatch):

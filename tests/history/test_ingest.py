@@ -136,11 +136,11 @@ def test_exception_mid_ingest_then_reingest_exact(store, tmp_path, monkeypatch):
     monkeypatch.setattr(ingest_mod, "BATCH_LINES", 100)
     real, calls = ingest_mod.to_finished_job, [0]
 
-    def dies_at_line_250(rec):
+    def dies_at_line_250(rec, dropped=None):
         calls[0] += 1
         if calls[0] == 250:
             raise RuntimeError("killed")
-        return real(rec)
+        return real(rec, dropped)
 
     monkeypatch.setattr(ingest_mod, "to_finished_job", dies_at_line_250)
     with pytest.raises(RuntimeError):
