@@ -13,6 +13,7 @@ from typing import Any, Callable
 from mysched.core.config import (PACKING_POLICIES, Config, FarmSpec, GroupConfig, HotLists, NodeType,
                                  PackingClass, QueueConfig, VOConfig)
 from mysched.core.durations import parse_duration
+from mysched.config.loads import build_loads
 from mysched.config.parse import ParsedConfig, Path, at, dotted, parse_file, parse_text
 from mysched.config.values import (DAY, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
                                     int_, kind, number, parse_address, string, strings)
@@ -72,7 +73,7 @@ def _check_database(c: "_Checker", path: Path, url: str) -> None:
 
 _TOP = dict.fromkeys([
     "scheduler", "history", "fairshare", "server", "daemon", "default_vo", "vos", "groups",
-    "queues", "hot", "node_types", "packing", "farm",
+    "queues", "hot", "node_types", "packing", "farm", "load_sources", "load_rules", "node_load",
 ])
 
 
@@ -308,6 +309,8 @@ def build_config(parsed: ParsedConfig) -> Config:
             c.problem(p, "'default' is the name of the class of all other jobs; choose another name")
         packing.append(pc)
 
+    load_sources, load_rules, node_load = build_loads(c, top, vos, queues)
+
     if c.problems:
         raise ConfigError(c.problems)
     return Config(
@@ -316,7 +319,8 @@ def build_config(parsed: ParsedConfig) -> Config:
         min_interval=min_interval, max_starts_per_cycle=max_starts, history_window=window,
         half_life=half_life, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
         server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
-        event_address=event_address, leader_timeout=leader_timeout, farm=farm, source=parsed.filename, group_vo=group_vo,
+        event_address=event_address, leader_timeout=leader_timeout, load_sources=load_sources,
+        load_rules=load_rules, node_load=node_load, farm=farm, source=parsed.filename, group_vo=group_vo,
     )
 
 

@@ -118,6 +118,67 @@ class PackingClass:
         return queue in self.queues or vo in self.vos or group in self.groups or user in self.users
 
 
+LOAD_KINDS = ("prometheus", "file", "command")
+STALE_ACTIONS = ("ignore", "stop")
+
+
+@dataclass(frozen=True)
+class LoadSource:
+    """An external load value (a storage element's load, a site probe), refreshed on its
+    own interval by `mysched.backends.loads`."""
+
+    name: str
+    kind: str
+    url: str = ""
+    """prometheus: the server's base URL."""
+    query: str = ""
+    """prometheus: an instant PromQL query whose single result is the value."""
+    path: str = ""
+    """file: a number, or a JSON document holding it at `key`."""
+    key: str = ""
+    """file: dotted path to the number in a JSON document (empty: the whole file)."""
+    command: tuple[str, ...] = ()
+    """command: argv whose standard output is a number."""
+    interval: float = 60.0
+    timeout: float = 10.0
+    max_age: float = 300.0
+    """A value older than this is stale."""
+    on_stale: str = "ignore"
+    """"ignore": a stale source throttles nothing; "stop": its rules start nothing new."""
+
+
+@dataclass(frozen=True)
+class LoadRule:
+    """Tie a load source to VOs, groups and queues: above `high` nothing new starts for them,
+    between `low` and `high` their max_running shrinks linearly; `hysteresis` keeps a value
+    hovering at a threshold from flapping."""
+
+    name: str
+    source: str
+    vos: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+    queues: frozenset[str] = frozenset()
+    low: float = 0.0
+    high: float = 1.0
+    hysteresis: float = 0.0
+
+    def applies(self, queue: str, vo: str, group: str) -> bool:
+        return vo in self.vos or group in self.groups or queue in self.queues
+
+
+@dataclass(frozen=True)
+class NodeLoadLimits:
+    """LSF's loadSched: skip a node whose pbs_mom reports more load per core, or less free
+    memory, than this (None: no limit)."""
+
+    max_load_per_core: float | None = None
+    min_free_mem: int | None = None
+    """bytes"""
+
+    def __bool__(self) -> bool:
+        return self.max_load_per_core is not None or self.min_free_mem is not None
+
+
 @dataclass(frozen=True)
 class FarmSpec:
     """Farm shape for the simulator (ignored by the daemon, which reads the real farm)."""
@@ -152,6 +213,9 @@ class Config:
     state_dir: str = "/var/lib/mysched"
     metrics_address: str = "127.0.0.1:9720"
     event_address: str = ""
+    load_sources: dict[str, LoadSource] = field(default_factory=dict)
+    load_rules: tuple[LoadRule, ...] = ()
+    node_load: NodeLoadLimits = NodeLoadLimits()
     leader_timeout: float = 0.0
     """How long a leader cut off from the history database keeps leadership at most; 0:
     half the interval, at most 30 s (`leadership_timeout`)."""

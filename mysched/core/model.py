@@ -120,6 +120,10 @@ class Node:
     """Ids of the jobs the server says run here (may list jobs the job list lacks)."""
     mem: int | None = None
     """Physical memory in bytes (None: unknown, memory requests are not checked here)."""
+    load: float | None = None
+    """pbs_mom's load average (None: not reported)."""
+    avail_mem: int | None = None
+    """pbs_mom's available memory in bytes (None: not reported)."""
 
 
 @dataclass(frozen=True, slots=True)

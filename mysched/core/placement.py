@@ -143,7 +143,9 @@ class Placing:
         for name in self.index.by_name:
             ld = loads.get(name) or base.get(name) or loads[name]  # read only: no copy
             pool = pools[ld.key]
-            if not ld.usable:
+            if name in self.overloaded:
+                r = "node_load" if ld.free >= cores else "no_free_slot"
+            elif not ld.usable:
                 r = "node_down"
             elif ld.free < cores:
                 r = "no_free_slot"

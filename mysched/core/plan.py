@@ -76,6 +76,10 @@ class Plan:
     wake_at: float | None = None
     """Earliest time the same snapshot could plan differently (an exclusive reservation's
     TTL running out); lets an event-driven caller sleep until then."""
+    throttles: tuple = ()
+    """External load this cycle (`mysched.core.throttle.Throttle`, open ones included)."""
+    node_load: dict[str, str] = field(default_factory=dict)
+    """Nodes skipped for the load their pbs_mom reports: name -> why."""
     vo_table: Callable[[], dict[str, VOStatus]] | None = field(default=None, repr=False, compare=False)
     """Makes `vos` on first read."""
     _vos: dict[str, VOStatus] | None = field(default=None, repr=False, compare=False)

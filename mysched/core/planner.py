@@ -39,6 +39,7 @@ from mysched.core.ordering import Ordering
 from mysched.core.placement import Placing, _Loads, _Rules
 from mysched.core.plan import Plan, Start, Wait
 from mysched.core.tally import DEFAULT_CLASS, Load, Ranking, Tally
+from mysched.core.throttle import Throttle, overloaded
 from mysched.core.vofacts import VOFacts, VOTable
 from mysched.core.wholerequest import RequestPlacing
 from mysched.core.usage import Usage
@@ -52,11 +53,12 @@ POLICIES = ("mysched", "fifo", "least-loaded")
 
 
 def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy: str = "mysched",
-         index: NodeIndex | None = None) -> Plan:
+         index: NodeIndex | None = None, throttles: tuple[Throttle, ...] = ()) -> Plan:
     """Decide which queued jobs to start where, and why every other job waits.
 
     `index` is an optional cache of node facts (see `NodeIndex`); results are the same with
-    or without it."""
+    or without it. `throttles`: what external load allows this cycle
+    (`mysched.core.throttle.throttles`)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     # A cycle allocates ~10 objects per job and frees them together; the cyclic collector
@@ -65,7 +67,7 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
     gc.disable()
     idx = index or NodeIndex()
     try:
-        return _Planner(snapshot, config, usage, now, policy, idx.get(config, snapshot.nodes)).run()
+        return _Planner(snapshot, config, usage, now, policy, idx.get(config, snapshot.nodes), throttles).run()
     finally:
         if index is None:
             idx.clear()  # a one-off index: free its tally now, not at some later collection
@@ -78,14 +80,15 @@ class _Planner(Ordering, Placing, RequestPlacing):
     placement come from the mixins."""
 
     def __init__(self, snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str,
-                 index: NodeIndex) -> None:
+                 index: NodeIndex, throttles: tuple[Throttle, ...] = ()) -> None:
         self.index = index
         self.snap = snapshot
         self.cfg = config
         self.usage = usage
         self.now = now
         self.policy = policy
-        self.out = Plan(now=now, policy=policy)
+        self.out = Plan(now=now, policy=policy, throttles=throttles)
+        self.throttles = tuple(t for t in throttles if t.factor < 1.0)
         self.rank = 0
         self._class_cache: dict[tuple, Wait] = {}
         self._drain_memo: dict[tuple, str] = {}
@@ -119,7 +122,7 @@ class _Planner(Ordering, Placing, RequestPlacing):
         # slots per VO, group and user order the shares; jobs per queue, VO and group
         # meet the total limits.
         self.shares = self.policy == "mysched"
-        self.limits = idx.total_limits or bool(qsig)
+        self.limits = idx.total_limits or bool(qsig) or bool(self.throttles)
         if self.shares:
             self.vo_slots = dict(t.vo_slots)
             self.group_slots = dict(t.group_slots)
@@ -131,6 +134,25 @@ class _Planner(Ordering, Placing, RequestPlacing):
         self.used_before = t.used + t.off_used
         self.free_total = t.free
         self._reservations(t)
+        self.overloaded: dict[str, str] = {}
+        if self.cfg.node_load:
+            self._skip_loaded()
+
+    def _skip_loaded(self) -> None:
+        """Nodes whose pbs_mom reports too much load or too little free memory take no new
+        job this cycle (LSF's loadSched)."""
+        limits, by_name = self.cfg.node_load, self.index.by_name
+        for node in self.snap.nodes:
+            why = overloaded(node, limits)
+            if why is None or node.name not in by_name:
+                continue
+            self.overloaded[node.name] = why
+            ld = self.loads[node.name]
+            ld.usable = False
+            ld.pool.ranking.drop(node.name)
+            for r in ld.pool.by_class.values():
+                r.drop(node.name)
+        self.out.node_load = dict(self.overloaded)
 
     def _reservations(self, t: Tally) -> None:
         """Exclusive packing: a node stays reserved for the class of its latest class job
@@ -256,6 +278,21 @@ class _Planner(Ordering, Placing, RequestPlacing):
             return "group_limit"
         return None
 
+    def _throttled(self, job: Job, vo: str, r: _Rules) -> str | None:
+        """Why external load stops this job now (its VO, group or queue runs what the load
+        leaves it), or None."""
+        for t in self.throttles:
+            for kind, name, count, configured, listed in (
+                    ("VO", vo, self.vo_jobs, r.vo_max, t.vos), ("group", job.group, self.group_jobs, r.group_max,
+                                                               t.groups),
+                    ("queue", job.queue, self.queue_jobs, r.queue_max, t.queues)):
+                if name in listed:
+                    cap = t.cap(configured, self.total_slots)
+                    n = count.get(name, 0)
+                    if n >= cap:
+                        return f"{t.detail()}; {kind} {name} runs {n} job(s), the load allows {cap}"
+        return None
+
     def _try(self, job: Job, vo: str, reason: str) -> str | None:
         """Place and record one job; return None if it starts, else its wait reason."""
         queue, group = job.queue, job.group
@@ -265,6 +302,11 @@ class _Planner(Ordering, Placing, RequestPlacing):
             if lim is not None:
                 self._wait(job, lim, vo)
                 return lim
+            if self.throttles:
+                why = self._throttled(job, vo, rules)
+                if why is not None:
+                    self._wait(job, "external_load", vo, why)
+                    return "external_load"
         pc = self.index.job_class(queue, vo, group, job.user) if self.packing else None
         if job.request is not None and not job.request.simple:
             return self._try_request(job, vo, reason, rules, pc)

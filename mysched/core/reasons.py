@@ -26,6 +26,9 @@ REASONS: dict[str, str] = {
     "packing": "the nodes with room are reserved for another job class (exclusive packing)",
     "no_free_slot": "no usable node has enough free cores",
     "start_limit": "the cycle reached max_starts_per_cycle before this job's turn",
+    "external_load": "an external load source (storage element, site probe) throttles the job's VO, group or "
+                     "queue",
+    "node_load": "the nodes with room report too much load or too little free memory (node_load)",
 }
 
 START_REASONS: dict[str, str] = {
@@ -37,6 +40,7 @@ START_REASONS: dict[str, str] = {
 
 BLOCKING: frozenset[str] = frozenset({
     "held", "not_queued", "queue_disabled", "not_execution_queue", "too_large", "never_fits", "vo_limit", "group_limit", "queue_max_running",
+    "external_load",
 })
 """Waits that free capacity would not end: the job cannot start until something else changes
 (a hold, its queue, a limit). `mysched jobs` lists these as blocked; estimates give no time."""
@@ -47,5 +51,6 @@ NODE_REJECTIONS: dict[str, str] = {
     "packing": "reserved for another job class",
     "vo_node_limit": "VO per-node limit reached",
     "group_node_limit": "group per-node limit reached",
+    "node_load": "load or free memory past node_load",
 }
 """Short texts for the reasons a node was rejected for a job that had room elsewhere."""

@@ -8,6 +8,8 @@ exception tree here, at the boundary. Codes are TORQUE 6.1's (src/include/pbs_er
 
 from __future__ import annotations
 
+import math
+
 import gc
 import logging
 import os
@@ -207,14 +209,32 @@ def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
         warnings.append(f"node {name}: bad np {np_text!r}; taken as offline")
         return Node(name, 0, NodeState.OFFLINE)
     props = frozenset(p.strip() for p in a.get("properties", "").split(",") if p.strip())
-    mem = None
-    physmem = status_field(a.get("status", ""), "physmem")
+    status = a.get("status", "")
+    mem = avail = None
+    physmem = status_field(status, "physmem")
     if physmem:
         try:
             mem = parse_mem(physmem)
         except ValueError:
             warnings.append(f"node {name}: bad physmem {physmem!r}; memory not checked there")
-    return Node(name, slots, NodeState.parse(a.get("state", "")), props, parse_node_jobs(a.get("jobs", "")), mem)
+    availmem = status_field(status, "availmem")
+    if availmem:
+        try:
+            avail = parse_mem(availmem)
+        except ValueError:
+            warnings.append(f"node {name}: bad availmem {availmem!r}; its free memory not checked")
+    load = None
+    loadave = status_field(status, "loadave")
+    if loadave:
+        try:
+            load = float(loadave)
+            if not (load >= 0 and math.isfinite(load)):
+                raise ValueError
+        except ValueError:
+            load = None
+            warnings.append(f"node {name}: bad loadave {loadave!r}; its load not checked")
+    return Node(name, slots, NodeState.parse(a.get("state", "")), props, parse_node_jobs(a.get("jobs", "")), mem,
+                load, avail)
 
 
 def queue_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Queue | None:

@@ -8,19 +8,9 @@ import re
 
 from mysched.core.model import Placement
 from mysched.core.request import NodePart
+from mysched.core.sizes import parse_mem
 
-
-_MEM = re.compile(r"^(\d+)\s*([kmgtp]?)(b|w)?$", re.I)
-
-
-def parse_mem(text: str) -> int:
-    """TORQUE sizes (``2000mb``, ``4gb``, ``512kb``, ``100``) -> bytes."""
-    m = _MEM.match(text.strip())
-    if not m:
-        raise ValueError(f"bad size {text!r}")
-    mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}[m.group(2).lower()]
-    word = 8 if (m.group(3) or "").lower() == "w" else 1
-    return int(m.group(1)) * mult * word
+__all__ = ["parse_mem"]  # sizes are parsed in the core (the config reads them too)
 
 
 def parse_nodes(text: str) -> int:

@@ -1,0 +1,18 @@
+"""Sizes as TORQUE writes them (``2000mb``, ``4gb``, ``512kb``, ``100``): one parser, for
+server replies, accounting logs and the configuration."""
+
+from __future__ import annotations
+
+import re
+
+_MEM = re.compile(r"^(\d+)\s*([kmgtp]?)(b|w)?$", re.I)
+
+
+def parse_mem(text: str) -> int:
+    """TORQUE sizes (``2000mb``, ``4gb``, ``512kb``, ``100``) -> bytes."""
+    m = _MEM.match(text.strip())
+    if not m:
+        raise ValueError(f"bad size {text!r}")
+    mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}[m.group(2).lower()]
+    word = 8 if (m.group(3) or "").lower() == "w" else 1
+    return int(m.group(1)) * mult * word
