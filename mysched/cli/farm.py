@@ -40,6 +40,10 @@ def run_nodes(args: argparse.Namespace) -> int:
     if args.json:
         dump_json({"summary": summary, "nodes": nodes})
         return 0
+    loaded = doc.get("node_load") or {}
+    for n in nodes:
+        if n["name"] in loaded:
+            n["load"] = loaded[n["name"]]
     colour = {"free": "green", "down": "red", "offline": "red", "busy": "yellow"}
     table(["NODE", "STATE", "TYPE", "USED", "JOBS", "USERS", "DIV", "CLASS", "VOS"],
           [[n["name"], n["state"], n["type"] or "-", f"{n['used']}/{n['slots']}", n["jobs"], n["users"],
@@ -50,6 +54,8 @@ def run_nodes(args: argparse.Namespace) -> int:
         print(f"\n{summary['nodes']} nodes (" + ", ".join(f"{v} {k}" for k, v in sorted(by_state.items()))
               + f"); slots used {summary['used_slots']} of {summary['slots']}; mean diversity "
               + (f"{div:.3f}" if div is not None else "-"))
+        for name, why in sorted(loaded.items()):
+            print(f"{name}: no new jobs (node_load): {why}")
         for note in statusdoc.notes(doc):
             print(note)
     return 0
@@ -74,7 +80,8 @@ def run_shares(args: argparse.Namespace) -> int:
     vos = {name: {"share": v["share"], "guarantee": v["guarantee"], "running_slots": v["running_slots"],
                   "running_jobs": v["running_jobs"], "queued_jobs": v["queued_jobs"],
                   "usage_h": round(v["usage_s"] / 3600.0, 2), "priority": v["priority"],
-                  "below_guarantee": v["below_guarantee"]} for name, v in sorted(doc["vos"].items())}
+                  "below_guarantee": v["below_guarantee"], "throttled": v.get("throttled") or []}
+           for name, v in sorted(doc["vos"].items())}
     detail: dict[str, dict[str, dict[str, Any]]] = {"groups": {}, "users": {}}
     if args.groups or args.users:
         for j in rows(doc, "jobs"):
@@ -97,12 +104,18 @@ def run_shares(args: argparse.Namespace) -> int:
             out["users"] = detail["users"]
         dump_json(out)
         return 0
-    table(["VO", "SHARE", "GUARANTEE", "RUNNING", "JOBS", "QUEUED", "USAGE(h)", "PRIORITY", "BELOW"],
+    table(["VO", "SHARE", "GUARANTEE", "RUNNING", "JOBS", "QUEUED", "USAGE(h)", "PRIORITY", "BELOW", "THROTTLE"],
           [[k, f"{v['share']:.1%}", v["guarantee"], v["running_slots"], v["running_jobs"], v["queued_jobs"],
-            f"{v['usage_h']:.1f}", f"{v['priority']:.3f}", "yes" if v["below_guarantee"] else "no"]
+            f"{v['usage_h']:.1f}", f"{v['priority']:.3f}", "yes" if v["below_guarantee"] else "no",
+            ",".join(v["throttled"]) or "-"]
            for k, v in vos.items()],
-          noheader=args.noheader, colours=["yellow" if v["below_guarantee"] and v["queued_jobs"] else None
+          noheader=args.noheader, colours=["red" if v["throttled"] else
+                                           "yellow" if v["below_guarantee"] and v["queued_jobs"] else None
                                            for v in vos.values()], right=(1, 2, 3, 4, 5, 6, 7))
+    if not args.noheader:
+        for t in doc.get("throttles") or ():
+            if t["level"] != "open":
+                print(f"throttled by load rule {t['rule']}: {t['detail']}")
     for kind, on in (("groups", args.groups), ("users", args.users)):
         if on:
             print()

@@ -128,8 +128,15 @@ def run(args: argparse.Namespace) -> int:
 
         scale = 1.0 / float(getattr(server, "speed", 1.0) or 1.0)
         lead = leadership_for(store, state_dir, config.leadership_timeout(scale))
+    from mysched.backends.loads import LoadSources
+
+    loads = LoadSources(config.load_sources)  # empty: no threads; a reload may add sources
+    if config.load_sources:
+        log.info("load sources: %s", ", ".join(f"{n} ({s.kind}, every {s.interval:g} s)"
+                                               for n, s in config.load_sources.items()))
+        loads.wait_first(min(10.0, max(s.timeout for s in config.load_sources.values()) + 0.5))
     daemon = Daemon(config, server, store=store, metrics=metrics, config_path=args.config, dry_run=args.dry_run,
-                    state_dir=state_dir, ingest=ingest, lead=lead)
+                    state_dir=state_dir, ingest=ingest, lead=lead, loads=loads)
     listener_factory = None
     eaddr = _address(args.event_address if args.event_address is not None else config.event_address)
     if eaddr and not args.once:

@@ -24,7 +24,9 @@ from mysched.core.planner import NodeIndex, plan
 from mysched.backends.protocol import BatchServer
 from mysched.daemon.statusfile import build_status, write_status
 from mysched.core.usage import UsageLedger
-from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics
+from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics, publish_farm
+from mysched.backends.loads import LoadSources
+from mysched.daemon.loadwatch import LoadWatch
 from mysched.daemon.role import Role, settle
 from mysched.history.leader import Leadership, LeadershipLost
 
@@ -63,7 +65,8 @@ class Daemon:
     def __init__(self, config: Config, server: BatchServer, *, store: HistoryStore | None = None,
                  metrics: CycleMetrics | None = None, config_path: str | None = None, dry_run: bool = False,
                  state_dir: str | None = None, ingest: Callable[[], int] | None = None,
-                 wall: Callable[[], float] = time.time, lead: Leadership | None = None) -> None:
+                 wall: Callable[[], float] = time.time, lead: Leadership | None = None,
+                 loads: LoadSources | None = None) -> None:
         self.config = config
         self.config_path = config_path
         self.server = server
@@ -74,6 +77,7 @@ class Daemon:
         self.ingest = ingest
         self.wall = wall
         self.role = Role(lead, self.metrics, self.state_dir, wall)
+        self.loads = LoadWatch(loads, self.metrics)
         """Leader or standby (`mysched.daemon.role`); without a lock, always leader."""
         self.ledger: UsageLedger | None = None
         self.index = NodeIndex()
@@ -110,6 +114,8 @@ class Daemon:
             self.metrics.reload("error")
             return False
         self.config = new
+        if self.loads.sources is not None:
+            self.loads.sources.update(new.load_sources)
         self.ledger = None  # window or decay may have changed: rebuild from the store
         log.info("configuration reloaded from %s", self.config_path)
         self.metrics.reload("ok")
@@ -249,7 +255,7 @@ class Daemon:
         except StoreError as exc:
             return self._failed(t0, f"history store: {exc}")
         p0 = time.perf_counter()
-        p = plan(snapshot, cfg, usage, now, index=self.index)
+        p = plan(snapshot, cfg, usage, now, index=self.index, throttles=self.loads.throttles(cfg, self.wall()))
         plan_s = time.perf_counter() - p0
         out = CycleOutcome("dry-run" if self.dry_run else "ok", planned=len(p.starts), plan_s=plan_s, plan=p)
         done: list[tuple[Start, str]] = []
@@ -417,29 +423,12 @@ class Daemon:
                     snapshot, p, cfg, cycle=cycle, published=self.wall(), usage=usage, dry_run=self.dry_run,
                     started={st.job_id for st, r in done if r == "ok"})
                 self._last_doc["role"] = self.role.doc()
+                self._last_doc["load_sources"] = self.loads.doc
                 write_status(self.state_dir, self._last_doc)
             except OSError as exc:
                 log.error("could not write the status file in %s: %s", self.state_dir, exc)
         if not isinstance(self.metrics, NullMetrics):
-            # Figures after this cycle's starts, as the next snapshot will show them.
-            started_slots: dict[str, int] = {}
-            started_jobs: dict[str, int] = {}
-            for s, r in done:
-                if r == "ok":
-                    started_slots[s.vo] = started_slots.get(s.vo, 0) + s.cores
-                    started_jobs[s.vo] = started_jobs.get(s.vo, 0) + 1
-            total = p.total_slots
-            vos = p.vos.values()
-            used = {v.name: v.running_slots + started_slots.get(v.name, 0) for v in vos}
-            self.metrics.set_farm_state(
-                running_by_vo={v.name: v.running_jobs + started_jobs.get(v.name, 0) for v in vos},
-                queued_by_vo={v.name: v.queued_jobs - started_jobs.get(v.name, 0) for v in vos},
-                used_slots_by_vo=used,
-                total_slots=total, used_slots=p.used_slots + sum(started_slots.values()),
-                share_target_by_vo={v.name: v.share for v in vos},
-                share_achieved_by_vo={k: (u / total if total else 0.0) for k, u in used.items()},
-                pending_by_reason=p.reasons(),
-            )
+            publish_farm(self.metrics, p, [s for s, r in done if r == "ok"])
 
 
 def _loc(s: Start) -> str:

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from mysched import __version__
 from mysched.config.values import parse_address as _parse_address
 from mysched.errors import ServerError, UsageError
+from mysched.core.plan import Plan, Start
 
 log = logging.getLogger("mysched")
 
@@ -36,10 +37,12 @@ class CycleMetrics(Protocol):
     def history_write_error(self) -> None: ...
     def reload(self, result: str) -> None: ...
     def set_role(self, leader: bool) -> None: ...
+    def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool]],
+                  factors: Mapping[str, float]) -> None: ...
     def set_farm_state(self, *, running_by_vo: Mapping[str, int], queued_by_vo: Mapping[str, int],
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
                        share_target_by_vo: Mapping[str, float], share_achieved_by_vo: Mapping[str, float],
-                       pending_by_reason: Mapping[str, int]) -> None: ...
+                       pending_by_reason: Mapping[str, int], nodes_load_skipped: int = 0) -> None: ...
     def time_call(self, call: str) -> ContextManager[None]: ...
 
 
@@ -65,6 +68,10 @@ class NullMetrics:
         pass
 
     def set_role(self, leader: bool) -> None:
+        pass
+
+    def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool]],
+                  factors: Mapping[str, float]) -> None:
         pass
 
     def set_farm_state(self, **figures: object) -> None:
@@ -114,6 +121,10 @@ class Guarded:
 
     def set_role(self, leader: bool) -> None:
         self._guard("set_role", self.inner.set_role, leader)
+
+    def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool]],
+                  factors: Mapping[str, float]) -> None:
+        self._guard("set_loads", self.inner.set_loads, sources, factors)
 
     def set_farm_state(self, **figures: object) -> None:
         self._guard("set_farm_state", self.inner.set_farm_state, **figures)
@@ -167,6 +178,18 @@ class Metrics:
                                     "Times this daemon became leader or standby", ["role"], registry=r)
         for role in ("leader", "standby"):
             self.role_changes.labels(role)
+        self.load_value = Gauge("mysched_load_value", "Latest good value of an external load source",
+                                ["source"], registry=r)
+        self.load_age = Gauge("mysched_load_age_seconds", "Age of a load source's latest good value",
+                              ["source"], registry=r)
+        self.load_stale = Gauge("mysched_load_stale", "1 while a load source's value is stale (or missing)",
+                                ["source"], registry=r)
+        self.throttle = Gauge("mysched_load_throttle_factor",
+                              "Fraction of max_running a load rule leaves its VOs, groups and queues (1: open)",
+                              ["rule"], registry=r)
+        self.nodes_overloaded = Gauge("mysched_nodes_load_skipped",
+                                      "Nodes skipped last cycle for the load or free memory pbs_mom reports",
+                                      registry=r)
         self.build = Info("mysched_build", "Version of mysched and Python", registry=r)
         self.build.info({"version": __version__, "python": platform.python_version()})
         for result in ("ok", "error", "partial", "dry-run", "crash", "standby"):
@@ -197,6 +220,19 @@ class Metrics:
     def reload(self, result: str) -> None:
         self.reloads.labels(result).inc()
 
+    def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool]],
+                  factors: Mapping[str, float]) -> None:
+        for g in (self.load_value, self.load_age, self.load_stale, self.throttle):
+            g.clear()
+        for name, (value, age, stale) in sources.items():
+            if value is not None:
+                self.load_value.labels(name).set(value)
+            if age is not None:
+                self.load_age.labels(name).set(age)
+            self.load_stale.labels(name).set(1 if stale else 0)
+        for rule, f in factors.items():
+            self.throttle.labels(rule).set(f)
+
     def set_role(self, leader: bool) -> None:
         self.leader.set(1 if leader else 0)
         self.role_changes.labels("leader" if leader else "standby").inc()
@@ -204,7 +240,7 @@ class Metrics:
     def set_farm_state(self, *, running_by_vo: Mapping[str, int], queued_by_vo: Mapping[str, int],
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
                        share_target_by_vo: Mapping[str, float], share_achieved_by_vo: Mapping[str, float],
-                       pending_by_reason: Mapping[str, int]) -> None:
+                       pending_by_reason: Mapping[str, int], nodes_load_skipped: int = 0) -> None:
         """Replace the per-VO and per-reason gauges: series that disappeared are dropped."""
         for gauge, values in ((self.running, running_by_vo), (self.queued, queued_by_vo),
                               (self.used_by_vo, used_slots_by_vo), (self.share_target, share_target_by_vo),
@@ -214,6 +250,7 @@ class Metrics:
                 gauge.labels(label).set(v)
         self.slots_total.set(total_slots)
         self.slots_used.set(used_slots)
+        self.nodes_overloaded.set(nodes_load_skipped)
 
     @contextlib.contextmanager
     def time_call(self, call: str) -> Iterator[None]:
@@ -226,6 +263,28 @@ class Metrics:
             raise
         finally:
             self.call_duration.labels(call).observe(time.perf_counter() - t0)
+
+
+def publish_farm(metrics: CycleMetrics, p: Plan, started: list[Start]) -> None:
+    """The farm's figures after a cycle's starts (`started`: those that took effect), as the
+    next snapshot will show them."""
+    started_slots: dict[str, int] = {}
+    started_jobs: dict[str, int] = {}
+    for s in started:
+        started_slots[s.vo] = started_slots.get(s.vo, 0) + s.cores
+        started_jobs[s.vo] = started_jobs.get(s.vo, 0) + 1
+    total = p.total_slots
+    vos = p.vos.values()
+    used = {v.name: v.running_slots + started_slots.get(v.name, 0) for v in vos}
+    metrics.set_farm_state(
+        running_by_vo={v.name: v.running_jobs + started_jobs.get(v.name, 0) for v in vos},
+        queued_by_vo={v.name: v.queued_jobs - started_jobs.get(v.name, 0) for v in vos},
+        used_slots_by_vo=used,
+        total_slots=total, used_slots=p.used_slots + sum(started_slots.values()),
+        share_target_by_vo={v.name: v.share for v in vos},
+        share_achieved_by_vo={k: (u / total if total else 0.0) for k, u in used.items()},
+        pending_by_reason=p.reasons(), nodes_load_skipped=len(p.node_load),
+    )
 
 
 def parse_address(text: str) -> tuple[str, int]:

@@ -115,6 +115,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
             "usage_fraction": round(v.usage_fraction, 6), "priority": round(v.priority, 6),
             "below_guarantee": running < v.guarantee, "started": jobs_now.get(name, 0),
             "groups": list(cfg_vo.groups), "max_running": cfg_vo.max_running, "max_per_node": cfg_vo.max_per_node,
+            "throttled": [t.rule for t in plan.throttles if t.factor < 1 and name in t.vos],
         }
     return {
         "format": FORMAT,
@@ -144,6 +145,11 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
                               for g in config.groups.values()}},
         "node_types": {nt.name: {"nodes": list(nt.nodes), "properties": list(nt.properties), "groups": list(nt.groups),
                                  "vos": list(nt.vos)} for nt in config.node_types},
+        "throttles": [{"rule": t.rule, "source": t.source, "level": t.level, "factor": round(t.factor, 4),
+                       "value": t.value, "low": t.low, "high": t.high, "vos": sorted(t.vos),
+                       "groups": sorted(t.groups), "queues": sorted(t.queues),
+                       "detail": t.detail() if t.level != "open" else ""} for t in plan.throttles],
+        "node_load": dict(plan.node_load),
         "queue_config": {q.name: {"max_running": q.max_running, "nodes": list(q.nodes),
                                   "node_types": list(q.node_types), "exclusive": q.exclusive}
                          for q in config.queues.values()},
