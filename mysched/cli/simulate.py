@@ -68,6 +68,10 @@ def fill(p: argparse.ArgumentParser) -> None:
                    "(adds to the configuration's packing classes)")
     p.add_argument("--pack-policy", choices=PACKING_POLICIES, default="exclusive",
                    help="packing policy for --pack (default exclusive)")
+    p.add_argument("--load-series", metavar="FILE",
+                   help="replay recorded load-source values (CSV time,source,value; time in seconds from the "
+                        "start or a UTC date) through the configuration's load_rules; the report shows the "
+                        "slot-hours each VO was held back")
     p.add_argument("--pack-ttl", type=parse_duration_arg, default=math.inf, metavar="DURATION",
                    help="exclusive: release a node that got no new class job for this long (default inf)")
     p.add_argument("--compare-packing", action="store_true",
@@ -194,10 +198,17 @@ def run(args: argparse.Namespace) -> int:
     print(f"simulating {label}: {len(workload)} jobs on {len(nodes)} nodes x {nodes[0].slots} slots, "
           f"{'event-driven, ' if args.event_driven else ''}{interval:g} s cycles", flush=True)
     results: list[SimResult] = []
+    series = None
+    if args.load_series:
+        from mysched.sim.loadseries import read_load_series
+
+        if not config.load_rules:
+            raise UsageError(f"--load-series: the configuration ({config.source}) has no load_rules to apply")
+        series = read_load_series(args.load_series, config)
     for label_, cfg_, policy in runs:
         opts = SimOptions(policy=policy, interval=interval, event_driven=args.event_driven,
                           min_interval=min(cfg_.min_interval, interval),
-                          frame_every=args.frame_every if args.farm_frames else 0)
+                          frame_every=args.frame_every if args.farm_frames else 0, load_series=series)
         bar = ProgressBar(f"{label_:<14}", show)
         r = simulate(workload, cfg_, nodes, opts, progress=lambda f, bar=bar: bar.update(f, f"{bar.elapsed:6.1f} s"))
         r.policy = label_

@@ -61,6 +61,13 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     below_s: dict[str, float] = {v: 0.0 for v in guarantees}
     t0 = farm.now
     interval = opts.interval
+    loads = None
+    if opts.load_series is not None:
+        from mysched.sim.loadseries import SeriesThrottles
+
+        opts.load_series.anchor(t0)
+        loads = SeriesThrottles(opts.load_series, config)
+        next_load = opts.load_series.next_change(t0 - 1e-9, config)
     acc = {"q_used": 0.0, "q_avail": 0.0, "div": 0.0, "busy": 0.0}
     pi_acc = {c: [0.0, 0.0, 0.0] for c in classes}  # sum PI, sum class fill, samples
 
@@ -141,8 +148,12 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         if wake_at is not None and t >= wake_at:
             farm.dirty = True  # a reservation ran out: the same farm may now plan differently
             wake_at = None
+        if loads is not None and next_load is not None and t >= next_load:
+            farm.dirty = True  # a load value changed or went stale
+            loads.at(t)
+            next_load = opts.load_series.next_change(t, config)
         if farm.queued > 0 and farm.dirty and farm.free_slots > 0:
-            wake_at = _cycle(farm, config, usage_cache, opts.policy, res, t, index, guarantees)
+            wake_at = _cycle(farm, config, usage_cache, opts.policy, res, t, index, guarantees, loads)
             last_cycle = t
             if opts.frame_every and res.cycles % opts.frame_every == 1:
                 res.frames.append((t - t0, farm.slot_classes()))
@@ -159,6 +170,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             ev = farm.next_event()
             if wake_at is not None and farm.queued:
                 ev = wake_at if ev is None else min(ev, wake_at)
+            if loads is not None and next_load is not None and farm.queued:
+                ev = next_load if ev is None else min(ev, next_load)
             if ev is None:
                 break
             nxt = min(max(ev, last_cycle + opts.min_interval), _next_grid(t, t0, interval))
@@ -171,6 +184,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
                 ev = farm.next_event(arrivals=True, ends=True)
                 if wake_at is not None and farm.queued:
                     ev = wake_at if ev is None else min(ev, wake_at)
+                if loads is not None and next_load is not None and farm.queued:
+                    ev = next_load if ev is None else min(ev, next_load)
                 if ev is None:
                     break
                 if ev > nxt:
@@ -186,6 +201,9 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
                 res.unplaceable[reason] = res.unplaceable.get(reason, 0) + 1
     for vo, since in below_since.items():
         below_s[vo] += farm.now - since
+    if loads is not None:
+        loads.close(farm.now)
+        res.throttled_s, res.throttle_log, res.level_log = loads.held_s, loads.log, loads.level_log
     # Jobs still running at the end count up to the end of the replay.
     for job in farm.jobs.values():
         if job.start_time is not None:
@@ -244,13 +262,16 @@ class _UsageCache:
 
 
 def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy: str, res: SimResult,
-           now: float, index: NodeIndex, guarantees: dict[str, int]) -> float | None:
+           now: float, index: NodeIndex, guarantees: dict[str, int], loads=None) -> float | None:  # noqa: ANN001
     """One planner cycle on the farm; returns when the plan could change with time alone."""
     snap = farm.snapshot()
     usage = usage_cache.get(now, snap)
     c0 = time.perf_counter()
-    p = plan(snap, config, usage, now, policy=policy, index=index)
+    p = plan(snap, config, usage, now, policy=policy, index=index,
+             throttles=loads.at(now) if loads is not None else ())
     res.cycle_times.append(time.perf_counter() - c0)
+    if loads is not None:
+        loads.account(now, p, farm.jobs)
     res.cycles += 1
     farm.dirty = False
     if p.starts:

@@ -46,6 +46,9 @@ def format_result(r: SimResult) -> str:
         else:
             lines.append(f"  class {c} ({v['policy']}): packing index {_num(v['packing_index'])}, "
                          f"class fill factor {_num(v['fill_factor'])}")
+    if r.throttled_s is not None:
+        held = ", ".join(f"{vo} {s / 3600:.1f}" for vo, s in sorted(r.throttled_s.items()) if s > 0)
+        lines.append(f"  throttled        slot-hours held back by external load: {held or 'none'}")
     lines += ["", f"  {'VO':<14} {'share':>7} {'guar.':>6} {'used':>7} {'below guarantee':>16}"]
     for vo, v in sorted(r.vo.items()):
         lines.append(f"  {vo:<14} {v['share']:7.1%} {v['guarantee']:6d} {v['used']:7.1%} "

@@ -18,6 +18,8 @@ class SimOptions:
     timeline_points: int = 2000
     frame_every: int = 0
     """Capture the farm picture every this many planner cycles (0: never)."""
+    load_series: object = None
+    """A `mysched.sim.loadseries.LoadSeries` to replay (None: no external load)."""
     usage_refresh: float = 300.0
     """Recompute decayed usage at most this often (simulated seconds). It moves slowly (a
     window of days, a half-life of hours) and the planner adds this cycle's running slots
@@ -51,6 +53,12 @@ class SimResult:
     slots: int = 0
     packing: dict[str, dict] = field(default_factory=dict)
     frames: list = field(default_factory=list)
+    throttled_s: dict[str, float] | None = None
+    """With a load series: VO -> slot-seconds its jobs waited for external load."""
+    throttle_log: list = field(default_factory=list)
+    """(time, VO -> cores held back by external load), at each cycle where it changed."""
+    level_log: list = field(default_factory=list)
+    """(time, load rule -> level), whenever a level changed."""
 
     def to_json(self) -> dict:
         """The `--json` document: stable keys."""
@@ -73,6 +81,8 @@ class SimResult:
             "farm": {"nodes": self.nodes, "slots": self.slots},
             "packing_index": {c: v["packing_index"] for c, v in self.packing.items()},
             "fill_factor": {c: v["fill_factor"] for c, v in self.packing.items()},
+            **({"throttled_slot_h": {vo: round(s / 3600.0, 3) for vo, s in sorted(self.throttled_s.items())}}
+               if self.throttled_s is not None else {}),
         }
 
 
