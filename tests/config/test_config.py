@@ -167,3 +167,21 @@ def test_a_file_that_is_no_configuration_at_all_is_located(tmp_path):
         load_config(str(path))
     msg = str(exc.value)
     assert msg.startswith(f"{path}:1: syntax error") and "row" not in msg
+
+
+def test_the_disabled_examples_of_the_example_file_are_valid_when_enabled():
+    """The commented-out examples (packing, external load) are what an admin copies: they parse."""
+    text = (REPO / "etc" / "mysched.cfg").read_text()
+    blocks, cur = [], []
+    for line in text.splitlines():
+        if line.startswith("# ") and (cur or line[2:3].isalpha() and " = {" in line):
+            cur.append(line[2:])
+            if line.startswith("# }") or (line.rstrip().endswith("};") and len(cur) == 1):
+                blocks.append("\n".join(cur))
+                cur = []
+        else:
+            cur = []
+    assert any("load_sources" in b for b in blocks) and any("node_load" in b for b in blocks)
+    cfg = config_from_text(text + "\n" + "\n".join(blocks) + "\n")
+    assert set(cfg.load_sources) == {"se_atlas", "site_probe", "nfs"} and cfg.load_rules
+    assert cfg.node_load.min_free_mem == 2 << 30 and cfg.packing
