@@ -148,3 +148,20 @@ def test_prometheus_replies(prom):
     down = LoadSource("p", "prometheus", url="http://127.0.0.1:9", query="x", timeout=1)
     with pytest.raises(SourceError, match="Prometheus http://127.0.0.1:9"):
         read_source(down, 0)
+
+
+def test_a_reload_restarts_changed_sources_and_drops_removed_ones(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("1")
+    b.write_text("2")
+    src_a = LoadSource("x", "file", path=str(a), interval=0.2, max_age=10)
+    ls = LoadSources({"x": src_a, "y": LoadSource("y", "file", path=str(b), interval=0.2, max_age=10)})
+    try:
+        ls.wait_first(2)
+        assert {k: r.value for k, r in ls.readings().items()} == {"x": 1.0, "y": 2.0}
+        ls.update({"x": LoadSource("x", "file", path=str(b), interval=0.2, max_age=10)})  # x now reads b
+        ls.wait_first(2)
+        time.sleep(0.3)
+        assert {k: r.value for k, r in ls.readings().items()} == {"x": 2.0}
+    finally:
+        ls.close()
