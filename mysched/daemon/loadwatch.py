@@ -33,7 +33,7 @@ class LoadWatch:
         ts = throttles(config, readings, now, self._levels)
         self._levels = levels(ts)
         doc = []
-        figures: dict[str, tuple[float | None, float | None, bool]] = {}
+        figures: dict[str, tuple[float | None, float | None, bool, bool]] = {}
         for name, src in config.load_sources.items():
             r = readings.get(name) or Reading(name)
             state = r.state(src, now)
@@ -46,7 +46,7 @@ class LoadWatch:
                 else:
                     log.info("load source %s is current again (%g)", name, r.value)
             self._state[name] = state
-            figures[name] = (r.value, age, state == "stale")
+            figures[name] = (r.value, age, state == "stale", bool(r.error))
             doc.append({"name": name, "type": src.kind, "value": r.value, "at": r.at,
                         "age_s": round(age, 1) if age is not None else None, "state": state, "error": r.error,
                         "on_stale": src.on_stale, "interval": src.interval, "max_age": src.max_age})

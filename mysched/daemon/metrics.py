@@ -37,7 +37,7 @@ class CycleMetrics(Protocol):
     def history_write_error(self) -> None: ...
     def reload(self, result: str) -> None: ...
     def set_role(self, leader: bool) -> None: ...
-    def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool]],
+    def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool, bool]],
                   factors: Mapping[str, float]) -> None: ...
     def set_farm_state(self, *, running_by_vo: Mapping[str, int], queued_by_vo: Mapping[str, int],
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
@@ -70,7 +70,7 @@ class NullMetrics:
     def set_role(self, leader: bool) -> None:
         pass
 
-    def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool]],
+    def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool, bool]],
                   factors: Mapping[str, float]) -> None:
         pass
 
@@ -122,7 +122,7 @@ class Guarded:
     def set_role(self, leader: bool) -> None:
         self._guard("set_role", self.inner.set_role, leader)
 
-    def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool]],
+    def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool, bool]],
                   factors: Mapping[str, float]) -> None:
         self._guard("set_loads", self.inner.set_loads, sources, factors)
 
@@ -184,6 +184,8 @@ class Metrics:
                               ["source"], registry=r)
         self.load_stale = Gauge("mysched_load_stale", "1 while a load source's value is stale (or missing)",
                                 ["source"], registry=r)
+        self.load_failing = Gauge("mysched_load_failing", "1 while a load source's last read failed (its last good "
+                                  "value is kept until stale)", ["source"], registry=r)
         self.throttle = Gauge("mysched_load_throttle_factor",
                               "Fraction of max_running a load rule leaves its VOs, groups and queues (1: open)",
                               ["rule"], registry=r)
@@ -220,16 +222,17 @@ class Metrics:
     def reload(self, result: str) -> None:
         self.reloads.labels(result).inc()
 
-    def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool]],
+    def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool, bool]],
                   factors: Mapping[str, float]) -> None:
-        for g in (self.load_value, self.load_age, self.load_stale, self.throttle):
+        for g in (self.load_value, self.load_age, self.load_stale, self.load_failing, self.throttle):
             g.clear()
-        for name, (value, age, stale) in sources.items():
+        for name, (value, age, stale, failing) in sources.items():
             if value is not None:
                 self.load_value.labels(name).set(value)
             if age is not None:
                 self.load_age.labels(name).set(age)
             self.load_stale.labels(name).set(1 if stale else 0)
+            self.load_failing.labels(name).set(1 if failing else 0)
         for rule, f in factors.items():
             self.throttle.labels(rule).set(f)
 

@@ -13,6 +13,8 @@ from mysched.cli.main import main
 from mysched.config import config_from_text
 from mysched.core.model import Node, TraceJob
 from mysched.daemon.cycle import Daemon
+from mysched.daemon.metrics import Metrics
+from prometheus_client import CollectorRegistry
 from mysched.daemon.statusfile import read_status
 
 from ..conftest import queued
@@ -30,7 +32,10 @@ def _daemon(tmp_path, sources_text: str, rules_text: str):
     farm.advance(100.0)
     sources = LoadSources(cfg.load_sources)
     sources.wait_first(3)
-    return Daemon(cfg, FlakyServer(farm), state_dir=str(tmp_path / "s"), loads=sources, dry_run=True), sources
+    m = Metrics(CollectorRegistry())
+    d = Daemon(cfg, FlakyServer(farm), state_dir=str(tmp_path / "s"), loads=sources, dry_run=True, metrics=m)
+    d.m = m
+    return d, sources
 
 
 def _level(d: Daemon, rule: str) -> tuple[str, float]:
@@ -88,12 +93,17 @@ def test_a_hanging_probe_never_delays_a_cycle_and_garbage_keeps_the_last_value(t
             assert level == "closed"  # last good value kept
         assert slowest < 0.2, slowest  # cycles never wait for the probe
         assert "no answer within 0.4 s (killed)" in sources.readings()["p"].error
+        sample = d.m.registry.get_sample_value
+        assert sample("mysched_load_failing", {"source": "p"}) == 1
+        assert sample("mysched_load_stale", {"source": "p"}) == 0 and sample("mysched_load_value", {"source": "p"}) == 0.95
         flag.unlink()
         value.write_text("garbage\n")
         time.sleep(2 * REFRESH)
         r = sources.readings()["p"]
         assert "output: not a number: 'garbage'" in r.error and r.value == 0.95
         _until(d, "r", "stale", 4)  # on_stale = "stop": atlas gets nothing new
+        assert d.m.registry.get_sample_value("mysched_load_stale", {"source": "p"}) == 1
+        assert d.m.registry.get_sample_value("mysched_load_throttle_factor", {"rule": "r"}) == 0
         out = d.cycle()
         assert any(w.reason == "external_load" and "stale" in w.detail for w in out.plan.waits.values())
         value.write_text("0.1\n")
