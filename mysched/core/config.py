@@ -202,6 +202,8 @@ class Config:
     interval: float = 60.0
     min_interval: float = 5.0
     max_starts_per_cycle: int = 1000
+    reservation_depth: int = 1
+    """How many waiting multi-core jobs get a reservation (EASY backfill); 0: none."""
     history_window: float = 2 * 86400.0
     half_life: float = 86400.0
     fairshare_eps: float = 0.01

@@ -37,6 +37,7 @@ from mysched.core.model import Job, JobState, Snapshot
 from mysched.core.index import NodeIndex
 from mysched.core.ordering import Ordering
 from mysched.core.placement import Placing, _Loads, _Rules
+from mysched.core.reservation import Reservation, Reserving
 from mysched.core.plan import Plan, Start, Wait
 from mysched.core.tally import DEFAULT_CLASS, Load, Ranking, Tally
 from mysched.core.throttle import Throttle, overloaded
@@ -49,16 +50,18 @@ __all__ = ["POLICIES", "NodeIndex", "plan"]
 _new_start = Start._make
 _new_wait = Wait._make
 
-POLICIES = ("mysched", "fifo", "least-loaded")
+POLICIES = ("mysched", "fifo", "least-loaded", "easy")
 
 
 def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy: str = "mysched",
-         index: NodeIndex | None = None, throttles: tuple[Throttle, ...] = ()) -> Plan:
+         index: NodeIndex | None = None, throttles: tuple[Throttle, ...] = (),
+         reservations: dict[str, Reservation] | None = None) -> Plan:
     """Decide which queued jobs to start where, and why every other job waits.
 
     `index` is an optional cache of node facts (see `NodeIndex`); results are the same with
     or without it. `throttles`: what external load allows this cycle
-    (`mysched.core.throttle.throttles`)."""
+    (`mysched.core.throttle.throttles`). `reservations`: the last plan's, kept stable
+    (`mysched.core.reservation`)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     # A cycle allocates ~10 objects per job and frees them together; the cyclic collector
@@ -67,7 +70,8 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
     gc.disable()
     idx = index or NodeIndex()
     try:
-        return _Planner(snapshot, config, usage, now, policy, idx.get(config, snapshot.nodes), throttles).run()
+        return _Planner(snapshot, config, usage, now, policy, idx.get(config, snapshot.nodes), throttles,
+                        reservations).run()
     finally:
         if index is None:
             idx.clear()  # a one-off index: free its tally now, not at some later collection
@@ -75,12 +79,13 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
             gc.enable()
 
 
-class _Planner(Ordering, Placing, RequestPlacing):
+class _Planner(Ordering, Placing, RequestPlacing, Reserving):
     """One plan: set-up from the tally, screening, the start/wait bookkeeping; ordering and
     placement come from the mixins."""
 
     def __init__(self, snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str,
-                 index: NodeIndex, throttles: tuple[Throttle, ...] = ()) -> None:
+                 index: NodeIndex, throttles: tuple[Throttle, ...] = (),
+                 reservations: dict[str, Reservation] | None = None) -> None:
         self.index = index
         self.snap = snapshot
         self.cfg = config
@@ -89,6 +94,8 @@ class _Planner(Ordering, Placing, RequestPlacing):
         self.policy = policy
         self.out = Plan(now=now, policy=policy, throttles=throttles)
         self.throttles = tuple(t for t in throttles if t.factor < 1.0)
+        self._resv_setup(reservations)
+        self.resv_on = self.resv_depth > 0
         self.rank = 0
         self._class_cache: dict[tuple, Wait] = {}
         self._drain_memo: dict[tuple, str] = {}
@@ -183,6 +190,7 @@ class _Planner(Ordering, Placing, RequestPlacing):
         self._setup()
         self._setup_vos()
         eligible = self._screen()
+        self._resv_restore(eligible)
         if self.policy == "mysched":
             hot = self.cfg.hot
             hot_jobs = [(j, vo) for j, vo in eligible if j.queue in hot.queues or vo in hot.vos
@@ -196,7 +204,9 @@ class _Planner(Ordering, Placing, RequestPlacing):
             else:
                 self._run_shares(eligible)
         else:
-            self._run_list(eligible, "fifo")
+            self._run_list(eligible, "easy" if self.policy == "easy" else "fifo")
+        if self.out.reservations:
+            self._resv_check()
         self._finish()
         return self.out
 
@@ -249,6 +259,11 @@ class _Planner(Ordering, Placing, RequestPlacing):
     # -- bookkeeping ------------------------------------------------------------------------
     def _wait(self, job: Job, reason: str, vo: str, detail: str = "", nodes_rejected=None) -> None:
         self.rank += 1
+        if reason == "no_free_slot" and self.resv_depth > 0 and (
+                job.cores > 1 or (job.request is not None and not job.request.simple)):
+            more = self._reserve(job, vo)
+            if more:
+                detail = detail + more if detail else more[2:]
         self.out.waits[job.id] = Wait(job.id, reason, self.rank, self.vo_facts[vo].priority, detail, nodes_rejected)
 
     def _rules(self, queue: str, vo: str, group: str) -> _Rules:
@@ -311,14 +326,17 @@ class _Planner(Ordering, Placing, RequestPlacing):
         if job.request is not None and not job.request.simple:
             return self._try_request(job, vo, reason, rules, pc)
         if self._class_cache:
-            cached = self._class_cache.get((queue, vo, group, job.cores, pc.name if pc else None))
+            cached = self._class_cache.get((queue, vo, group, job.cores, pc.name if pc else None,
+                                            job.walltime if self.resv_nodes else None))
             if cached is not None:
                 self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
                 return cached.reason
         ld = self._place(job, vo, pc, rules)
         if ld is None:
             w = self._explain(job, vo, pc)
-            self._class_cache[(queue, vo, group, job.cores, pc.name if pc else None)] = w
+            # with reservations, whether a node takes the job depends on its walltime too
+            self._class_cache[(queue, vo, group, job.cores, pc.name if pc else None,
+                               job.walltime if self.resv_nodes else None)] = w
             self._wait(job, w.reason, vo, w.detail, w.nodes_rejected)
             return w.reason
         self._commit(job, vo, pc, ld, reason)
@@ -387,6 +405,9 @@ class _Planner(Ordering, Placing, RequestPlacing):
             d[queue] = d.get(queue, 0) + 1
         d = self.started_by_vo
         d[vo] = d.get(vo, 0) + 1
+        if self.resv_on:  # what a reservation must wait for
+            end = self.now + job.walltime if job.walltime is not None else math.inf
+            self._started_ends.extend((name, end, c) for name, c in placement)
         self.rank = rank = self.rank + 1
         self.out.starts.append(_new_start((job.id, placement, reason, vo, group, user, queue, cores, rank,
                                            self.vo_facts[vo].priority)))

@@ -29,6 +29,8 @@ REASONS: dict[str, str] = {
     "external_load": "an external load source (storage element, site probe) throttles the job's VO, group or "
                      "queue",
     "node_load": "the nodes with room report too much load or too little free memory (node_load)",
+    "reserved": "the nodes with room are reserved for a higher-ranked job, and this one would not end (by its "
+                "requested walltime) before that job starts (EASY backfill)",
 }
 
 START_REASONS: dict[str, str] = {
@@ -36,6 +38,7 @@ START_REASONS: dict[str, str] = {
     "share": "the VO runs fewer slots than its guaranteed share",
     "fairshare": "opportunistic: free slots go by decayed wall-clock usage relative to share",
     "fifo": "baseline policy: submit order",
+    "easy": "baseline policy: submit order with EASY backfill (reservations for the first jobs that do not fit)",
 }
 
 BLOCKING: frozenset[str] = frozenset({
@@ -52,5 +55,6 @@ NODE_REJECTIONS: dict[str, str] = {
     "vo_node_limit": "VO per-node limit reached",
     "group_node_limit": "group per-node limit reached",
     "node_load": "load or free memory past node_load",
+    "reserved": "reserved for a higher-ranked job starting before this one would end",
 }
 """Short texts for the reasons a node was rejected for a job that had room elsewhere."""

@@ -169,7 +169,7 @@ class Pool:
 
 def key_fn(policy: str) -> Callable[[Load], tuple]:
     """A node's placement score (lower is better); the last item is always the name."""
-    if policy == "fifo":
+    if policy in ("fifo", "easy"):
         return lambda ld: (ld.name,)
     if policy == "least-loaded":
         return lambda ld: (-ld.free, ld.name)
@@ -180,7 +180,7 @@ def key_fn(policy: str) -> Callable[[Load], tuple]:
 
 def empty_key(policy: str, node: Node) -> tuple:
     """`key_fn` of a node that runs nothing."""
-    if policy == "fifo":
+    if policy in ("fifo", "easy"):
         return (node.name,)
     if policy == "least-loaded":
         return (-node.slots, node.name)

@@ -75,6 +75,8 @@ class RequestPlacing:
                 return False
             if ld.reserved is not None and ld.reserved != cls:
                 return False
+            if ld.name in self.resv_nodes and not self._fits_before(job, self.resv_nodes[ld.name]):
+                return False
             if vmax is not None and ld.vos.get(vo, 0) >= vmax:
                 return False
             if gmax is not None and ld.groups.get(job.group, 0) >= gmax:
@@ -123,7 +125,7 @@ class RequestPlacing:
     def _try_request(self, job: Job, vo: str, reason: str, rules, pc: PackingClass | None) -> str | None:  # noqa: ANN001
         """`_try` for a whole request: place it on its nodes, or wait with why."""
         req = job.request
-        key = (job.queue, vo, job.group, req, pc.name if pc else None)
+        key = (job.queue, vo, job.group, req, pc.name if pc else None, job.walltime if self.resv_nodes else None)
         cached = self._class_cache.get(key)
         if cached is not None:
             self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)

@@ -100,6 +100,8 @@ class Daemon:
         self._outage_since: float | None = None
         self._outage_msg = ""
         self._last_doc: dict[str, Any] | None = None
+        self._resv: dict = {}
+        """The last plan's reservations, kept stable by the next (`mysched.core.reservation`)."""
 
     # -- configuration ---------------------------------------------------------------------
     def reload(self) -> bool:
@@ -255,7 +257,9 @@ class Daemon:
         except StoreError as exc:
             return self._failed(t0, f"history store: {exc}")
         p0 = time.perf_counter()
-        p = plan(snapshot, cfg, usage, now, index=self.index, throttles=self.loads.throttles(cfg, self.wall()))
+        p = plan(snapshot, cfg, usage, now, index=self.index, throttles=self.loads.throttles(cfg, self.wall()),
+                 reservations=self._resv)
+        self._resv = p.reservations
         plan_s = time.perf_counter() - p0
         out = CycleOutcome("dry-run" if self.dry_run else "ok", planned=len(p.starts), plan_s=plan_s, plan=p)
         done: list[tuple[Start, str]] = []

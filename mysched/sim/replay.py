@@ -137,6 +137,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         if classes:
             tl["packing_index"].append({c: got[0] for c in classes if (got := packing_now(c)) is not None})
 
+    held: dict = {}  # the last plan's reservations, kept stable by the next
     t = t0
     last_cycle = -math.inf
     wake_at: float | None = None
@@ -153,7 +154,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             loads.at(t)
             next_load = opts.load_series.next_change(t, config)
         if farm.queued > 0 and farm.dirty and farm.free_slots > 0:
-            wake_at = _cycle(farm, config, usage_cache, opts.policy, res, t, index, guarantees, loads)
+            wake_at = _cycle(farm, config, usage_cache, opts.policy, res, t, index, guarantees, loads, held)
             last_cycle = t
             if opts.frame_every and res.cycles % opts.frame_every == 1:
                 res.frames.append((t - t0, farm.slot_classes()))
@@ -239,6 +240,11 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     return res
 
 
+def size_class(cores: int) -> str:
+    """The size classes of the report: 1 core, 2-8 cores, more than 8."""
+    return "1" if cores <= 1 else "2-8" if cores <= 8 else ">8"
+
+
 def _next_grid(t: float, t0: float, interval: float) -> float:
     """The first cycle time on the grid strictly after t."""
     return t0 + (math.floor((t - t0) / interval) + 1) * interval
@@ -262,13 +268,17 @@ class _UsageCache:
 
 
 def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy: str, res: SimResult,
-           now: float, index: NodeIndex, guarantees: dict[str, int], loads=None) -> float | None:  # noqa: ANN001
+           now: float, index: NodeIndex, guarantees: dict[str, int], loads=None,  # noqa: ANN001
+           held: dict | None = None) -> float | None:
     """One planner cycle on the farm; returns when the plan could change with time alone."""
     snap = farm.snapshot()
     usage = usage_cache.get(now, snap)
     c0 = time.perf_counter()
     p = plan(snap, config, usage, now, policy=policy, index=index,
-             throttles=loads.at(now) if loads is not None else ())
+             throttles=loads.at(now) if loads is not None else (),
+             reservations=held.get("last") if held is not None else None)
+    if held is not None:
+        held["last"] = p.reservations
     res.cycle_times.append(time.perf_counter() - c0)
     if loads is not None:
         loads.account(now, p, farm.jobs)
@@ -285,7 +295,9 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
             res.start_failures += 1
             continue
         res.started += 1
-        res.wait.append(now - job.submit_time)
+        wait = now - job.submit_time
+        res.wait.append(wait)
+        res.by_size.setdefault(size_class(job.cores), []).append((wait, farm._meta[s.job_id][0]))
     return p.wake_at
 
 

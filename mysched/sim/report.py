@@ -46,6 +46,11 @@ def format_result(r: SimResult) -> str:
         else:
             lines.append(f"  class {c} ({v['policy']}): packing index {_num(v['packing_index'])}, "
                          f"class fill factor {_num(v['fill_factor'])}")
+    if len(j["by_size"]) > 1:
+        lines.append("  by size          " + "; ".join(
+            f"{k} core{'s' if k != '1' else ''}: {v['jobs']} jobs, wait mean {_hms(v['wait_mean'])} p95 "
+            f"{_hms(v['wait_p95'])} max {_hms(v['wait_max'])}, bsld {v['bounded_slowdown']:.1f}"
+            for k, v in j["by_size"].items()))
     if r.throttled_s is not None:
         held = ", ".join(f"{vo} {s / 3600:.1f}" for vo, s in sorted(r.throttled_s.items()) if s > 0)
         lines.append(f"  throttled        slot-hours held back by external load: {held or 'none'}")

@@ -53,6 +53,8 @@ class SimResult:
     slots: int = 0
     packing: dict[str, dict] = field(default_factory=dict)
     frames: list = field(default_factory=list)
+    by_size: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    """Size class (1, 2-8, >8 cores) -> (wait, run time) of each job started."""
     throttled_s: dict[str, float] | None = None
     """With a load series: VO -> slot-seconds its jobs waited for external load."""
     throttle_log: list = field(default_factory=list)
@@ -72,6 +74,7 @@ class SimResult:
             "share_violations": self.share_violations,
             "diversity": round(self.diversity, 6),
             "wait_s": stats(self.wait, ("mean", "p50", "p95", "max")),
+            "by_size": {k: size_stats(v) for k, v in sorted(self.by_size.items())},
             "cycle_s": stats(self.cycle_times, ("p50", "p99", "max")),
             "cycles": self.cycles,
             "simulated_s": self.span_s,
@@ -84,6 +87,18 @@ class SimResult:
             **({"throttled_slot_h": {vo: round(s / 3600.0, 3) for vo, s in sorted(self.throttled_s.items())}}
                if self.throttled_s is not None else {}),
         }
+
+
+TAU = 10.0
+"""Bounded slowdown threshold (seconds): jobs shorter than this count as this long."""
+
+
+def size_stats(jobs: list[tuple[float, float]]) -> dict[str, float]:
+    """Jobs, mean and p95 wait, mean bounded slowdown max(1, (wait + run) / max(run, TAU))."""
+    waits = [w for w, _ in jobs]
+    bsld = [max(1.0, (w + r) / max(r, TAU)) for w, r in jobs]
+    return {"jobs": len(jobs), **{f"wait_{k}": v for k, v in stats(waits, ("mean", "p95", "max")).items()},
+            "bounded_slowdown": round(sum(bsld) / len(bsld), 4) if bsld else 0.0}
 
 
 def stats(values: list[float], which: Iterable[str]) -> dict[str, float]:
