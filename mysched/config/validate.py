@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from mysched.core.config import (PACKING_POLICIES, Config, FarmSpec, GroupConfig, HotLists, NodeType,
+from mysched.core.config import (PACKING_POLICIES, Config, DrainConfig, FarmSpec, GroupConfig, HotLists, NodeType,
                                  PackingClass, QueueConfig, VOConfig)
 from mysched.core.durations import parse_duration
 from mysched.config.loads import build_loads
@@ -73,7 +73,7 @@ def _check_database(c: "_Checker", path: Path, url: str) -> None:
 
 _TOP = dict.fromkeys([
     "scheduler", "history", "fairshare", "server", "daemon", "default_vo", "vos", "groups",
-    "queues", "hot", "node_types", "packing", "farm", "load_sources", "load_rules", "node_load",
+    "queues", "hot", "node_types", "packing", "farm", "load_sources", "load_rules", "node_load", "drain",
 ])
 
 
@@ -311,6 +311,15 @@ def build_config(parsed: ParsedConfig) -> Config:
         packing.append(pc)
 
     load_sources, load_rules, node_load = build_loads(c, top, vos, queues)
+    dr = c.group(top.get("drain"), ("drain",), dict.fromkeys(["rate", "max_draining", "keep", "min_cores"]))
+    drain = DrainConfig(rate=c.get(dr, ("drain",), "rate", number(0.0, 10000.0), 0.0),
+                        max_draining=c.get(dr, ("drain",), "max_draining", int_(0, MAX_FARM_NODES), 0),
+                        keep=c.get(dr, ("drain",), "keep", parse_duration, 1800.0),
+                        min_cores=c.get(dr, ("drain",), "min_cores", int_(2, MAX_NODE_SLOTS), 2))
+    if dr and (drain.rate > 0) != (drain.max_draining > 0):
+        c.problem(("drain",), "set both rate (nodes per hour) and max_draining, or neither")
+    if not 0 <= drain.keep <= DAY:
+        c.problem(("drain", "keep"), "must be a duration of at most a day")
 
     if c.problems:
         raise ConfigError(c.problems)
@@ -321,7 +330,7 @@ def build_config(parsed: ParsedConfig) -> Config:
         half_life=half_life, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
         server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
         event_address=event_address, leader_timeout=leader_timeout, load_sources=load_sources,
-        load_rules=load_rules, node_load=node_load, farm=farm, source=parsed.filename, group_vo=group_vo,
+        load_rules=load_rules, node_load=node_load, drain=drain, farm=farm, source=parsed.filename, group_vo=group_vo,
     )
 
 

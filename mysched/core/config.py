@@ -180,6 +180,19 @@ class NodeLoadLimits:
 
 
 @dataclass(frozen=True)
+class DrainConfig:
+    """The dynamic multi-core partition (`mysched.core.drain`); rate 0: off."""
+
+    rate: float = 0.0
+    """Nodes that may start draining per hour."""
+    max_draining: int = 0
+    keep: float = 1800.0
+    """Seconds a drained node is kept for multi-core jobs."""
+    min_cores: int = 2
+    """Jobs of at least this many cores are multi-core."""
+
+
+@dataclass(frozen=True)
 class FarmSpec:
     """Farm shape for the simulator (ignored by the daemon, which reads the real farm)."""
 
@@ -203,6 +216,7 @@ class Config:
     min_interval: float = 5.0
     max_starts_per_cycle: int = 1000
     reservation_depth: int = 1
+    drain: DrainConfig = DrainConfig()
     """How many waiting multi-core jobs get a reservation (EASY backfill); 0: none."""
     history_window: float = 2 * 86400.0
     half_life: float = 86400.0

@@ -80,13 +80,15 @@ class Placing:
         user = job.user
         fallback = None
         resv = self.resv_nodes
+        drain = self.draining if cores < self.mc_min else None
         for key in keys:
             ld = loads[key[-1]]
             if (ld.free < cores or (ld.reserved is not None and ld.reserved != cls)
                     or (vmax is not None and ld.vos.get(vo, 0) >= vmax)
                     or (gmax is not None and ld.groups.get(group, 0) >= gmax)
                     or (avoid is not None and ld.classes.get(avoid, 0) > 0)
-                    or (resv and ld.name in resv and not self._fits_before(job, resv[ld.name]))):
+                    or (resv and ld.name in resv and not self._fits_before(job, resv[ld.name]))
+                    or (drain and ld.name in drain)):
                 continue
             if fast:
                 return (key, ld)
@@ -159,6 +161,8 @@ class Placing:
                 r = "packing"
             elif name in self.resv_nodes and not self._fits_before(job, self.resv_nodes[name]):
                 r = "reserved"
+            elif name in self.draining and cores < self.mc_min:
+                r = "draining"
             elif vmax is not None and ld.vos.get(vo, 0) >= vmax:
                 r = "vo_node_limit"
             elif gmax is not None and ld.groups.get(job.group, 0) >= gmax:

@@ -80,6 +80,8 @@ class Plan:
     """External load this cycle (`mysched.core.throttle.Throttle`, open ones included)."""
     reservations: dict = field(default_factory=dict)
     """job id -> `mysched.core.reservation.Reservation` (start, nodes) made this cycle."""
+    drains: dict = field(default_factory=dict)
+    """node -> `mysched.core.drain.Drain`: the multi-core partition after this cycle."""
     node_load: dict[str, str] = field(default_factory=dict)
     """Nodes skipped for the load their pbs_mom reports: name -> why."""
     vo_table: Callable[[], dict[str, VOStatus]] | None = field(default=None, repr=False, compare=False)

@@ -38,6 +38,7 @@ from mysched.core.index import NodeIndex
 from mysched.core.ordering import Ordering
 from mysched.core.placement import Placing, _Loads, _Rules
 from mysched.core.reservation import Reservation, Reserving
+from mysched.core.drain import Drain, Draining
 from mysched.core.plan import Plan, Start, Wait
 from mysched.core.tally import DEFAULT_CLASS, Load, Ranking, Tally
 from mysched.core.throttle import Throttle, overloaded
@@ -55,13 +56,14 @@ POLICIES = ("mysched", "fifo", "least-loaded", "easy")
 
 def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy: str = "mysched",
          index: NodeIndex | None = None, throttles: tuple[Throttle, ...] = (),
-         reservations: dict[str, Reservation] | None = None) -> Plan:
+         reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None) -> Plan:
     """Decide which queued jobs to start where, and why every other job waits.
 
     `index` is an optional cache of node facts (see `NodeIndex`); results are the same with
     or without it. `throttles`: what external load allows this cycle
     (`mysched.core.throttle.throttles`). `reservations`: the last plan's, kept stable
-    (`mysched.core.reservation`)."""
+    (`mysched.core.reservation`); `drains`: the last plan's multi-core partition
+    (`mysched.core.drain`)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     # A cycle allocates ~10 objects per job and frees them together; the cyclic collector
@@ -71,7 +73,7 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
     idx = index or NodeIndex()
     try:
         return _Planner(snapshot, config, usage, now, policy, idx.get(config, snapshot.nodes), throttles,
-                        reservations).run()
+                        reservations, drains).run()
     finally:
         if index is None:
             idx.clear()  # a one-off index: free its tally now, not at some later collection
@@ -79,13 +81,14 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
             gc.enable()
 
 
-class _Planner(Ordering, Placing, RequestPlacing, Reserving):
+class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
     """One plan: set-up from the tally, screening, the start/wait bookkeeping; ordering and
     placement come from the mixins."""
 
     def __init__(self, snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str,
                  index: NodeIndex, throttles: tuple[Throttle, ...] = (),
-                 reservations: dict[str, Reservation] | None = None) -> None:
+                 reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None
+                 ) -> None:
         self.index = index
         self.snap = snapshot
         self.cfg = config
@@ -96,6 +99,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving):
         self.throttles = tuple(t for t in throttles if t.factor < 1.0)
         self._resv_setup(reservations)
         self.resv_on = self.resv_depth > 0
+        self._drain_setup(drains)
         self.rank = 0
         self._class_cache: dict[tuple, Wait] = {}
         self._drain_memo: dict[tuple, str] = {}
@@ -191,6 +195,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving):
         self._setup_vos()
         eligible = self._screen()
         self._resv_restore(eligible)
+        self._drain_restore(eligible)
         if self.policy == "mysched":
             hot = self.cfg.hot
             hot_jobs = [(j, vo) for j, vo in eligible if j.queue in hot.queues or vo in hot.vos
@@ -207,6 +212,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving):
             self._run_list(eligible, "easy" if self.policy == "easy" else "fifo")
         if self.out.reservations:
             self._resv_check()
+        self._drain_update()
         self._finish()
         return self.out
 

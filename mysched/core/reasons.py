@@ -29,6 +29,7 @@ REASONS: dict[str, str] = {
     "external_load": "an external load source (storage element, site probe) throttles the job's VO, group or "
                      "queue",
     "node_load": "the nodes with room report too much load or too little free memory (node_load)",
+    "draining": "the nodes with room are draining for waiting multi-core jobs (drain)",
     "reserved": "the nodes with room are reserved for a higher-ranked job, and this one would not end (by its "
                 "requested walltime) before that job starts (EASY backfill)",
 }
@@ -56,5 +57,6 @@ NODE_REJECTIONS: dict[str, str] = {
     "group_node_limit": "group per-node limit reached",
     "node_load": "load or free memory past node_load",
     "reserved": "reserved for a higher-ranked job starting before this one would end",
+    "draining": "draining for multi-core jobs",
 }
 """Short texts for the reasons a node was rejected for a job that had room elsewhere."""

@@ -101,7 +101,8 @@ class Daemon:
         self._outage_msg = ""
         self._last_doc: dict[str, Any] | None = None
         self._resv: dict = {}
-        """The last plan's reservations, kept stable by the next (`mysched.core.reservation`)."""
+        self._drains: dict = {}
+        """The last plan's reservations and drains, carried into the next."""
 
     # -- configuration ---------------------------------------------------------------------
     def reload(self) -> bool:
@@ -258,8 +259,8 @@ class Daemon:
             return self._failed(t0, f"history store: {exc}")
         p0 = time.perf_counter()
         p = plan(snapshot, cfg, usage, now, index=self.index, throttles=self.loads.throttles(cfg, self.wall()),
-                 reservations=self._resv)
-        self._resv = p.reservations
+                 reservations=self._resv, drains=self._drains)
+        self._resv, self._drains = p.reservations, p.drains
         plan_s = time.perf_counter() - p0
         out = CycleOutcome("dry-run" if self.dry_run else "ok", planned=len(p.starts), plan_s=plan_s, plan=p)
         done: list[tuple[Start, str]] = []

@@ -202,6 +202,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
                 res.unplaceable[reason] = res.unplaceable.get(reason, 0) + 1
     for vo, since in below_since.items():
         below_s[vo] += farm.now - since
+    _count_idle(held, farm, set(), farm.now)
+    res.drain_waste = held.get("waste", 0.0) / (total * (farm.now - t0)) if total and farm.now > t0 else 0.0
     if loads is not None:
         loads.close(farm.now)
         res.throttled_s, res.throttle_log, res.level_log = loads.held_s, loads.log, loads.level_log
@@ -276,9 +278,10 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
     c0 = time.perf_counter()
     p = plan(snap, config, usage, now, policy=policy, index=index,
              throttles=loads.at(now) if loads is not None else (),
-             reservations=held.get("last") if held is not None else None)
+             reservations=held.get("last") if held is not None else None,
+             drains=held.get("drains") if held is not None else None)
     if held is not None:
-        held["last"] = p.reservations
+        held["last"], held["drains"] = p.reservations, p.drains
     res.cycle_times.append(time.perf_counter() - c0)
     if loads is not None:
         loads.account(now, p, farm.jobs)
@@ -298,7 +301,17 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
         wait = now - job.submit_time
         res.wait.append(wait)
         res.by_size.setdefault(size_class(job.cores), []).append((wait, farm._meta[s.job_id][0]))
+    if held is not None:
+        _count_idle(held, farm, set(p.drains) | {n for r in p.reservations.values() for n in r.nodes}, now)
     return p.wake_at
+
+
+def _count_idle(held: dict, farm: SimulatedFarm, nodes: set[str], now: float) -> None:
+    """Idle slot-seconds on draining or reserved nodes (`nodes`, as the cycle at `now`
+    leaves them), counted up to the next cycle."""
+    t, idle = held.get("idle", (now, 0))
+    held["waste"] = held.get("waste", 0.0) + idle * (now - t)
+    held["idle"] = (now, sum(farm.free.get(n, 0) for n in nodes))
 
 
 def spread_oversize(workload: list[TraceJob], largest: int) -> list[TraceJob]:

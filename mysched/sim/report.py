@@ -46,6 +46,8 @@ def format_result(r: SimResult) -> str:
         else:
             lines.append(f"  class {c} ({v['policy']}): packing index {_num(v['packing_index'])}, "
                          f"class fill factor {_num(v['fill_factor'])}")
+    if r.drain_waste:
+        lines.append(f"  drain waste      {r.drain_waste:7.2%}   (idle slot-seconds on draining or reserved nodes)")
     if len(j["by_size"]) > 1:
         lines.append("  by size          " + "; ".join(
             f"{k} core{'s' if k != '1' else ''}: {v['jobs']} jobs, wait mean {_hms(v['wait_mean'])} p95 "

@@ -53,6 +53,8 @@ class SimResult:
     slots: int = 0
     packing: dict[str, dict] = field(default_factory=dict)
     frames: list = field(default_factory=list)
+    drain_waste: float = 0.0
+    """Idle slot-seconds on draining or reserved nodes / all slot-seconds."""
     by_size: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     """Size class (1, 2-8, >8 cores) -> (wait, run time) of each job started."""
     throttled_s: dict[str, float] | None = None
@@ -75,6 +77,7 @@ class SimResult:
             "diversity": round(self.diversity, 6),
             "wait_s": stats(self.wait, ("mean", "p50", "p95", "max")),
             "by_size": {k: size_stats(v) for k, v in sorted(self.by_size.items())},
+            "drain_waste": round(self.drain_waste, 6),
             "cycle_s": stats(self.cycle_times, ("p50", "p99", "max")),
             "cycles": self.cycles,
             "simulated_s": self.span_s,

@@ -1,0 +1,121 @@
+"""A dynamic multi-core partition: drain nodes while multi-core jobs wait (NIKHEF's
+TORQUE/MAUI practice, HTCondor's condor_defrag).
+
+Pilots that all request the queue's maximum walltime gain nothing from backfill: a
+reservation computed from requested walltimes lies days ahead. So while jobs of at least
+`drain.min_cores` cores wait for room, nodes are drained: a draining node takes no job
+smaller than that, so it empties as its jobs end. At most `drain.rate` nodes start draining
+per hour and at most `drain.max_draining` drain at once; the nodes chosen waste least (fewest
+busy cores times their remaining requested time, then fewest busy cores). A node drained far
+enough for a waiting multi-core job is kept for such jobs `drain.keep` seconds; it leaves the
+partition when the keep runs out with no multi-core job started there (a node running
+multi-core jobs stays: when they end it is free for the next), or at once when no multi-core
+job waits any more.
+
+The drain state is carried from plan to plan (`Plan.drains` in, the next plan's `drains`
+argument), as reservations are; the planner holds no state of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from mysched.core.model import Job
+
+HOUR = 3600.0
+ROOM_REASONS = frozenset({"no_free_slot", "reserved", "draining", "packing", "node_load"})
+"""Waits that room on a node would end (not limits, holds or throttles)."""
+
+
+class Drain(NamedTuple):
+    node: str
+    since: float
+    """When the node began draining."""
+    ready: float | None = None
+    """Since when it has room for a waiting multi-core job (its keep counts from here);
+    None while it has none (draining, or running multi-core jobs)."""
+
+
+class Draining:
+    """The planner's draining steps (a mixin of `mysched.core.planner._Planner`)."""
+
+    def _drain_setup(self, previous: dict[str, Drain] | None) -> None:
+        d = self.cfg.drain
+        self.drain_on = d.rate > 0 and d.max_draining > 0 and self.policy != "fifo"
+        self.mc_min = d.min_cores
+        self.draining: dict[str, Drain] = {}
+        self._drain_prev = previous or {}
+
+    def _drain_restore(self, eligible: list[tuple[Job, str]]) -> None:
+        """Keep the last plan's drains while multi-core jobs wait (all go when none does)."""
+        if not self.drain_on:
+            return
+        self._mc_waiting = [(j, vo) for j, vo in eligible if j.cores >= self.mc_min]
+        if not self._mc_waiting:
+            return
+        keep = self.cfg.drain.keep
+        by_name = self.index.by_name
+        for name, d in self._drain_prev.items():
+            e = by_name.get(name)
+            if e is None or not e[3]:
+                continue  # gone, down or offline
+            if d.ready is not None and self.now >= d.ready + keep:
+                continue  # kept long enough without a multi-core job
+            self.draining[name] = d
+
+    def _drain_blocks(self, job: Job, name: str) -> bool:
+        """Does a draining node refuse this job? It takes multi-core jobs only."""
+        return name in self.draining and job.cores < self.mc_min
+
+    def _drain_update(self) -> None:
+        """After the cycle's starts: drop served nodes, mark ready ones, start new drains."""
+        if not self.drain_on:
+            return
+        out = self.out.drains
+        waits = self.out.waits
+        waiting = [(j, vo) for j, vo in getattr(self, "_mc_waiting", ())
+                   if j.id in waits and waits[j.id].reason in ROOM_REASONS]
+        if not waiting:
+            return  # nobody needs the partition: every drain ends
+        need = min(j.cores for j, _ in waiting)
+        keep = self.cfg.drain.keep
+        with_room = 0
+        for name, d in self.draining.items():
+            if self.loads[name].free >= need:  # room for a waiting multi-core job now
+                d = d._replace(ready=d.ready if d.ready is not None else self.now)
+                with_room += 1
+                self._wake(d.ready + keep)
+            else:  # still draining, or running multi-core jobs: it stays in the partition
+                d = d._replace(ready=None)
+            out[name] = d
+        cfg = self.cfg.drain
+        recent = sum(1 for d in out.values() if self.now - d.since < HOUR)
+        room = min(cfg.max_draining - len(out), math.floor(cfg.rate) - recent, len(waiting) - with_room)
+        if room <= 0:
+            return
+        for name in self._drain_candidates(waiting, need)[:room]:
+            out[name] = Drain(name, self.now)
+
+    def _drain_candidates(self, waiting: list[tuple[Job, str]], need: int) -> list[str]:
+        """Nodes the waiting multi-core jobs may use, least waste first."""
+        keys: set = set()
+        for j, vo in waiting:
+            keys |= set(self.index.rules(j.queue, vo, j.group)[5])
+        ends = self._node_ends()
+        now = self.now
+        scored = []
+        for e in self.index.entries:
+            node, _ntype, key, usable, _counted = e
+            name = node.name
+            if not usable or key not in keys or name in self.out.drains or node.slots < need:
+                continue
+            ld = self.loads.get(name) or self.tally.loads.get(name)
+            if ld is None or ld.free >= need or name in self.resv_nodes:
+                continue  # idle enough already, or held by a reservation
+            waste = 0.0
+            for end, cores in ends.get(name, ()):
+                waste += cores * ((end - now) if math.isfinite(end) else 1e9)
+            scored.append((waste, ld.used, name))
+        scored.sort()
+        return [name for _, _, name in scored]

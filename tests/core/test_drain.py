@@ -1,0 +1,66 @@
+"""The dynamic multi-core partition: nodes drain only while multi-core jobs wait, at the
+configured rate, least waste first; single-core work stays off them; the multi-core job
+gets the drained node; with no multi-core job waiting every drain ends."""
+
+from __future__ import annotations
+
+from mysched.config import config_from_text
+from mysched.core.model import Job, JobState, Node
+from mysched.core.planner import plan
+from mysched.core.usage import Usage
+
+from ..conftest import snap
+
+NOW = 10_000.0
+CFG = ('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
+       'scheduler = { reservation_depth = 0; };\n'
+       'drain = { rate = 2; max_draining = 2; keep = "30m"; min_cores = 4; };\n')
+
+
+def run(jid, node, cores=1, left=3600.0):
+    return Job(jid, "q", "u", "atlas", cores, JobState.RUNNING, 0.0, NOW - 100, left + 100, placement=((node, cores),))
+
+
+def q(jid, cores=1, submit=0.0, walltime=3600.0):
+    return Job(jid, "q", "v", "atlas", cores, JobState.QUEUED, submit, None, walltime)
+
+
+def full_farm():
+    # wn01: 3 short jobs; wn02: 3 long ones; wn03: 2 short; wn04: 4 long (full)
+    jobs = [run(f"a{i}", "wn01", left=600) for i in range(3)] + [run(f"b{i}", "wn02", left=9000) for i in range(3)]
+    jobs += [run(f"c{i}", "wn03", left=600) for i in range(2)] + [run(f"d{i}", "wn04", left=9000) for i in range(4)]
+    return jobs, [Node(f"wn0{i}", 4) for i in range(1, 5)]
+
+
+CONFIG = config_from_text(CFG)
+
+
+def test_drains_start_only_while_multicore_jobs_wait_least_waste_first():
+    running, nodes = full_farm()
+    p = plan(snap(running + [q("s1")], nodes), CONFIG, Usage(), NOW)
+    assert not p.drains  # nobody needs the partition
+    p = plan(snap(running + [q("mc", cores=4), q("mc2", cores=4)], nodes), CONFIG, Usage(), NOW)
+    assert set(p.drains) == {"wn03", "wn01"}  # least busy cores x remaining time first, at most 2
+    assert p.waits["mc"].reason == "no_free_slot"
+
+
+def test_a_draining_node_takes_only_multicore_jobs():
+    running, nodes = full_farm()
+    first = plan(snap(running + [q("mc", cores=4, submit=1)], nodes), CONFIG, Usage(), NOW)
+    assert set(first.drains) == {"wn03"}  # one job waits: one node drains
+    jobs = running + [q("mc", cores=4, submit=1), q("s1", submit=2), q("s2", submit=3), q("s3", submit=4)]
+    p = plan(snap(jobs, nodes), CONFIG, Usage(), NOW + 60, drains=first.drains)
+    where = [s.placement[0][0] for s in p.starts]
+    assert "wn03" not in where and sorted(where) == ["wn01", "wn02"]  # wn03 keeps its 2 free cores
+    assert p.waits["s3"].reason == "draining" and p.waits["s3"].nodes_rejected["draining"] == 1
+
+
+def test_the_multicore_job_gets_the_drained_node_and_the_partition_ends_with_the_demand():
+    running, nodes = full_farm()
+    first = plan(snap(running + [q("mc", cores=4, submit=1)], nodes), CONFIG, Usage(), NOW)
+    later = [j for j in running if not j.id.startswith("c")]  # wn03's jobs ended
+    jobs = later + [q("s1", submit=0.5), q("mc", cores=4, submit=1)]
+    p = plan(snap(jobs, nodes), CONFIG, Usage(), NOW + 700, drains=first.drains)
+    where = {s.job_id: s.placement[0][0] for s in p.starts}
+    assert where["mc"] == "wn03" and where["s1"] != "wn03"
+    assert not p.drains  # no multi-core job waits any more: the node leaves the partition
