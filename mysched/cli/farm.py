@@ -20,7 +20,8 @@ def fill_nodes(p: argparse.ArgumentParser) -> None:
     """Per node: state, type, slots used/total, jobs per VO, distinct users, diversity (distinct
     users / jobs) and the packing class holding it; then a farm summary."""
     options(p, json_keys="summary{nodes,by_state,slots,used_slots,diversity}, nodes[{name,state,type,slots,used,"
-            "jobs,vos,users,diversity,class,properties}]")
+            "jobs,vos,users,diversity,class,properties}], drains{NODE: {since,ready}}, "
+            "reservations{JOBID: {start,nodes}}")
     p.add_argument("--state", help="only nodes in this state (free, partial, full, down, offline, busy)")
     p.add_argument("--type", help="only nodes of this node type")
     p.set_defaults(run=run_nodes)
@@ -38,7 +39,8 @@ def run_nodes(args: argparse.Namespace) -> int:
     summary = {"nodes": len(nodes), "by_state": by_state, "slots": sum(n["slots"] for n in nodes),
                "used_slots": sum(n["used"] for n in nodes), "diversity": round(div, 4) if div is not None else None}
     if args.json:
-        dump_json({"summary": summary, "nodes": nodes})
+        dump_json({"summary": summary, "nodes": nodes, "drains": doc.get("drains") or {},
+                   "reservations": doc.get("reservations") or {}})
         return 0
     loaded = doc.get("node_load") or {}
     for n in nodes:
@@ -56,6 +58,13 @@ def run_nodes(args: argparse.Namespace) -> int:
               + (f"{div:.3f}" if div is not None else "-"))
         for name, why in sorted(loaded.items()):
             print(f"{name}: no new jobs (node_load): {why}")
+        drains = doc.get("drains") or {}
+        if drains:
+            print("draining for multi-core jobs: " + ", ".join(
+                f"{n} (since {statusdoc.clock(doc, d['since'])}" + (", ready)" if d["ready"] else ")")
+                for n, d in sorted(drains.items())))
+        for jid, r in sorted((doc.get("reservations") or {}).items()):
+            print(f"reserved for {jid}: {'+'.join(r['nodes'])} from {statusdoc.clock(doc, r['start'])}")
         for note in statusdoc.notes(doc):
             print(note)
     return 0

@@ -166,6 +166,10 @@ def run_when(args: argparse.Namespace) -> int:
         est = Estimate(start, True, "already running", 0)
     elif j["reason"] in BLOCKING:
         est = Estimate(None, False, f"blocked ({j['reason']}): it cannot start until that changes", 0)
+    elif j["id"] in (doc.get("reservations") or {}):
+        r = doc["reservations"][j["id"]]
+        est = Estimate(r["start"], False, f"nodes {'+'.join(r['nodes'])} are reserved for it from then (by the "
+                       "requested walltimes of the jobs running there; later jobs may only backfill before)", 0)
     elif j.get("request"):
         est = Estimate(None, False, f"no estimate yet for a request beyond one node's cores ({j['request']})", 0)
     else:

@@ -50,9 +50,10 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slots-per-node", type=int_up_to(MAX_NODE_SLOTS), metavar="S",
                    help="slots per node (default: config farm)")
     p.add_argument("--policy", choices=POLICIES, default="mysched",
-                   help="scheduling policy: mysched, or a baseline: fifo (first fit, like pbs_sched) or "
-                        "least-loaded (FIFO onto the least-loaded node)")
-    p.add_argument("--compare", action="store_true", help="run all three policies and print them side by side")
+                   help="scheduling policy: mysched, or a baseline: fifo (first fit, like pbs_sched), "
+                        "least-loaded (FIFO onto the least-loaded node) or easy (FIFO with EASY backfill: "
+                        "reservations as scheduler.reservation_depth, default 1)")
+    p.add_argument("--compare", action="store_true", help="run every policy and print them side by side")
     p.add_argument("--interval", type=positive_float, metavar="SECONDS",
                    help="cycle interval (default: scheduler.interval of the config)")
     p.add_argument("--event-driven", action="store_true",

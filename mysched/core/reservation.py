@@ -126,7 +126,7 @@ class Reserving:
             return ""
         have = self.out.reservations.get(job.id)
         if have is not None:  # kept from the last cycle
-            return f"; reserved {'+'.join(have.nodes)} from {have.start:.0f}"
+            return f"; reserved {'+'.join(have.nodes)} in {have.start - self.now:.0f} s"
         ends = self._node_ends()
         keys = self._keys_of(job, vo)
         names = [e[0].name for e in self.index.entries if e[2] in keys and e[0].name not in self.resv_nodes]
@@ -143,7 +143,7 @@ class Reserving:
         if not math.isfinite(start) or start <= self.now:
             return ""
         self._hold(job.id, start, nodes)
-        return f"; reserved {'+'.join(nodes)} from {start:.0f}"
+        return f"; reserved {'+'.join(nodes)} in {start - self.now:.0f} s"
 
     def _keys_of(self, job: Job, vo: str) -> set:
         return set(self.index.rules(job.queue, vo, job.group)[5])

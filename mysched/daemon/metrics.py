@@ -42,7 +42,8 @@ class CycleMetrics(Protocol):
     def set_farm_state(self, *, running_by_vo: Mapping[str, int], queued_by_vo: Mapping[str, int],
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
                        share_target_by_vo: Mapping[str, float], share_achieved_by_vo: Mapping[str, float],
-                       pending_by_reason: Mapping[str, int], nodes_load_skipped: int = 0) -> None: ...
+                       pending_by_reason: Mapping[str, int], nodes_load_skipped: int = 0,
+                       draining: int = 0, draining_idle: int = 0, reservations: int = 0) -> None: ...
     def time_call(self, call: str) -> ContextManager[None]: ...
 
 
@@ -189,6 +190,11 @@ class Metrics:
         self.throttle = Gauge("mysched_load_throttle_factor",
                               "Fraction of max_running a load rule leaves its VOs, groups and queues (1: open)",
                               ["rule"], registry=r)
+        self.draining = Gauge("mysched_draining_nodes", "Nodes in the multi-core partition (draining or drained)",
+                              registry=r)
+        self.draining_idle = Gauge("mysched_draining_idle_slots", "Free slots on draining or reserved nodes "
+                                   "(integrate over time for the idle slot-seconds they cost)", registry=r)
+        self.reservations = Gauge("mysched_reservations", "Reservations held for waiting jobs", registry=r)
         self.nodes_overloaded = Gauge("mysched_nodes_load_skipped",
                                       "Nodes skipped last cycle for the load or free memory pbs_mom reports",
                                       registry=r)
@@ -243,7 +249,8 @@ class Metrics:
     def set_farm_state(self, *, running_by_vo: Mapping[str, int], queued_by_vo: Mapping[str, int],
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
                        share_target_by_vo: Mapping[str, float], share_achieved_by_vo: Mapping[str, float],
-                       pending_by_reason: Mapping[str, int], nodes_load_skipped: int = 0) -> None:
+                       pending_by_reason: Mapping[str, int], nodes_load_skipped: int = 0,
+                       draining: int = 0, draining_idle: int = 0, reservations: int = 0) -> None:
         """Replace the per-VO and per-reason gauges: series that disappeared are dropped."""
         for gauge, values in ((self.running, running_by_vo), (self.queued, queued_by_vo),
                               (self.used_by_vo, used_slots_by_vo), (self.share_target, share_target_by_vo),
@@ -254,6 +261,9 @@ class Metrics:
         self.slots_total.set(total_slots)
         self.slots_used.set(used_slots)
         self.nodes_overloaded.set(nodes_load_skipped)
+        self.draining.set(draining)
+        self.draining_idle.set(draining_idle)
+        self.reservations.set(reservations)
 
     @contextlib.contextmanager
     def time_call(self, call: str) -> Iterator[None]:
@@ -287,6 +297,7 @@ def publish_farm(metrics: CycleMetrics, p: Plan, started: list[Start]) -> None:
         share_target_by_vo={v.name: v.share for v in vos},
         share_achieved_by_vo={k: (u / total if total else 0.0) for k, u in used.items()},
         pending_by_reason=p.reasons(), nodes_load_skipped=len(p.node_load),
+        draining=len(p.drains), reservations=len(p.reservations), draining_idle=p.held_free,
     )
 
 

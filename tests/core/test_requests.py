@@ -95,7 +95,7 @@ def test_requests_the_farm_can_never_serve_say_so():
     assert [s.job_id for s in p.starts] == ["ok"]
 
 
-def test_status_commands_show_the_request_and_do_not_guess_its_start(tmp_path, capsys):
+def test_status_commands_show_the_request_and_its_reserved_start(tmp_path, capsys):
     import json
     import time
 
@@ -112,4 +112,6 @@ def test_status_commands_show_the_request_and_do_not_guess_its_start(tmp_path, c
     assert "(nodes=2:ppn=4)" in capsys.readouterr().out
     assert main(["when", "--state-dir", str(tmp_path), "mpi", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["start"] is None and "nodes=2:ppn=4" in doc["why"]
+    # two nodes: wn02 is free, wn01 frees when r's requested walltime ends (900 + 600)
+    assert doc["start"] == 1500.0 and ("wn01+wn02" in doc["why"] or "wn02+wn01" in doc["why"])
+    assert p.reservations["mpi"].start == 1500.0
