@@ -59,7 +59,9 @@ class Reserving:
             by_name = self.index.by_name
             if not all(n in by_name and by_name[n][2] in keys and n not in self.resv_nodes for n in prev.nodes):
                 continue
-            pick = self._pick(self._parts(job), list(prev.nodes), self._node_ends())
+            req = job.request
+            pick = self._pick(self._parts(job), list(prev.nodes), self._node_ends(),
+                              (req.procs or 0) if req is not None else 0)
             if pick is not None and math.isfinite(pick[0]):
                 self._hold(job.id, max(self.now, pick[0]), pick[1])
 
@@ -122,8 +124,7 @@ class Reserving:
     def _reserve(self, job: Job, vo: str) -> str:
         """Reserve nodes for a job that does not fit now; return what to add to its wait."""
         req = job.request
-        if req is not None and not req.simple and (req.procs or not req.parts):
-            return ""
+        procs = req.procs or 0 if req is not None else 0
         have = self.out.reservations.get(job.id)
         if have is not None:  # kept from the last cycle
             return f"; reserved {'+'.join(have.nodes)} in {have.start - self.now:.0f} s"
@@ -132,12 +133,12 @@ class Reserving:
         names = [e[0].name for e in self.index.entries if e[2] in keys and e[0].name not in self.resv_nodes]
         parts = self._parts(job)
         prev = self._resv_prev.get(job.id)
-        got = self._pick(parts, names, ends)
+        got = self._pick(parts, names, ends, procs)
         if got is None:
             return ""
         start, nodes = got
         if prev is not None and set(prev.nodes) <= set(names):
-            again = self._pick(parts, list(prev.nodes), ends)
+            again = self._pick(parts, list(prev.nodes), ends, procs)
             if again is not None and again[0] <= start + 1.0:
                 start, nodes = again  # the same nodes, unless another set starts it earlier
         if not math.isfinite(start) or start <= self.now:
@@ -149,8 +150,9 @@ class Reserving:
         return set(self.index.rules(job.queue, vo, job.group)[5])
 
     def _pick(self, parts: list[tuple[int, int, str | None, frozenset]], names: list[str],
-              ends: dict[str, list[tuple[float, int]]]) -> tuple[float, list[str]] | None:
-        """The nodes that serve every part earliest, and when (the latest of them)."""
+              ends: dict[str, list[tuple[float, int]]], procs: int = 0) -> tuple[float, list[str]] | None:
+        """The nodes that serve every part (and `procs` cores anywhere) earliest, and when
+        (the latest of them)."""
         by_name = self.index.by_name
         chosen: list[str] = []
         start = self.now
@@ -165,5 +167,42 @@ class Reserving:
             for t, n in cand[:count]:
                 chosen.append(n)
                 start = max(start, t)
+        if procs:
+            got = self._pick_procs(procs, [n for n in names if n not in chosen], ends)
+            if got is None:
+                return None
+            start = max(start, got[0])
+            chosen += got[1]
         return start, chosen
+
+    def _pick_procs(self, procs: int, names: list[str], ends: dict[str, list[tuple[float, int]]]
+                    ) -> tuple[float, list[str]] | None:
+        """The earliest time `procs` cores are free over `names`, and the nodes that give them."""
+        free: dict[str, int] = {}
+        events: list[tuple[float, int, str]] = []
+        have = 0
+        for n in names:
+            ld = self.loads[n]
+            if not ld.usable or ld.cap <= 0:
+                continue
+            free[n] = ld.free
+            have += ld.free
+            events.extend((end, c, n) for end, c in ends.get(n, ()) if math.isfinite(end))
+        t = self.now
+        if have < procs:
+            events.sort()
+            for end, c, n in events:
+                free[n] += c
+                have += c
+                if have >= procs:
+                    t = end
+                    break
+            else:
+                return None
+        left, out = procs, []
+        for n, f in sorted(free.items(), key=lambda kv: -kv[1]):
+            if f > 0 and left > 0:
+                out.append(n)
+                left -= f
+        return t, out
 

@@ -37,7 +37,8 @@ def format_result(r: SimResult) -> str:
         f"  occupancy        {r.occupancy:7.2%}   (used / available slot-seconds while jobs queued)",
         f"  diversity        {r.diversity:7.3f}   (distinct users / jobs per busy node)",
         f"  share violations {r.share_violations:7d}   (starts over guarantee while a VO below it could run)",
-        f"  wait             mean {_hms(w['mean'])}, p50 {_hms(w['p50'])}, p95 {_hms(w['p95'])}, max {_hms(w['max'])}",
+        f"  wait             mean {_hms(w['mean'])}, p50 {_hms(w['p50'])}, p95 {_hms(w['p95'])}, max {_hms(w['max'])}"
+        f"; bounded slowdown {j['bounded_slowdown']:.2f} (tau 10 s)",
         f"  planner cycle    p50 {c['p50'] * 1000:.2f} ms, p99 {c['p99'] * 1000:.2f} ms, max {c['max'] * 1000:.2f} ms",
     ]
     for c, v in sorted(r.packing.items()):

@@ -77,6 +77,7 @@ class SimResult:
             "diversity": round(self.diversity, 6),
             "wait_s": stats(self.wait, ("mean", "p50", "p95", "max")),
             "by_size": {k: size_stats(v) for k, v in sorted(self.by_size.items())},
+            "bounded_slowdown": size_stats([x for v in self.by_size.values() for x in v])["bounded_slowdown"],
             "drain_waste": round(self.drain_waste, 6),
             "cycle_s": stats(self.cycle_times, ("p50", "p99", "max")),
             "cycles": self.cycles,
