@@ -11,7 +11,7 @@ import time
 
 from mysched.cli.main import command
 from mysched.errors import InputError
-from mysched.cli.common import non_negative_int, positive_int
+from mysched.cli.common import fraction, non_negative_int, positive_int
 
 
 @command("bench", "measure the planner at a given farm size (and how it scales)")
@@ -27,6 +27,9 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queued", type=non_negative_int, default=50000)
     p.add_argument("--repeat", type=positive_int, default=7, help="planner cycles to time (default 7)")
     p.add_argument("--no-packing", action="store_true", help="leave the packing class out")
+    p.add_argument("--mcore-fraction", type=fraction, default=None, metavar="F",
+                   help="fraction of the queued jobs asking for 8 cores (default: 5 %% of one production "
+                        "group's), to time reservations and backfill")
     p.add_argument("--scaling", action="store_true", help="also print the scaling table")
     p.add_argument("--json", metavar="FILE", help='write {"plan_s": {"p50","max"}, "build_s": {"p50"}, '
                    '"peak_rss_mb", "starts", ...} (\'-\' for stdout)')
@@ -49,7 +52,8 @@ def _server_replies(snapshot) -> tuple[list, list]:
     return jobs, nodes
 
 
-def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, packing: bool = True) -> dict:
+def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, packing: bool = True,
+            mcore: float | None = None) -> dict:
     from mysched.sim.benchfarm import bench_config, bench_snapshot
     from mysched.core.planner import plan
     from mysched.backends.torque.backend import TorqueServer
@@ -57,7 +61,7 @@ def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, pack
     from mysched.core.usage import Usage
 
     cfg = bench_config(packing=packing)
-    snap = bench_snapshot(nodes=nodes, slots=slots, running=running, queued=queued)
+    snap = bench_snapshot(nodes=nodes, slots=slots, running=running, queued=queued, mcore=mcore)
     usage = Usage(vo={f"vo{i:02d}": 1000.0 * (i + 1) for i in range(20)})
 
     jobs, nodes_ = _server_replies(snap)
@@ -90,7 +94,8 @@ def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, pack
 def run(args: argparse.Namespace) -> int:
     if args.running > args.nodes * args.slots_per_node:
         raise InputError(f"--running {args.running} is more than the farm's {args.nodes * args.slots_per_node} slots")
-    r = measure(args.nodes, args.slots_per_node, args.running, args.queued, args.repeat, not args.no_packing)
+    r = measure(args.nodes, args.slots_per_node, args.running, args.queued, args.repeat, not args.no_packing,
+                args.mcore_fraction)
     print(f"farm {r['nodes']} nodes x {r['slots_per_node']} slots, {r['running']} running, {r['queued']} queued, "
           f"{r['free_slots']} free slots")
     print(f"  planner        p50 {r['plan_s']['p50']:.3f} s, max {r['plan_s']['max']:.3f} s over {args.repeat} cycles "

@@ -45,6 +45,17 @@ def positive_float(text: str) -> float:
     return v
 
 
+def fraction(text: str) -> float:
+    """An argument between 0 and 1."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return v
+
+
 def date_arg(text: str) -> float:
     """Unix seconds from ``YYYY-MM-DD``, ``YYYY-MM-DDTHH:MM[:SS]`` (UTC) or a number."""
     try:

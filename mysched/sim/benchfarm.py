@@ -51,8 +51,9 @@ node_types = {{ swmgr = {{ nodes = ["wn000[0-9]"]; groups = [{", ".join(f'"vo{i:
 
 
 def bench_snapshot(nodes: int = 2500, slots: int = 8, running: int = 18000, queued: int = 50000,
-                   seed: int = 1, now: float = 1_800_000_000.0) -> Snapshot:
-    """A farm with `running` jobs spread over `nodes` and `queued` jobs waiting."""
+                   seed: int = 1, now: float = 1_800_000_000.0, mcore: float | None = None) -> Snapshot:
+    """A farm with `running` jobs spread over `nodes` and `queued` jobs waiting; `mcore`: the
+    fraction of queued jobs asking for 8 cores (None: 5 % of one production group's)."""
     rnd = random.Random(seed)
     node_list = [Node(f"wn{i:04d}", slots) for i in range(nodes)]
     users = [(f"vo{v:02d}", f"vo{v:02d}{kind}", f"u{v:02d}{kind}{k}")
@@ -86,7 +87,10 @@ def bench_snapshot(nodes: int = 2500, slots: int = 8, running: int = 18000, queu
     for k in range(queued):
         v, g, u = rnd.choices(users, weights)[0]
         q = "ops" if rnd.random() < 0.01 else ("sw" if g.endswith("sgm") else rnd.choice(queues))
-        cores = 8 if (g == "vo00prd" and rnd.random() < 0.05) else 1
+        if mcore is None:
+            cores = 8 if (g == "vo00prd" and rnd.random() < 0.05) else 1
+        else:
+            cores = 8 if rnd.random() < mcore else 1
         state = JobState.HELD if rnd.random() < 0.01 else JobState.QUEUED
         jobs.append(Job(f"{running + k}.bench", q, u, g, cores=cores, state=state,
                         submit_time=now - rnd.uniform(0, 86400), walltime=rnd.choice([3600.0, 86400.0, 324000.0])))
