@@ -36,18 +36,19 @@ def test_a_multicore_job_starts_no_later_than_its_reservation(server, cleanup, t
                              f"sqlite:///{tmp_path}/h.db", "--state-dir", str(state), "--metrics-address", "off",
                              "--event-address", "off"], stdout=subprocess.DEVNULL, stderr=open(tmp_path / "d.log", "w"))
     try:
-        fill = [qsub("alice", "atlas", "nodes=1:ppn=1,walltime=00:01:00", seconds=15 + 2 * i) for i in range(slots)]
+        fill = [qsub("alice", "atlas", "nodes=1:ppn=1,walltime=00:02:00", seconds=40 + 2 * i) for i in range(slots)]
         cleanup.extend(fill)
         t0 = time.time()
         while time.time() - t0 < 60 and not all(
                 j.state == JobState.RUNNING for j in server.snapshot().jobs if j.id in fill):
             time.sleep(0.5)
+        assert all(j.state == JobState.RUNNING for j in server.snapshot().jobs if j.id in fill), "farm not filled"
         big = qsub("alice", "atlas", "nodes=1:ppn=4,walltime=00:02:00", seconds=5)
         stream = [qsub("alice", "atlas", "nodes=1:ppn=1,walltime=00:10:00", seconds=300) for _ in range(2 * slots)]
         cleanup += [big, *stream]
         promised = None
         started = None
-        while time.time() - t0 < 150:
+        while time.time() - t0 < 240:
             try:
                 doc = json.loads((state / "status.json").read_text())
             except (OSError, ValueError):
