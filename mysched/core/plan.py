@@ -82,6 +82,8 @@ class Plan:
     """job id -> `mysched.core.reservation.Reservation` (start, nodes) made this cycle."""
     drains: dict = field(default_factory=dict)
     """node -> `mysched.core.drain.Drain`: the multi-core partition after this cycle."""
+    draining_now: frozenset = frozenset()
+    """The nodes that took only multi-core jobs in this plan (the partition it began with)."""
     held_free: int = 0
     """Free slots left on draining or reserved nodes after `starts` (what holding them costs now)."""
     node_load: dict[str, str] = field(default_factory=dict)

@@ -422,6 +422,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
         out = self.out
         held = set(out.drains) | {n for r in out.reservations.values() for n in r.nodes}
         out.held_free = sum(self.loads[n].free for n in held)
+        out.draining_now = frozenset(self.draining)
         out.total_slots = self.total_slots
         out.free_slots = max(0, self.free_total)
         out.used_slots = self.used_before

@@ -63,10 +63,19 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
                 d[("v", jvo)] = d.get(("v", jvo), 0) + 1
                 d[("g", j.group)] = d.get(("g", j.group), 0) + 1
 
+    held = {n: (r.start, r.job_id) for r in p.reservations.values() for n in r.nodes}
+    mc_min = config.drain.min_cores
+
     def fits(j: Job, vo: str, name: str) -> bool:
-        # The planner's own rules: the pools (queue assignment, node type) and per-node limits.
+        # The planner's own rules: the pools (queue assignment, node type), per-node limits,
+        # reservations (EASY backfill) and the multi-core partition.
         *_, vmax, gmax, pool_keys = index.rules(j.queue, vo, j.group)
         if j.cores > free[name] or index.by_name[name][2] not in pool_keys:
+            return False
+        h = held.get(name)
+        if h is not None and h[1] != j.id and not (j.walltime is not None and p.now + j.walltime <= h[0]):
+            return False
+        if name in p.draining_now and j.cores < mc_min:
             return False
         reserved = p.node_classes.get(name)
         if reserved is not None:
