@@ -16,8 +16,10 @@ from mysched.core.model import JobState, NodeState
 from mysched.backends.torque.values import parse_exec_host, parse_mem, parse_node_jobs, parse_nodes
 from mysched.core.durations import parse_duration
 from mysched.backends.torque import ifl as ifl_mod
-from mysched.backends.torque.backend import TorqueServer, job_from_attrs, location, node_from_attrs, queue_from_attrs
-from mysched.backends.torque.ifl import CtypesIFL, PbsModuleIFL, _Attrl, _BatchStatus, convert_status
+from mysched.backends.torque.backend import (JobReader, TorqueServer, job_from_attrs, location, node_from_attrs,
+                                             queue_from_attrs)
+from mysched.backends.torque.ifl import (CtypesIFL, PbsModuleIFL, _Attrl, _BatchStatus, convert_packed, convert_status,
+                                         pack, unpack)
 from mysched.backends.torque.fake import FakeIFL as _FakeIFL
 from mysched.backends.torque.schedproto import SchedulerListener, decode_command
 
@@ -327,6 +329,50 @@ def test_convert_status_reads_names_resources_and_values():
     assert convert_status(ctypes.POINTER(_BatchStatus)()) == []
 
 
+def test_packed_rows_match_the_dict_conversion_and_leave_out_walltime_remaining():
+    rows = [("12.srv", [("job_state", b"R"), ("Resource_List.nodes", b"1:ppn=2"), ("exec_host", b"n1/0-1"),
+                        ("Walltime.Remaining", b"3591"), ("Job_Name", None)]),
+            ("13.srv", [])]
+    head, _keep = _c_status(rows)
+    packed = convert_packed(head)
+    assert [n for n, _ in packed] == [b"12.srv", b"13.srv"]
+    assert unpack(packed[0][1]) == {"job_state": "R", "Resource_List.nodes": "1:ppn=2", "exec_host": "n1/0-1",
+                                    "Job_Name": ""}
+    assert unpack(packed[1][1]) == {}
+    # the same bytes whether libtorque's structs or a dict-returning IFL delivered them
+    assert [pack(a) for _, a in convert_status(head)] == [p for _, p in packed]
+    # a running job's Walltime.Remaining changes every second; its packed row does not
+    head2, _keep2 = _c_status([(rows[0][0], [(k, b"3530" if k == "Walltime.Remaining" else v)
+                                             for k, v in rows[0][1]])])
+    assert convert_packed(head2)[0] == packed[0]
+
+
+def test_job_reader_keeps_unchanged_jobs_and_reads_changed_ones_again():
+    names = frozenset({"n1"})
+    q = {"job_state": "Q", "queue": "atlas", "euser": "bob", "egroup": "atlasprd", "Resource_List.nodes": "1:ppn=2",
+         "qtime": "100"}
+    reader = JobReader()
+    first = reader.read([(b"1.s", pack(q)), (b"2.s", pack(q))], [], names)
+    again = reader.read([(b"1.s", pack(q)), (b"2.s", pack({**q, "job_state": "R", "exec_host": "n1/0-1"}))],
+                        [], names)
+    assert again[0] is first[0]  # unchanged: the very same Job, not mapped again
+    assert again[1].state == JobState.RUNNING and again[1].placement == (("n1", 2),)
+    assert reader.read([(b"2.s", pack(q))], [], names)[0].state == JobState.QUEUED  # 1.s left: dropped
+    assert reader.read([(b"1.s", pack(q))], [], names)[0] is not first[0]  # it came back: read afresh
+    # a job naming a node is read again when the farm's node names change (n2 was a property)
+    named = {**q, "Resource_List.nodes": "n2:ppn=1"}
+    (j,) = reader.read([(b"3.s", pack(named))], [], names)
+    assert j.request.parts[0].properties == frozenset({"n2"})
+    (j,) = reader.read([(b"3.s", pack(named))], [], frozenset({"n1", "n2"}))
+    assert j.request.parts[0].host == "n2"
+    # a malformed value warns at every read, not only the first
+    bad = {**q, "Resource_List.walltime": "bogus"}
+    for _ in range(2):
+        warnings: list[str] = []
+        reader.read([(b"4.s", pack(bad))], warnings, names)
+        assert any("bogus" in w for w in warnings)
+
+
 class _FakeLib:
     """Stands in for the CDLL: hands out a C list, records what was freed."""
 
@@ -349,6 +395,9 @@ def test_ctypes_stat_always_frees(monkeypatch):
     ifl = _ctypes_ifl(lib)
     assert ifl.statjob(1, ["job_state"]) == [("1.s", {"job_state": "R"})]
     assert lib.freed == [ctypes.addressof(head.contents)]
+    assert ifl.statjob_packed(1, ["job_state"]) == [(b"1.s", b"job_state\0R")]
+    assert len(lib.freed) == 2
+    del lib.freed[1:]
 
     def boom(head, names=None):
         raise UnicodeError("conversion failed")

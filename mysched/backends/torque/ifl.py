@@ -24,6 +24,13 @@ from typing import Protocol, Sequence
 from mysched.errors import ServerUnavailable
 
 StatResult = list[tuple[str, dict[str, str]]]
+PackedRows = list[tuple[bytes, bytes]]
+"""Stat rows as libtorque's bytes: (object name, its attributes packed by `pack`)."""
+RESOURCED = frozenset({b"Resource_List", b"resources_used"})
+"""Attributes whose entries carry a resource name (``Resource_List.nodes``)."""
+SKIPPED = frozenset({b"Walltime"})
+"""Attributes the server adds unasked and that change every second (``Walltime.Remaining``
+of running jobs): left out of packed rows, so an unchanged job packs the same each cycle."""
 
 SEARCH = ("/usr/lib64/libtorque.so.2", "/usr/lib/libtorque.so.2", "/usr/local/lib/libtorque.so.2",
           "/opt/torque/lib/libtorque.so.2", "/usr/lib/x86_64-linux-gnu/libtorque.so.2")
@@ -111,6 +118,55 @@ def convert_status(head, names: dict | None = None) -> StatResult:
     return out
 
 
+def convert_packed(head) -> PackedRows:
+    """A C ``batch_status`` list as packed rows, in one pass: per object its name and one
+    bytes value, NUL-joined ``name, value`` (``Resource_List.res, value`` for resources) in
+    the server's order, nothing decoded. A job that did not change packs to the same bytes
+    as last cycle, so the backend can keep its `Job` without reading it again. Reads only
+    the fields it needs (``resource`` only of `RESOURCED` attributes): ctypes field access
+    is the cost here (about 0.6 us each)."""
+    out: PackedRows = []
+    node = head
+    resourced, skipped = RESOURCED, SKIPPED
+    while node:
+        bs = node[0]
+        vals: list[bytes] = []
+        a = bs.attribs
+        while a:
+            at = a[0]
+            n = at.name or b""
+            if n in resourced:
+                n = n + b"." + (at.resource or b"")
+            elif n in skipped:
+                a = at.next
+                continue
+            vals.append(n)
+            vals.append(at.value or b"")
+            a = at.next
+        out.append((bs.name or b"", b"\0".join(vals)))
+        node = bs.next
+    return out
+
+
+def pack(attrs: dict[str, str]) -> bytes:
+    """Attributes as `convert_packed` packs them (for IFLs that hand back dicts)."""
+    vals: list[str] = []
+    for k, v in attrs.items():
+        if k.partition(".")[0].encode() in SKIPPED:
+            continue
+        vals.append(k)
+        vals.append(v)
+    return "\0".join(vals).encode(errors="replace")
+
+
+def unpack(packed: bytes) -> dict[str, str]:
+    """The attributes of a packed row (decoded; undecodable bytes replaced)."""
+    if not packed:
+        return {}
+    tokens = packed.decode(errors="replace").split("\0")
+    return dict(zip(tokens[0::2], tokens[1::2]))
+
+
 def _api_timeout(timeout: float | None) -> None:
     """Bound pbs_connect's waits: it reads $PBSAPITIMEOUT on every call (300 s without it),
     also for the trqauthd exchange, where a stopped pbs_server otherwise hangs it for minutes.
@@ -194,7 +250,7 @@ class CtypesIFL:
                 a.next = ctypes.pointer(items[i + 1])
         return items
 
-    def _stat(self, fn, conn: int, ident: str | None, attrs: Sequence[str]) -> StatResult:
+    def _stat(self, fn, conn: int, ident: str | None, attrs: Sequence[str], packed: bool = False):  # noqa: ANN001
         sel = self._select(attrs)
         first = ctypes.pointer(sel[0]) if sel else None
         with self.lock:
@@ -203,9 +259,13 @@ class CtypesIFL:
             if not head:
                 return []
             try:
-                return convert_status(head, self._names)
+                return convert_packed(head) if packed else convert_status(head, self._names)
             finally:
                 self.lib.pbs_statfree(head)
+
+    def statjob_packed(self, conn: int, attrs: Sequence[str]) -> PackedRows:
+        """`statjob` as packed rows (see `convert_packed`): the daemon's read path."""
+        return self._stat(self.lib.pbs_statjob, conn, "", attrs, packed=True)
 
     def default(self) -> str:
         """The default server name (the client's server_name file), as pbs_default gives it."""

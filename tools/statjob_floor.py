@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""The floor of mysched's read path: time the bare pbs_statjob call against a live pbs_server,
+through the same ctypes binding and with the same attribute list the daemon asks for, beside
+the daemon's whole read (``TorqueServer.snapshot()``: server, queues, nodes and jobs, converted
+and mapped to the model).
+
+    tools/statjob_floor.py [--server HOST] [--rounds 7] [--all-attributes] [--json FILE]
+
+Prints, as medians over the rounds: the bare call (pbs_statjob + pbs_statfree), the one-pass
+conversion of its reply, the whole read with a warm job cache (as every cycle but the first
+sees it), and read / floor. With the server on this host, the CPU seconds pbs_server spent
+per call are read from /proc (--server-pid, default: found by name); --all-attributes asks
+for every attribute (no select list), to show what the list saves on both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from mysched.backends.torque.backend import JOB_ATTRS, TorqueServer  # noqa: E402
+from mysched.backends.torque.ifl import CtypesIFL, convert_packed  # noqa: E402
+
+
+def server_pid() -> int | None:
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() == "pbs_server":
+                        return int(pid)
+            except OSError:
+                continue
+    return None
+
+
+def cpu_s(pid: int | None) -> float:
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--server", help="pbs_server host (default: the client's server_name)")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--all-attributes", action="store_true", help="no select list: every attribute")
+    ap.add_argument("--server-pid", type=int, help="pbs_server's pid for its CPU time (default: by name)")
+    ap.add_argument("--json", help="also write the figures here")
+    args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
+
+    ifl = CtypesIFL(timeout=120)
+    conn = ifl.connect(args.server)
+    if conn < 0:
+        print(f"cannot connect to pbs_server ({conn})", file=sys.stderr)
+        return 1
+    attrs = () if args.all_attributes else JOB_ATTRS
+    sel = ifl._select(attrs)
+    first = ctypes.pointer(sel[0]) if sel else None
+    pid = args.server_pid or server_pid()
+    call, free, conv, server_cpu, jobs = [], [], [], [], 0
+    for _ in range(args.rounds):
+        c0 = cpu_s(pid)
+        t0 = time.perf_counter()
+        head = ifl.lib.pbs_statjob(conn, b"", first, None)
+        t1 = time.perf_counter()
+        server_cpu.append(cpu_s(pid) - c0)
+        if not head:
+            print(f"pbs_statjob failed: pbs_errno {ifl.errno()}", file=sys.stderr)
+            return 1
+        rows = convert_packed(head)
+        t2 = time.perf_counter()
+        ifl.lib.pbs_statfree(head)
+        t3 = time.perf_counter()
+        call.append(t1 - t0)
+        conv.append(t2 - t1)
+        free.append(t3 - t2)
+        jobs = len(rows)
+        del rows
+    ifl.disconnect(conn)
+
+    read = []
+    srv = TorqueServer(args.server, timeout=120)
+    srv.snapshot()  # the first read maps every job; a daemon's cycles after it find most unchanged
+    for _ in range(args.rounds):
+        t0 = time.perf_counter()
+        srv.snapshot()
+        read.append(time.perf_counter() - t0)
+    srv.close()
+
+    med = statistics.median
+    floor = med(call) + med(free)
+    out = {"jobs": jobs, "attributes": list(attrs) or "all", "rounds": args.rounds,
+           "statjob_s": round(med(call), 4), "statfree_s": round(med(free), 4), "floor_s": round(floor, 4),
+           "convert_s": round(med(conv), 4), "read_s": round(med(read), 4),
+           "read_over_floor": round(med(read) / floor, 3) if floor else None,
+           "server_cpu_s": round(med(server_cpu), 3) if pid else None}
+    print(f"{jobs} jobs, {'all attributes' if not attrs else f'{len(attrs)} attributes'}, "
+          f"medians of {args.rounds}:")
+    print(f"  floor (pbs_statjob {out['statjob_s']:.3f} s + pbs_statfree {out['statfree_s']:.3f} s): "
+          f"{floor:.3f} s" + (f"; pbs_server CPU {out['server_cpu_s']:.3f} s per call" if pid else ""))
+    print(f"  one-pass conversion of the reply: {out['convert_s']:.3f} s")
+    print(f"  whole read (snapshot, warm): {out['read_s']:.3f} s = {out['read_over_floor']:.2f} x the floor")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
