@@ -57,6 +57,23 @@ class CycleOutcome:
     error: str = ""
     failures: dict[str, int] = field(default_factory=dict)
     plan: Plan | None = None
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds per phase (read, history, plan, start, record, publish) of a completed cycle;
+    they add up to `duration`."""
+
+
+class _Phases:
+    """Splits a cycle's wall time into consecutive phases: each `mark` closes the phase that
+    ran since the previous one."""
+
+    def __init__(self, t0: float) -> None:
+        self.last = t0
+        self.seconds: dict[str, float] = {}
+
+    def mark(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self.last
+        self.last = now
 
 
 class Daemon:
@@ -100,6 +117,7 @@ class Daemon:
         self._outage_since: float | None = None
         self._outage_msg = ""
         self._last_doc: dict[str, Any] | None = None
+        self._publish_s: float | None = None
         self._resv: dict = {}
         self._drains: dict = {}
         """The last plan's reservations and drains, carried into the next."""
@@ -243,6 +261,8 @@ class Daemon:
                 snapshot = self.server.snapshot()
         except ServerError as exc:
             return self._failed(t0, f"batch server: {exc}")
+        phases = _Phases(t0)
+        phases.mark("read")
         now = snapshot.time or self.wall()
         scheduling = (snapshot.extra.get("server") or {}).get("scheduling", "")
         if self.events_expected and scheduling.lower() == "false" and not self._warned_scheduling:
@@ -257,12 +277,15 @@ class Daemon:
             usage = ledger.usage(now, running, cfg.vo_of)
         except StoreError as exc:
             return self._failed(t0, f"history store: {exc}")
+        phases.mark("history")
         p0 = time.perf_counter()
         p = plan(snapshot, cfg, usage, now, index=self.index, throttles=self.loads.throttles(cfg, self.wall()),
                  reservations=self._resv, drains=self._drains)
         self._resv, self._drains = p.reservations, p.drains
         plan_s = time.perf_counter() - p0
-        out = CycleOutcome("dry-run" if self.dry_run else "ok", planned=len(p.starts), plan_s=plan_s, plan=p)
+        phases.mark("plan")
+        out = CycleOutcome("dry-run" if self.dry_run else "ok", planned=len(p.starts), plan_s=plan_s, plan=p,
+                           phases=phases.seconds)
         done: list[tuple[Start, str]] = []
         if self.dry_run:
             for s in p.starts:
@@ -273,13 +296,20 @@ class Daemon:
         else:
             self.metrics.observe_cycle(0.0, "standby")
             return CycleOutcome("standby", planned=len(p.starts), error="leadership lost")
-        out.duration = time.perf_counter() - t0
+        phases.mark("start")
+        out.duration = time.perf_counter() - t0  # so far: the history row and status file say so
         self._record(now, snapshot, p, out, done)
         if self._history_logged and not self.history_error:
             log.info("history store: writing again (%s)", "nothing pending" if not self._pending else
                      f"{len(self._pending)} pending")
             self._history_logged = ""
+        phases.mark("record")
+        out.duration = time.perf_counter() - t0
         self._publish(snapshot, p, out, done, usage)
+        phases.mark("publish")
+        self._publish_s = phases.seconds["publish"]
+        out.duration = time.perf_counter() - t0
+        self.metrics.observe_phases(out.phases)
         self.last_ok = self.wall()
         if self._outage_since is not None:
             log.info("cycle ok again after %.0f s of failures (%s)", self.wall() - self._outage_since,
@@ -407,7 +437,8 @@ class Daemon:
                 time=now, duration=out.duration, result=out.result, n_started=out.started, n_failed=out.failed,
                 n_queued=sum(v.queued_jobs for v in p.vos.values()),
                 n_running=sum(v.running_jobs for v in p.vos.values()),
-                summary={"plan_s": out.plan_s, "reasons": p.reasons(), "failures": out.failures,
+                summary={"plan_s": out.plan_s, "phases": {k: round(v, 4) for k, v in out.phases.items()},
+                         "reasons": p.reasons(), "failures": out.failures,
                          "used_slots": p.used_slots, "total_slots": p.total_slots},
                 starts=[{"job_id": s.job_id, "placement": _loc(s), "reason": s.reason, "result": r}
                         for s, r in done],
@@ -418,7 +449,11 @@ class Daemon:
 
     def _publish(self, snapshot: Snapshot, p: Plan, out: CycleOutcome, done: list, usage) -> None:
         cfg = self.config
+        # duration_s and phases run up to this publish; the file cannot time its own writing, so
+        # it carries the previous cycle's publish time (in the metrics with every cycle's).
         cycle = {"result": out.result, "duration_s": round(out.duration, 4), "plan_s": round(out.plan_s, 4),
+                 "phases": {k: round(v, 4) for k, v in out.phases.items()},
+                 "previous_publish_s": round(self._publish_s, 4) if self._publish_s is not None else None,
                  "started": out.started, "failed": out.failed, "failures": out.failures,
                  "dry_run": self.dry_run, "history_ok": not self.history_error,
                  "history_error": self.history_error, "history_pending": len(self._pending)}

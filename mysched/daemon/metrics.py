@@ -25,12 +25,15 @@ log = logging.getLogger("mysched")
 
 CYCLE_BUCKETS = (.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 CALL_BUCKETS = (.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30)
+PHASES = ("read", "history", "plan", "start", "record", "publish")
+"""The phases of a cycle, in order (see `mysched.daemon.cycle`)."""
 
 
 class CycleMetrics(Protocol):
     """What the daemon reports after each cycle, start and reload."""
 
     def observe_cycle(self, duration_s: float, result: str) -> None: ...
+    def observe_phases(self, phases: Mapping[str, float]) -> None: ...
     def record_start(self, vo: str, reason: str) -> None: ...
     def record_start_failure(self, reason: str) -> None: ...
     def cycle_error(self, reason: str) -> None: ...
@@ -51,6 +54,9 @@ class NullMetrics:
     """Metrics that go nowhere (no endpoint configured)."""
 
     def observe_cycle(self, duration_s: float, result: str) -> None:
+        pass
+
+    def observe_phases(self, phases: Mapping[str, float]) -> None:
         pass
 
     def record_start(self, vo: str, reason: str) -> None:
@@ -105,6 +111,9 @@ class Guarded:
     def observe_cycle(self, duration_s: float, result: str) -> None:
         self._guard("observe_cycle", self.inner.observe_cycle, duration_s, result)
 
+    def observe_phases(self, phases: Mapping[str, float]) -> None:
+        self._guard("observe_phases", self.inner.observe_phases, phases)
+
     def record_start(self, vo: str, reason: str) -> None:
         self._guard("record_start", self.inner.record_start, vo, reason)
 
@@ -146,6 +155,12 @@ class Metrics:
         r = self.registry = registry if registry is not None else CollectorRegistry()
         self.cycle_duration = Histogram("mysched_cycle_duration_seconds", "Wall time of a scheduling cycle",
                                         buckets=CYCLE_BUCKETS, registry=r)
+        self.phase_duration = Histogram("mysched_cycle_phase_seconds", "Wall time of each phase of a completed "
+                                        "cycle (read, history, plan, start, record, publish; they add up to "
+                                        "mysched_cycle_duration_seconds)", ["phase"], buckets=CYCLE_BUCKETS,
+                                        registry=r)
+        for phase in PHASES:
+            self.phase_duration.labels(phase)
         self.cycles = Counter("mysched_cycles_total", "Scheduling cycles by result", ["result"], registry=r)
         self.history_errors = Counter("mysched_history_write_errors_total",
                                       "Failed writes to the history store (finished jobs, cycles, accounting)", registry=r)
@@ -212,6 +227,10 @@ class Metrics:
         self.cycles.labels(result).inc()
         if result not in ("error", "crash"):
             self.last_success.set(time.time())
+
+    def observe_phases(self, phases: Mapping[str, float]) -> None:
+        for phase, seconds in phases.items():
+            self.phase_duration.labels(phase).observe(seconds)
 
     def record_start(self, vo: str, reason: str) -> None:
         self.starts.labels(vo, reason).inc()

@@ -80,6 +80,39 @@ def test_cycle_starts_planned_jobs_and_publishes_status(tmp_path):
     assert oct(os.stat(tmp_path / "status.json").st_mode & 0o777) == "0o644"
 
 
+def test_cycle_time_is_split_into_phases_that_add_up(tmp_path):
+    import time
+
+    from prometheus_client import CollectorRegistry
+
+    from mysched.daemon.metrics import Metrics
+
+    metrics = Metrics(CollectorRegistry())
+    d, server, farm = make(tmp_path=tmp_path, metrics=metrics)
+    slow_read, slow_run = server.snapshot, server.run_job
+
+    def snapshot():
+        time.sleep(0.05)
+        return slow_read()
+
+    def run_job(job_id, placement):
+        time.sleep(0.02)
+        slow_run(job_id, placement)
+    server.snapshot, server.run_job = snapshot, run_job
+    out = d.cycle()
+    assert list(out.phases) == ["read", "history", "plan", "start", "record", "publish"]
+    assert out.phases["read"] >= 0.05 and out.phases["start"] >= 4 * 0.02
+    assert sum(out.phases.values()) == pytest.approx(out.duration, abs=1e-3)  # the total includes publishing
+    doc = read_status(str(tmp_path))
+    assert set(doc["cycle"]["phases"]) == {"read", "history", "plan", "start", "record"}
+    assert doc["cycle"]["previous_publish_s"] is None
+    d.cycle()
+    assert read_status(str(tmp_path))["cycle"]["previous_publish_s"] >= 0
+    for phase in out.phases:
+        assert metrics.registry.get_sample_value("mysched_cycle_phase_seconds_count", {"phase": phase}) == 2
+    assert metrics.registry.get_sample_value("mysched_cycle_phase_seconds_sum", {"phase": "read"}) >= 0.1
+
+
 def test_server_outage_fails_cleanly_and_recovers(tmp_path):
     d, server, farm = make(tmp_path=tmp_path)
     server.down = True
