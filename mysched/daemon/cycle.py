@@ -8,6 +8,7 @@ timer; `mysched.daemon.service` calls `cycle()` on its schedule.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from mysched.core.model import FinishedJob, JobState, Snapshot
 from mysched.core.plan import Plan, Start
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.protocol import BatchServer
-from mysched.daemon.statusfile import build_status, write_status
+from mysched.daemon.statusfile import build_status, encode, with_key, write_status
 from mysched.core.usage import UsageLedger
 from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics, publish_farm
 from mysched.backends.loads import LoadSources
@@ -116,7 +117,8 @@ class Daemon:
         cycle whose record failed)."""
         self._outage_since: float | None = None
         self._outage_msg = ""
-        self._last_doc: dict[str, Any] | None = None
+        self._last_doc: bytes | None = None
+        """The last good status file's bytes (not the document: tens of MB at 50,000 jobs)."""
         self._publish_s: float | None = None
         self._resv: dict = {}
         self._drains: dict = {}
@@ -419,8 +421,7 @@ class Daemon:
         """The last good status again, with what is wrong and since when."""
         if not self.state_dir or self._last_doc is None:
             return
-        doc = dict(self._last_doc)
-        doc["stale"] = {"since": self._outage_since, "error": msg, "checked": self.wall()}
+        doc = with_key(self._last_doc, "stale", {"since": self._outage_since, "error": msg, "checked": self.wall()})
         try:
             write_status(self.state_dir, doc)
         except OSError as exc:
@@ -459,12 +460,21 @@ class Daemon:
                  "history_error": self.history_error, "history_pending": len(self._pending)}
         if self.state_dir:
             try:
-                self._last_doc = build_status(
-                    snapshot, p, cfg, cycle=cycle, published=self.wall(), usage=usage, dry_run=self.dry_run,
-                    started={st.job_id for st, r in done if r == "ok"})
-                self._last_doc["role"] = self.role.doc()
-                self._last_doc["load_sources"] = self.loads.doc
-                write_status(self.state_dir, self._last_doc)
+                gc_was = gc.isenabled()
+                gc.disable()  # a list per job and no reference cycles: spare the collector's scans
+                try:
+                    doc = build_status(
+                        snapshot, p, cfg, cycle=cycle, published=self.wall(), usage=usage, dry_run=self.dry_run,
+                        started={st.job_id for st, r in done if r == "ok"})
+                    doc["role"] = self.role.doc()
+                    doc["load_sources"] = self.loads.doc
+                    data = encode(doc)
+                    del doc
+                finally:
+                    if gc_was:
+                        gc.enable()
+                write_status(self.state_dir, data)
+                self._last_doc = data
             except OSError as exc:
                 log.error("could not write the status file in %s: %s", self.state_dir, exc)
         if not isinstance(self.metrics, NullMetrics):

@@ -11,6 +11,7 @@ the current cycle finish, give up leadership and exit 0.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import signal
@@ -94,7 +95,7 @@ class Service:
         except Exception as exc:  # noqa: BLE001 - the loop must outlive its own bugs
             out = self.daemon.crashed(exc)
         self.cycles += 1
-        self.last = out
+        self.last = dataclasses.replace(out, plan=None)  # not the plan: it holds every job
         return out
 
     def _after_cycle(self, out: CycleOutcome) -> None:

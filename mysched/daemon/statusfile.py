@@ -48,9 +48,14 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
     rejected_index: dict[int, int] = {}
     jobs = []
     node_jobs: dict[str, list] = {}
+    vo_of: dict[str, str] = {}  # per group: the same few dozen groups, tens of thousands of jobs
     for job in snapshot.jobs:
-        vo = job.vo or config.vo_of(job.group)
-        state = job.state.value
+        vo = job.vo
+        if not vo:
+            vo = vo_of.get(job.group)
+            if vo is None:
+                vo = vo_of[job.group] = config.vo_of(job.group)
+        state = job.state._value_
         rank = prio = None
         reason = detail = ""
         rej = None
@@ -73,7 +78,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
                     rejected_index[key] = len(rejected_sets)
                     rejected_sets.append(dict(w.nodes_rejected))
                 rej = rejected_index[key]
-        nodes_txt = "+".join(f"{n}:{c}" for n, c in placement)
+        nodes_txt = "+".join(f"{n}:{c}" for n, c in placement) if placement else ""
         jobs.append([job.id, vo, job.group, job.user, job.queue, job.cores, state, job.submit_time,
                      job.start_time, job.walltime, nodes_txt, rank, round(prio, 6) if prio is not None else None,
                      reason, detail, rej, mark, str(job.request) if job.request is not None else ""])
@@ -158,19 +163,34 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
     }
 
 
-def write_status(directory: str, doc: dict[str, Any]) -> str:
-    """Write the document atomically as `directory`/status.json, world-readable."""
+def write_status(directory: str, doc: dict[str, Any] | bytes) -> str:
+    """Write the document (or its `encode`d bytes) atomically as `directory`/status.json,
+    world-readable."""
     return write_json(directory, FILENAME, doc)
 
 
-def write_json(directory: str, name: str, doc: dict[str, Any]) -> str:
+def encode(doc: dict[str, Any]) -> bytes:
+    """The document as compact JSON. json.dumps, not json.dump: only the one-shot form runs
+    the C encoder; json.dump encodes in Python chunk by chunk (0.12 s against 0.03 s for
+    20,000 jobs)."""
+    return json.dumps(doc, separators=(",", ":")).encode("utf-8")
+
+
+def with_key(data: bytes, key: str, value: Any) -> bytes:
+    """An `encode`d document with one more top-level key (the document must not have it):
+    marks the last good status stale without keeping the document itself in memory."""
+    return data[:-1] + b"," + json.dumps(key).encode() + b":" + encode(value) + b"}"
+
+
+def write_json(directory: str, name: str, doc: dict[str, Any] | bytes) -> str:
     """Write a JSON document atomically (temporary file, fsync, rename), mode 0644."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, name)
+    data = doc if isinstance(doc, bytes) else encode(doc)
     fd, tmp = tempfile.mkstemp(prefix=".status.", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, separators=(",", ":"))
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)

@@ -42,6 +42,7 @@ class FakeIFL(_FakeIFL):
                    ("node04", {"state": "free", "np": "4", "jobs": "2/13.srv"}),
                    ("node05", {"state": "down,offline", "np": "4"})],
             queues=[("atlas", {"queue_type": "Execution", "enabled": "True", "started": "True", "max_running": "40"}),
+                    ("cms", {"queue_type": "Execution", "enabled": "True", "started": "True"}),
                     ("route", {"queue_type": "Route", "enabled": "True", "started": "True"})],
             server={"server_state": "Active", "scheduling": "False", "total_jobs": "4"}, start_jobs=False)
 
@@ -62,7 +63,7 @@ def test_snapshot_maps_jobs_nodes_and_queues():
     nodes = {n.name: n for n in s.nodes}
     assert nodes["node03"].state == NodeState.FULL and nodes["node03"].properties == {"sw", "big"}
     assert nodes["node05"].state == NodeState.DOWN and nodes["node04"].jobs == ("13.srv",)
-    assert [q.name for q in s.queues] == ["atlas"] and s.queues[0].max_running == 40
+    assert [q.name for q in s.queues] == ["atlas", "cms"] and s.queues[0].max_running == 40
     assert s.time == 5.0 and s.server == "torque://batch"
     assert s.extra["server"] == {"server_state": "Active", "scheduling": "False", "total_jobs": "4"}
     # only the attributes the mapping reads are asked for
@@ -345,6 +346,34 @@ def test_packed_rows_match_the_dict_conversion_and_leave_out_walltime_remaining(
     head2, _keep2 = _c_status([(rows[0][0], [(k, b"3530" if k == "Walltime.Remaining" else v)
                                              for k, v in rows[0][1]])])
     assert convert_packed(head2)[0] == packed[0]
+
+
+def test_jobs_are_read_queue_by_queue_once_each():
+    ifl = FakeIFL()
+    calls = []
+    real = ifl.statjob_packed
+
+    def statjob_packed(conn, attrs, queue=""):
+        calls.append(queue)
+        rows = real(conn, attrs, queue)
+        if queue == "route":  # 12.srv was moved from atlas to route between the two reads
+            moved = {**dict(ifl.jobs)["12.srv"], "queue": "route"}
+            rows.append((b"12.srv", pack(moved)))
+        return rows
+    ifl.statjob_packed = statjob_packed
+    s = TorqueServer(ifl=ifl).snapshot()
+    assert calls == ["atlas", "cms", "route"]  # routing queues too: their jobs are reported
+    assert sorted(j.id for j in s.jobs) == ["12.srv", "13.srv", "14[0].srv"]  # once each
+    assert next(j for j in s.jobs if j.id == "12.srv").queue == "route"  # as the later read saw it
+    # a queue deleted between statque and its jobs' read is skipped, the others read
+    ifl.statjob_packed = real
+    listed = [*ifl.queues, ("gone", {"queue_type": "Execution"})]
+    ifl.statque = lambda conn, attrs: listed  # the fake's statjob answers 15020 for "gone"
+    assert sorted(j.id for j in TorqueServer(ifl=ifl).snapshot().jobs) == ["12.srv", "13.srv", "14[0].srv"]
+    # one call for all jobs when asked
+    ifl.selects.clear()
+    TorqueServer(ifl=ifl, read_by_queue=False).snapshot()
+    assert sum(1 for sel in ifl.selects if "job_state" in sel) == 1
 
 
 def test_job_reader_keeps_unchanged_jobs_and_reads_changed_ones_again():

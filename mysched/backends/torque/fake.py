@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from mysched.backends.torque.ifl import StatResult
+from mysched.backends.torque.ifl import PackedRows, StatResult, pack
 
 ERRORS = {15001: "Unknown Job Id Error", 15046: "Resource temporarily unavailable"}
 STRERRORS = {15033: "Batch protocol error", 15010: "Access from host not allowed, or unknown host"}
@@ -68,6 +68,17 @@ class FakeIFL:
         if not res and not self.err:
             self.err = 15001  # Unknown Job Id
         return res
+
+    def statjob_packed(self, conn: int, attrs: Sequence[str], queue: str = "") -> PackedRows:
+        """As libtorque: with a `queue`, that queue's jobs (15020 for an unknown queue)."""
+        rows = self.jobs
+        if queue:
+            if self.queues and queue not in {name for name, _ in self.queues}:
+                self.selects.append(tuple(attrs))
+                self.err = 15020  # PBSE_UNKQUE
+                return []
+            rows = [(jid, a) for jid, a in rows if a.get("queue", "") == queue]
+        return [(jid.encode(), pack(a)) for jid, a in self._stat(rows, attrs)]
 
     def statnode(self, conn: int, attrs: Sequence[str]) -> StatResult:
         return self._stat(self.nodes, attrs)
