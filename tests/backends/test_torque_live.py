@@ -135,6 +135,25 @@ def test_snapshot_reads_nodes_queues_and_jobs(server, cleanup):
     assert snap.extra["warnings"] == []
 
 
+def test_reading_queue_by_queue_sees_what_one_read_sees(server, cleanup):
+    from mysched.backends.torque.backend import TorqueServer
+
+    cleanup += [qsub("alice", "atlas", "nodes=1:ppn=1,walltime=00:10:00"),
+                qsub("carol", "cms", "nodes=1:ppn=2,walltime=00:20:00")]
+    whole = TorqueServer(HOST, timeout=20, read_by_queue=False)
+    try:
+        for _ in range(3):  # a job may change between the two reads: compare two reads in a row
+            by_queue = {j.id: j for j in server.snapshot().jobs}
+            at_once = {j.id: j for j in whole.snapshot().jobs}
+            if by_queue == at_once:
+                break
+            time.sleep(1)
+    finally:
+        whole.close()
+    assert set(cleanup) <= set(by_queue)
+    assert by_queue == at_once
+
+
 def test_two_core_job_runs_on_the_chosen_node(server, cleanup):
     jid = qsub("alice", "atlas", "nodes=1:ppn=2,walltime=00:10:00")
     cleanup.append(jid)
