@@ -3,11 +3,18 @@
 # `mysched simulate` (mysched and fifo policies) on the same trace and farm, 60 s cycles.
 # Usage: tools/accasim_compare.sh [TRACE.swf.gz] [NODES] [SLOTS] [ROUNDS]
 #   defaults: LPC-EGEE-2004 from ../shared/traces, 70 x 2 cores, 3 rounds.
+#        tools/accasim_compare.sh easy [TRACE.swf.gz] [NODES] [SLOTS]
+#   EASY mode: AccaSim's EASY backfilling against `--policy easy --event-driven` and the
+#   mysched policy, by mean wait and bounded slowdown (tools/accasim_compare_easy.sh).
 # Each round runs the three one after the other; the medians are compared with the targets
 # of issue #6 (mysched no slower than AccaSim, fifo at most a third of it), so a noisy
 # neighbour slows all three alike. Installs AccaSim into a scratch venv under ${TMPDIR:-/tmp}
 # (needs PyPI once). Wall times include starting Python and reading the trace.
 set -euo pipefail
+if [ "${1:-}" = easy ]; then
+  shift
+  exec "$(dirname "$0")/accasim_compare_easy.sh" "$@"
+fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 trace=${1:-$here/../shared/traces/LPC-EGEE-2004-1.2-cln.swf.gz}
 nodes=${2:-70}
