@@ -27,7 +27,8 @@ _SOURCE_KEYS = ["type", "url", "query", "path", "key", "command", "interval", "t
 _NEEDS = {"prometheus": ("url", "query"), "file": ("path",), "command": ("command",)}
 
 
-def _size(v: Any) -> int:
+def size(v: Any) -> int:
+    """A memory size: bytes (int) or TORQUE's notation ("2gb")."""
     if isinstance(v, bool):
         raise ValueError(f"expected a size such as \"2gb\", got {kind(v)}")
     if isinstance(v, int):
@@ -118,7 +119,7 @@ def build_loads(c: Any, top: dict[str, Any], vos: dict[str, VOConfig], queues: d
 
     g = c.group(top.get("node_load"), ("node_load",), dict.fromkeys(["max_load_per_core", "min_free_mem"]))
     limits = NodeLoadLimits(c.get(g, ("node_load",), "max_load_per_core", number(0.0, 1000.0), None),
-                            c.get(g, ("node_load",), "min_free_mem", _size, None))
+                            c.get(g, ("node_load",), "min_free_mem", size, None))
     if limits.max_load_per_core == 0:
         c.problem(("node_load", "max_load_per_core"), "must be positive (0 would skip every busy node)")
     return sources, tuple(rules), limits

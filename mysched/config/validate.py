@@ -13,7 +13,7 @@ from typing import Any, Callable
 from mysched.core.config import (PACKING_POLICIES, Config, DrainConfig, FarmSpec, GroupConfig, HotLists, NodeType,
                                  PackingClass, QueueConfig, VOConfig)
 from mysched.core.durations import parse_duration
-from mysched.config.loads import build_loads
+from mysched.config.loads import build_loads, size
 from mysched.config.parse import ParsedConfig, Path, at, dotted, parse_file, parse_text
 from mysched.config.values import (DAY, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
                                     int_, kind, number, parse_address, string, strings)
@@ -223,13 +223,14 @@ def build_config(parsed: ParsedConfig) -> Config:
     nraw = c.group(nraw, ("node_types",), {k: None for k in nraw} if isinstance(nraw, dict) else {})
     for name, raw in nraw.items():
         p = ("node_types", name)
-        g = c.group(raw, p, dict.fromkeys(["nodes", "properties", "groups", "vos"]))
+        g = c.group(raw, p, dict.fromkeys(["nodes", "properties", "groups", "vos", "mem"]))
         nt = NodeType(
             name=name,
             nodes=c.get(g, p, "nodes", strings, ()),
             properties=c.get(g, p, "properties", strings, ()),
             groups=c.get(g, p, "groups", strings, ()),
             vos=c.get(g, p, "vos", strings, ()),
+            mem=c.get(g, p, "mem", size, None),
         )
         if not nt.nodes and not nt.properties:
             c.problem(p, "a node type needs node name patterns (nodes) or node properties (properties)")

@@ -76,6 +76,9 @@ class NodeType:
     properties: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
     vos: tuple[str, ...] = ()
+    mem: int | None = None
+    """Memory in bytes that jobs may ask for on each of these nodes, in place of what pbs_mom
+    reports as physmem (None: pbs_mom's figure)."""
 
     def matches(self, node_name: str, properties: frozenset[str]) -> bool:
         if any(fnmatch.fnmatchcase(node_name, p) for p in self.nodes):

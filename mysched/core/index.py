@@ -8,6 +8,8 @@ daemon, the simulator) pays for what changed.
 
 from __future__ import annotations
 
+import dataclasses
+
 from mysched.core.admission import admits, node_key, node_type
 from mysched.core.config import Config, PackingClass
 from mysched.core.model import Node, NodeState
@@ -50,10 +52,13 @@ class NodeIndex:
         keys: dict[tuple, None] = {}
         total = 0
         max_slots = 0
+        type_mem = {nt.name: nt.mem for nt in config.node_types if nt.mem is not None}
         for node in nodes:
             usable = node.state in (NodeState.FREE, NodeState.FULL)
             counted = node.state not in (NodeState.DOWN, NodeState.OFFLINE)
             ntype = node_type(config, node.name, node.properties)
+            if ntype in type_mem:  # the site's figure for this kind of node, not pbs_mom's
+                node = dataclasses.replace(node, mem=type_mem[ntype])
             key = node_key(config, node.name, ntype)
             keys[key] = None
             entries.append((node, ntype, key, usable, counted))

@@ -29,6 +29,21 @@ def where(p, jid):
     return dict(next(s.placement for s in p.starts if s.job_id == jid))
 
 
+def test_a_node_type_can_set_the_memory_jobs_may_use():
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
+                           'node_types = { small = { nodes = ["wn0[12]"]; mem = "4gb"; }; };')
+    nodes = farm(n=3, slots=8, mem=16 * GB)  # pbs_mom says 16 GB everywhere
+    jobs = [want("a", Request((NodePart(1, 1),), mem=6 * GB), submit=1),
+            want("b", Request((NodePart(1, 1),), mem=6 * GB), submit=2, user="bob"),
+            want("c", Request((NodePart(1, 1),), mem=3 * GB), submit=3, user="carol")]
+    p = plan(snap(jobs, nodes), cfg, Usage(), 1000)
+    assert where(p, "a") == where(p, "b") == {"wn03": 1}  # 6 GB fits only the untyped node
+    assert where(p, "c") in ({"wn01": 1}, {"wn02": 1})  # fewer jobs there: diversity
+    # a farm of only such nodes can never serve 6 GB, whatever pbs_mom reports
+    p = plan(snap(jobs[:1], nodes[:2]), cfg, Usage(), 1000)
+    assert p.waits["a"].reason == "never_fits" and "6144 MB" in p.waits["a"].detail
+
+
 def test_several_nodes_each_with_their_cores():
     p = plan(snap([want("mpi", Request((NodePart(2, 2),)))], farm()), CFG, Usage(), 1000)
     placed = where(p, "mpi")
