@@ -8,10 +8,8 @@ timer; `mysched.daemon.service` calls `cycle()` on its schedule.
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from mysched.core.config import Config
@@ -23,7 +21,8 @@ from mysched.core.model import FinishedJob, JobState, Snapshot
 from mysched.core.plan import Plan, Start
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.protocol import BatchServer
-from mysched.daemon.statusfile import build_status, encode, with_key, write_status
+from mysched.daemon.outcome import CycleOutcome, Phases
+from mysched.daemon.statusfile import publish_status, with_key, write_status
 from mysched.core.usage import UsageLedger
 from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics, publish_farm
 from mysched.backends.loads import LoadSources
@@ -43,38 +42,6 @@ class HistoryStore(Protocol):
     def finished_since(self, t: float) -> list[FinishedJob]: ...
     def add_finished(self, records: list[FinishedJob]) -> int: ...
     def record_cycle(self, **kw: Any) -> int: ...
-
-
-@dataclass
-class CycleOutcome:
-    """What one cycle did (also what the service logs and counts)."""
-
-    result: str
-    started: int = 0
-    failed: int = 0
-    planned: int = 0
-    duration: float = 0.0
-    plan_s: float = 0.0
-    error: str = ""
-    failures: dict[str, int] = field(default_factory=dict)
-    plan: Plan | None = None
-    phases: dict[str, float] = field(default_factory=dict)
-    """Seconds per phase (read, history, plan, start, record, publish) of a completed cycle;
-    they add up to `duration`."""
-
-
-class _Phases:
-    """Splits a cycle's wall time into consecutive phases: each `mark` closes the phase that
-    ran since the previous one."""
-
-    def __init__(self, t0: float) -> None:
-        self.last = t0
-        self.seconds: dict[str, float] = {}
-
-    def mark(self, phase: str) -> None:
-        now = time.perf_counter()
-        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self.last
-        self.last = now
 
 
 class Daemon:
@@ -263,7 +230,7 @@ class Daemon:
                 snapshot = self.server.snapshot()
         except ServerError as exc:
             return self._failed(t0, f"batch server: {exc}")
-        phases = _Phases(t0)
+        phases = Phases(t0)
         phases.mark("read")
         now = snapshot.time or self.wall()
         scheduling = (snapshot.extra.get("server") or {}).get("scheduling", "")
@@ -460,21 +427,10 @@ class Daemon:
                  "history_error": self.history_error, "history_pending": len(self._pending)}
         if self.state_dir:
             try:
-                gc_was = gc.isenabled()
-                gc.disable()  # a list per job and no reference cycles: spare the collector's scans
-                try:
-                    doc = build_status(
-                        snapshot, p, cfg, cycle=cycle, published=self.wall(), usage=usage, dry_run=self.dry_run,
-                        started={st.job_id for st, r in done if r == "ok"})
-                    doc["role"] = self.role.doc()
-                    doc["load_sources"] = self.loads.doc
-                    data = encode(doc)
-                    del doc
-                finally:
-                    if gc_was:
-                        gc.enable()
-                write_status(self.state_dir, data)
-                self._last_doc = data
+                self._last_doc = publish_status(
+                    self.state_dir, snapshot, p, cfg, cycle=cycle, published=self.wall(), usage=usage,
+                    dry_run=self.dry_run, started={st.job_id for st, r in done if r == "ok"},
+                    extra={"role": self.role.doc(), "load_sources": self.loads.doc})
             except OSError as exc:
                 log.error("could not write the status file in %s: %s", self.state_dir, exc)
         if not isinstance(self.metrics, NullMetrics):

@@ -8,6 +8,7 @@ header to keep the file small and quick to load at tens of thousands of jobs.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import tempfile
@@ -161,6 +162,26 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
                                   "node_types": list(q.node_types), "exclusive": q.exclusive}
                          for q in config.queues.values()},
     }
+
+
+def publish_status(directory: str, snapshot: Snapshot, plan: Plan, config: Config, *,
+                   extra: dict[str, Any] | None = None, **kw: Any) -> bytes:
+    """Build (`build_status` with `kw`, plus the `extra` keys), encode and write the status
+    file; its bytes are returned for republishing it marked stale. The collector is paused
+    meanwhile: a list per job and no reference cycles, and its scans of a farm's worth of
+    objects made the step superlinear (0.25 s instead of 0.16 s at 50,000 jobs)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        doc = build_status(snapshot, plan, config, **kw)
+        doc.update(extra or {})
+        data = encode(doc)
+        del doc
+    finally:
+        if enabled:
+            gc.enable()
+    write_status(directory, data)
+    return data
 
 
 def write_status(directory: str, doc: dict[str, Any] | bytes) -> str:

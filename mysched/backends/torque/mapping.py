@@ -1,0 +1,227 @@
+"""TORQUE's attributes as the model: pbs_statjob, pbs_statnode and pbs_statque replies
+(attribute dictionaries, or packed rows for jobs) to `Job`, `Node` and `Queue`, with every
+malformed value reported as a warning rather than guessed."""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+
+from mysched.backends.torque.ifl import PackedRows, unpack
+from mysched.backends.torque.values import (parse_exec_host, parse_mem, parse_node_jobs, parse_node_parts, parse_nodes,
+                                            status_field)
+from mysched.core.durations import parse_duration
+from mysched.core.model import Job, JobState, Node, NodeState, Placement, Queue
+from mysched.core.request import Request
+
+_ARRAY_PARENT = re.compile(r"^\d+\[\]")
+
+
+def _bool(text: str | None, default: bool = True) -> bool:
+    if text is None:
+        return default
+    return text.strip().lower() in ("true", "t", "1", "yes", "y")
+
+
+def _cores(name: str, a: dict[str, str], warnings: list[str]) -> int:
+    """Cores a job asks for: nodes spec, else procs, else ncpus, else 1."""
+    nodes = a.get("Resource_List.nodes")
+    if nodes:
+        try:
+            return parse_nodes(nodes)
+        except ValueError as exc:
+            warnings.append(f"job {name}: {exc}; assuming 1 core")
+            return 1
+    for key in ("Resource_List.procs", "Resource_List.ncpus"):
+        v = a.get(key)
+        if v:
+            if v.strip().isdigit() and int(v) > 0:
+                return int(v)
+            warnings.append(f"job {name}: bad {key} {v!r}; ignored")
+    return 1
+
+
+def _value(name: str, a: dict[str, str], key: str, parse, warnings: list[str]):  # noqa: ANN001, ANN202
+    """`parse` of attribute `key`, or None (with a warning) when absent or malformed."""
+    v = a.get(key)
+    if not v:
+        return None
+    try:
+        return parse(v)
+    except ValueError as exc:
+        warnings.append(f"job {name}: {exc}")
+        return None
+
+
+_REQUESTS: dict[tuple, Request | None] = {}
+"""Requests read so far, by the attribute texts they come from: a backlog of tens of thousands
+of jobs repeats a few dozen requests."""
+
+
+def request_from_attrs(name: str, a: dict[str, str], warnings: list[str],
+                       node_names: frozenset[str] = frozenset(), mem: int | None = None) -> Request | None:
+    """The whole request where it is more than N cores on one node (None otherwise); `mem` is
+    the job's already read ``mem`` (a malformed nodes spec was reported by `_cores`)."""
+    key = (a.get("Resource_List.nodes"), a.get("Resource_List.procs"), mem, a.get("Resource_List.pmem"),
+           a.get("Resource_List.naccesspolicy"), a.get("node_exclusive"), node_names)
+    try:
+        return _REQUESTS[key]
+    except KeyError:
+        pass
+    before = len(warnings)
+    req = _read_request(name, a, warnings, node_names, mem)
+    if len(warnings) == before:  # a malformed value is reported for every job that has it
+        if len(_REQUESTS) > 10_000:
+            _REQUESTS.clear()
+        _REQUESTS[key] = req
+    return req
+
+
+def _read_request(name: str, a: dict[str, str], warnings: list[str], node_names: frozenset[str],
+                  mem: int | None) -> Request | None:
+    nodes = a.get("Resource_List.nodes")
+    parts = ()
+    if nodes:
+        try:
+            parts = parse_node_parts(nodes, node_names)
+        except ValueError:
+            parts = ()
+    procs_text = a.get("Resource_List.procs")
+    procs = int(procs_text) if procs_text and procs_text.strip().isdigit() and int(procs_text) > 0 else None
+    if procs is not None and (not parts or parts == ((parts[0]._replace(count=1, ppn=1)),)
+                              and not parts[0].host and not parts[0].properties):
+        parts = ()  # procs=N beside the queue's default nodes=1: N cores anywhere
+    else:
+        procs = None
+    pmem = _value(name, a, "Resource_List.pmem", parse_mem, warnings)
+    exclusive = (a.get("Resource_List.naccesspolicy", "").strip().lower() in ("singlejob", "singletask")
+                 or _bool(a.get("node_exclusive"), False))
+    req = Request(parts, procs, mem, pmem, exclusive)
+    return None if req.simple else req
+
+
+def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
+                   node_names: frozenset[str] = frozenset()) -> Job | None:
+    """A model `Job` from pbs_statjob attributes; None for an array parent (not runnable) or
+    a job whose state cannot be read. Malformed values become None plus a warning."""
+    if _ARRAY_PARENT.match(name):
+        return None
+    try:
+        state = JobState.parse(a.get("job_state", ""))
+    except ValueError:
+        warnings.append(f"job {name}: unknown state {a.get('job_state')!r}; skipped")
+        return None
+    intern = sys.intern  # a backlog repeats a few users, groups and queues thousands of times
+    user = intern(a.get("euser") or a.get("Job_Owner", "").partition("@")[0] or "unknown")
+    group = intern(a.get("egroup") or user)
+    cores = _cores(name, a, warnings)
+    walltime = _value(name, a, "Resource_List.walltime", parse_duration, warnings)
+    mem = _value(name, a, "Resource_List.mem", parse_mem, warnings)
+    placement: Placement = _value(name, a, "exec_host", parse_exec_host, warnings) or ()
+    if placement and state in (JobState.RUNNING, JobState.EXITING, JobState.SUSPENDED):
+        cores = sum(c for _, c in placement)  # what it holds, whatever it asked for
+
+    def stamp(key: str) -> float | None:
+        v = a.get(key)
+        if not v:
+            return None
+        try:
+            return float(v)
+        except ValueError:
+            warnings.append(f"job {name}: bad {key} {v!r}")
+            return None
+
+    submit = stamp("qtime") or stamp("ctime") or 0.0
+    req = request_from_attrs(name, a, warnings, node_names, mem)
+    if req is not None and not placement:
+        cores = req.cores
+    if placement:
+        placement = tuple((intern(n), c) for n, c in placement)
+    return Job(name, intern(a.get("queue", "")), user, group, cores, state, submit, stamp("start_time"), walltime,
+               mem, placement, None, a.get("Job_Name", ""), req)
+
+
+class JobReader:
+    """Jobs from packed pbs_statjob rows, keeping the `Job` of every job whose attributes are
+    byte for byte what they were at the last read: in a backlog of tens of thousands most jobs
+    do not change from one cycle to the next, and mapping them again was a third of the read.
+    A job whose values drew a warning is read afresh each time (its warning stays visible)."""
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, tuple[bytes, Job | None]] = {}
+        self._node_names: frozenset[str] | None = None
+
+    def read(self, rows: PackedRows, warnings: list[str], node_names: frozenset[str]) -> list[Job]:
+        if node_names is not self._node_names:  # requests name nodes: read them all again
+            self._known, self._node_names = {}, node_names
+        known = self._known
+        fresh: dict[bytes, tuple[bytes, Job | None]] = {}
+        jobs: list[Job] = []
+        for name, packed in rows:
+            hit = known.get(name)
+            if hit is not None and hit[0] == packed:
+                fresh[name] = hit
+                job = hit[1]
+            else:
+                before = len(warnings)
+                job = job_from_attrs(name.decode(errors="replace"), unpack(packed), warnings, node_names)
+                if len(warnings) == before:
+                    fresh[name] = (packed, job)
+            if job is not None:
+                jobs.append(job)
+        self._known = fresh
+        return jobs
+
+
+def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
+    """A model `Node`; an unreadable np makes it offline (0 slots) rather than guessed."""
+    np_text = a.get("np", "1")
+    try:
+        slots = int(np_text)
+        if slots < 0:
+            raise ValueError
+    except ValueError:
+        warnings.append(f"node {name}: bad np {np_text!r}; taken as offline")
+        return Node(name, 0, NodeState.OFFLINE)
+    props = frozenset(p.strip() for p in a.get("properties", "").split(",") if p.strip())
+    status = a.get("status", "")
+    mem = avail = None
+    physmem = status_field(status, "physmem")
+    if physmem:
+        try:
+            mem = parse_mem(physmem)
+        except ValueError:
+            warnings.append(f"node {name}: bad physmem {physmem!r}; memory not checked there")
+    availmem = status_field(status, "availmem")
+    if availmem:
+        try:
+            avail = parse_mem(availmem)
+        except ValueError:
+            warnings.append(f"node {name}: bad availmem {availmem!r}; its free memory not checked")
+    load = None
+    loadave = status_field(status, "loadave")
+    if loadave:
+        try:
+            load = float(loadave)
+            if not (load >= 0 and math.isfinite(load)):
+                raise ValueError
+        except ValueError:
+            load = None
+            warnings.append(f"node {name}: bad loadave {loadave!r}; its load not checked")
+    return Node(name, slots, NodeState.parse(a.get("state", "")), props, parse_node_jobs(a.get("jobs", "")), mem,
+                load, avail)
+
+
+def queue_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Queue | None:
+    """A model `Queue` for an execution queue; None for a routing queue (nothing runs there)."""
+    if a.get("queue_type", "Execution").strip().lower()[:1] == "r":
+        return None
+    mr = a.get("max_running")
+    max_running = None
+    if mr:
+        try:
+            max_running = int(mr)
+        except ValueError:
+            warnings.append(f"queue {name}: bad max_running {mr!r}")
+    return Queue(name, _bool(a.get("enabled")), _bool(a.get("started")), max_running)
