@@ -88,7 +88,7 @@ class Placing:
                     or (gmax is not None and ld.groups.get(group, 0) >= gmax)
                     or (avoid is not None and ld.classes.get(avoid, 0) > 0)
                     or (resv and ld.name in resv and not self._fits_before(job, resv[ld.name]))
-                    or (drain and ld.name in drain)):
+                    or (drain and ld.name in drain and self._drain_blocks(job, ld.name))):
                 continue
             if fast:
                 return (key, ld)
@@ -161,7 +161,7 @@ class Placing:
                 r = "packing"
             elif name in self.resv_nodes and not self._fits_before(job, self.resv_nodes[name]):
                 r = "reserved"
-            elif name in self.draining and cores < self.mc_min:
+            elif self._drain_blocks(job, name):
                 r = "draining"
             elif vmax is not None and ld.vos.get(vo, 0) >= vmax:
                 r = "vo_node_limit"

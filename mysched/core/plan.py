@@ -83,7 +83,10 @@ class Plan:
     drains: dict = field(default_factory=dict)
     """node -> `mysched.core.drain.Drain`: the multi-core partition after this cycle."""
     draining_now: frozenset = frozenset()
-    """The nodes that took only multi-core jobs in this plan (the partition it began with)."""
+    """The nodes that took only multi-core jobs (and smaller ones ending in time) in this plan (the partition it began with)."""
+    drain_horizons: dict = field(default_factory=dict)
+    """Per node of `draining_now`: smaller jobs that end by then (requested walltime) may
+    start there (see `mysched.core.drain`)."""
     held_free: int = 0
     """Free slots left on draining or reserved nodes after `starts` (what holding them costs now)."""
     node_load: dict[str, str] = field(default_factory=dict)

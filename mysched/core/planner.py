@@ -333,16 +333,17 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
             return self._try_request(job, vo, reason, rules, pc)
         if self._class_cache:
             cached = self._class_cache.get((queue, vo, group, job.cores, pc.name if pc else None,
-                                            job.walltime if self.resv_nodes else None))
+                                            job.walltime if self.resv_nodes or self.draining else None))
             if cached is not None:
                 self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
                 return cached.reason
         ld = self._place(job, vo, pc, rules)
         if ld is None:
             w = self._explain(job, vo, pc)
-            # with reservations, whether a node takes the job depends on its walltime too
+            # with reservations or draining nodes, whether a node takes the job depends on its
+            # walltime too
             self._class_cache[(queue, vo, group, job.cores, pc.name if pc else None,
-                               job.walltime if self.resv_nodes else None)] = w
+                               job.walltime if self.resv_nodes or self.draining else None)] = w
             self._wait(job, w.reason, vo, w.detail, w.nodes_rejected)
             return w.reason
         self._commit(job, vo, pc, ld, reason)
@@ -423,6 +424,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
         held = set(out.drains) | {n for r in out.reservations.values() for n in r.nodes}
         out.held_free = sum(self.loads[n].free for n in held)
         out.draining_now = frozenset(self.draining)
+        out.drain_horizons = dict(self._drain_horizons()) if self.draining else {}
         out.total_slots = self.total_slots
         out.free_slots = max(0, self.free_total)
         out.used_slots = self.used_before

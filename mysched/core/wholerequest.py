@@ -77,7 +77,7 @@ class RequestPlacing:
                 return False
             if ld.name in self.resv_nodes and not self._fits_before(job, self.resv_nodes[ld.name]):
                 return False
-            if ld.name in self.draining and job.cores < self.mc_min:
+            if self._drain_blocks(job, ld.name):
                 return False
             if vmax is not None and ld.vos.get(vo, 0) >= vmax:
                 return False

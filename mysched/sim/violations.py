@@ -75,7 +75,8 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
         h = held.get(name)
         if h is not None and h[1] != j.id and not (j.walltime is not None and p.now + j.walltime <= h[0]):
             return False
-        if name in p.draining_now and j.cores < mc_min:
+        if (name in p.draining_now and j.cores < mc_min
+                and not (j.walltime is not None and p.now + j.walltime <= p.drain_horizons.get(name, p.now))):
             return False
         reserved = p.node_classes.get(name)
         if reserved is not None:

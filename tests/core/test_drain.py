@@ -64,3 +64,22 @@ def test_the_multicore_job_gets_the_drained_node_and_the_partition_ends_with_the
     where = {s.job_id: s.placement[0][0] for s in p.starts}
     assert where["mc"] == "wn03" and where["s1"] != "wn03"
     assert not p.drains  # no multi-core job waits any more: the node leaves the partition
+
+
+def test_a_draining_node_backfills_jobs_that_end_before_its_own_jobs_do():
+    running, nodes = full_farm()
+    first = plan(snap(running + [q("mc", cores=4, submit=1)], nodes), CONFIG, Usage(), NOW)
+    assert set(first.drains) == {"wn03"}  # its two jobs end in 600 s
+    # wn01 and wn02 full, so the short jobs have only wn03 left
+    others = [run(f"x{i}", "wn01") for i in range(1)] + [run(f"y{i}", "wn02") for i in range(1)]
+    jobs = running + others + [q("mc", cores=4, submit=1), q("short", submit=2, walltime=300),
+                               q("long", submit=3, walltime=3600), q("open", submit=4, walltime=None)]
+    p = plan(snap(jobs, nodes), CONFIG, Usage(), NOW + 60, drains=first.drains)
+    assert {s.job_id: s.placement[0][0] for s in p.starts} == {"short": "wn03"}  # ends before the node drains
+    assert p.waits["long"].reason == "draining" and p.waits["open"].reason == "draining"
+    assert p.drain_horizons["wn03"] == NOW + 600  # when its own jobs end, by their walltimes
+    # once the node has room for the multi-core job, it takes no smaller job at all
+    later = [j for j in running + others if not j.id.startswith("c")]
+    p = plan(snap(later + [q("tiny", submit=0.5, walltime=60), q("mc", cores=4, submit=1)], nodes), CONFIG,
+             Usage(), NOW + 700, drains=first.drains)
+    assert {s.job_id: s.placement[0][0] for s in p.starts} == {"mc": "wn03"}
