@@ -186,7 +186,10 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
                 self._wake(best[1] + packing[best[0]].ttl)
 
     def _wake(self, t: float) -> None:
-        if math.isfinite(t) and (self.out.wake_at is None or t < self.out.wake_at):
+        """Ask for a plan at `t`, when time alone could change this one. Not for now or
+        earlier: this plan saw now (a reservation held by jobs running past their walltime
+        starts "now" until they end, and asked for a cycle every min_interval meanwhile)."""
+        if math.isfinite(t) and t > self.now and (self.out.wake_at is None or t < self.out.wake_at):
             self.out.wake_at = t
 
     # -- main -----------------------------------------------------------------------------

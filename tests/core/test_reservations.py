@@ -82,3 +82,16 @@ def test_the_reserved_job_starts_on_its_nodes_when_they_free():
     p = plan(snap(jobs, nodes), config_from_text(CFG), Usage(), NOW + 100, reservations=first.reservations)
     where = {s.job_id: s.placement[0][0] for s in p.starts}
     assert where["big"] == "wn01" and where.get("other") == "wn02"
+
+
+def test_jobs_running_past_their_walltime_ask_for_no_cycle_now():
+    running, nodes = farm()
+    running.append(run("b2", "wn02", NOW + 1000))
+    jobs = running + [q("big", cores=4, walltime=500, submit=1)]
+    cfg = config_from_text(CFG)
+    first = plan(snap(jobs, nodes), cfg, Usage(), NOW)
+    assert first.reservations["big"].start == NOW + 100 and first.wake_at == NOW + 100
+    # at NOW+200 wn01's jobs still run, past their walltime: they may end any moment, but a
+    # cycle asked for "now" (and again every min_interval) would change nothing
+    later = plan(snap(jobs, nodes), cfg, Usage(), NOW + 200, reservations=first.reservations)
+    assert later.wake_at is None or later.wake_at > NOW + 200
