@@ -6,9 +6,11 @@
 # slowdown; the mysched policy's mean wait at most 1.2 x AccaSim's).
 # Usage: tools/accasim_compare_easy.sh [TRACE.swf.gz] [NODES] [SLOTS]
 #   defaults: KTH-SP2 from ../shared/traces on 100 x 1 (also: CTC-SP2 430 x 1, SDSC-SP2 128 x 1).
-# Installs AccaSim into a scratch venv under ${TMPDIR:-/tmp} (needs PyPI once). AccaSim cannot
-# read SWF memory fields <= 0 (unknown), so its copy of the trace has them set to 1 KB; its
-# farm has ample memory, so this changes nothing else.
+# Installs AccaSim into a scratch venv under ${TMPDIR:-/tmp} (needs PyPI once). AccaSim gets
+# the jobs mysched replays: its copy of the trace leaves out the lines mysched skips (jobs
+# cancelled before they started -- status 5 with no processor or no run time -- and lines
+# without a submit or run time). AccaSim cannot read SWF memory fields <= 0 (unknown), so
+# they are set to 1 KB there; its farm has ample memory, so this changes nothing else.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 trace=${1:-$here/../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz}
@@ -23,6 +25,8 @@ fi
 plain="$work/$(basename "${trace%.gz}")"
 { case "$trace" in *.gz) gzip -dc "$trace" ;; *) cat "$trace" ;; esac; } | awk '
   /^;/ || NF < 18 { print; next }
+  $11 == 5 && ($5 + 0 <= 0 || $4 + 0 < 0) { next }
+  $2 + 0 < 0 || $4 + 0 < 0 { next }
   { if ($7 + 0 <= 0) $7 = 1; if ($10 + 0 <= 0) $10 = 1; print }' > "$plain"
 mysched=${MYSCHED:-$(command -v mysched || echo "$here/.venv/bin/mysched")}
 
