@@ -13,10 +13,10 @@ from typing import NamedTuple
 from mysched.core.admission import refusal
 from mysched.core.config import PackingClass
 from mysched.core.index import NodeIndex
-from mysched.core.model import Job
+from mysched.core.model import Job, JobState
 from mysched.core.plan import Wait
 from mysched.core.reasons import NODE_REJECTIONS
-from mysched.core.tally import Load, Pool
+from mysched.core.tally import Load, Pool, Tally
 
 
 class _Loads(dict):
@@ -56,6 +56,47 @@ class Placing:
     """The planner's placement steps (a mixin of `mysched.core.planner._Planner`, whose
     per-plan state -- loads, pools, rules -- they read)."""
 
+    def _reservations(self, t: Tally) -> None:
+        """Exclusive packing: a node running jobs of an exclusive class, the latest started
+        within the class TTL, is reserved for that class -- but only as many such nodes as
+        the class needs: fullest of the class first, until their free slots cover the class's
+        waiting jobs. The others are released at once (their class jobs run on; other jobs
+        may fill their free slots), so the class never holds room it has no job for."""
+        if not self.exclusive_packing:
+            return
+        packing = self.packing
+        held: dict[str, list[tuple[int, float, str]]] = {}
+        for name, base in t.loads.items():
+            best = None
+            for cls in base.class_times:
+                pc = packing.get(cls)
+                if pc is None or pc.policy != "exclusive" or not base.classes.get(cls):
+                    continue
+                start = base.class_start(cls)
+                if start + pc.ttl > self.now and (best is None or (start, cls) > (best[1], best[0])):
+                    best = (cls, start)
+            if best is not None:
+                held.setdefault(best[0], []).append((base.classes[best[0]], best[1], name))
+        if not held:
+            return
+        waiting: dict[str, int] = {}
+        job_class = self.index.job_class
+        for job, vo in self.queued:
+            if job.state is JobState.QUEUED:
+                pc = job_class(job.queue, vo, job.group, job.user)
+                if pc is not None and pc.name in held:
+                    waiting[pc.name] = waiting.get(pc.name, 0) + job.cores
+        for cls, nodes in held.items():
+            want = waiting.get(cls, 0)
+            room = 0
+            for _n, start, name in sorted(nodes, key=lambda x: (-x[0], -x[1], x[2])):
+                if room >= want:
+                    break  # the class has room enough for what waits: release the rest
+                ld = self.loads[name]
+                ld.reserved = cls
+                self.out.node_classes[name] = cls
+                room += max(0, ld.free)
+                self._wake(start + packing[cls].ttl)
     def _pools(self, queue: str, vo: str, group: str) -> list[Pool]:
         """The pools a job of the (queue, VO, group) may use."""
         k = (queue, vo, group)
@@ -66,12 +107,12 @@ class Placing:
         return got
 
     def _scan(self, keys: list[tuple], job: Job, vo: str, cls: str | None, rules: _Rules,
-              avoid: str | None = None) -> tuple | None:
+              avoid: str | None = None, held_only: bool = False) -> tuple | None:
         """The best node along a sorted ranking for `job`, as (sort key, load), or None.
 
         For mysched the first node without a job of the user wins (the ranking is by
         diversity); failing that the one with the fewest of the user's jobs. `avoid`: skip
-        nodes already running that class."""
+        nodes already running that class; `held_only`: only nodes reserved for `cls`."""
         loads = self.loads
         cores = job.cores
         vmax, gmax = rules.vo_node_max, rules.group_node_max
@@ -83,6 +124,8 @@ class Placing:
         drain = self.draining if cores < self.mc_min else None
         for key in keys:
             ld = loads[key[-1]]
+            if held_only and ld.reserved != cls:
+                continue
             if (ld.free < cores or (ld.reserved is not None and ld.reserved != cls)
                     or (vmax is not None and ld.vos.get(vo, 0) >= vmax)
                     or (gmax is not None and ld.groups.get(group, 0) >= gmax)
@@ -118,7 +161,16 @@ class Placing:
                 if best is not None:
                     return best[1]
             return None
-        # relaxed / exclusive: prefer nodes already running the class.
+        # relaxed / exclusive: prefer nodes already running the class -- for exclusive, first
+        # those held for it (the class holds only the nodes it needs).
+        if pc.policy == "exclusive":
+            for pool in pools:
+                r = pool.by_class.get(cls)
+                got = scan(r.keys, job, vo, cls, rules, held_only=True) if r is not None else None
+                if got is not None and (best is None or got[0] < best[0]):
+                    best = got
+            if best is not None:
+                return best[1]
         for pool in pools:
             r = pool.by_class.get(cls)
             got = scan(r.keys, job, vo, cls, rules) if r is not None else None

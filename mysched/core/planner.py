@@ -40,7 +40,7 @@ from mysched.core.placement import Placing, _Loads, _Rules
 from mysched.core.reservation import Reservation, Reserving
 from mysched.core.drain import Drain, Draining
 from mysched.core.plan import Plan, Start, Wait
-from mysched.core.tally import DEFAULT_CLASS, Load, Ranking, Tally
+from mysched.core.tally import DEFAULT_CLASS, Load, Ranking
 from mysched.core.throttle import Throttle, overloaded
 from mysched.core.vofacts import VOFacts, VOTable
 from mysched.core.wholerequest import RequestPlacing
@@ -164,26 +164,6 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
             for r in ld.pool.by_class.values():
                 r.drop(node.name)
         self.out.node_load = dict(self.overloaded)
-
-    def _reservations(self, t: Tally) -> None:
-        """Exclusive packing: a node stays reserved for the class of its latest class job
-        until that job's start plus the class TTL."""
-        if not self.exclusive_packing:
-            return
-        packing = self.packing
-        for name, base in t.loads.items():
-            best = None
-            for cls in base.class_times:
-                pc = packing.get(cls)
-                if pc is None or pc.policy != "exclusive" or not base.classes.get(cls):
-                    continue
-                start = base.class_start(cls)
-                if start + pc.ttl > self.now and (best is None or (start, cls) > (best[1], best[0])):
-                    best = (cls, start)
-            if best is not None:
-                self.loads[name].reserved = best[0]
-                self.out.node_classes[name] = best[0]
-                self._wake(best[1] + packing[best[0]].ttl)
 
     def _wake(self, t: float) -> None:
         """Ask for a plan at `t`, when time alone could change this one. Not for now or
