@@ -7,13 +7,13 @@ reservation computed from requested walltimes lies days ahead. So while jobs of 
 smaller than that, so it empties as its jobs end -- except one that ends, by its requested
 walltime, before the jobs already there do (EASY backfill inside the drain: on the synthetic
 workload with half the production work in 8-core jobs, on 50 x 8 slots, it cut the idle
-slot-seconds of draining nodes from 4.5 % to 1.0 % and raised occupancy from 84 % to 92 %). At most `drain.rate` nodes start draining
-per hour and at most `drain.max_draining` drain at once; the nodes chosen waste least (fewest
-busy cores times their remaining requested time, then fewest busy cores). A node drained far
-enough for a waiting multi-core job is kept for such jobs `drain.keep` seconds; it leaves the
-partition when the keep runs out with no multi-core job started there (a node running
-multi-core jobs stays: when they end it is free for the next), or at once when no multi-core
-job waits any more.
+slot-seconds of draining nodes from 4.5 % to 1.0 % and raised occupancy from 84 % to 92 %).
+At most `drain.rate` nodes start draining per hour and at most `drain.max_draining` drain at
+once; the nodes chosen waste least (fewest busy cores times their remaining requested time,
+then fewest busy cores). A node drained far enough for a waiting multi-core job is kept for
+such jobs `drain.keep` seconds; it leaves the partition when the keep runs out with no
+multi-core job started there (a node running multi-core jobs stays: when they end it is free
+for the next), or at once when no multi-core job waits any more.
 
 The drain state is carried from plan to plan (`Plan.drains` in, the next plan's `drains`
 argument), as reservations are; the planner holds no state of its own.
@@ -86,7 +86,7 @@ class Draining:
         """Per draining node, when its current jobs end by their requested walltimes (now for
         a node that has room for a waiting multi-core job). Worked out once per plan, before
         any backfill there (a backfilled job ends before it anyway)."""
-        h = getattr(self, "_horizons", None)
+        h = self._horizons
         if h is None:
             h = self._horizons = {}
             ends = self._node_ends()

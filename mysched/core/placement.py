@@ -163,21 +163,14 @@ class Placing:
             return None
         # relaxed / exclusive: prefer nodes already running the class -- for exclusive, first
         # those held for it (the class holds only the nodes it needs).
-        if pc.policy == "exclusive":
+        for held_only in ((True, False) if pc.policy == "exclusive" else (False,)):
             for pool in pools:
                 r = pool.by_class.get(cls)
-                got = scan(r.keys, job, vo, cls, rules, held_only=True) if r is not None else None
+                got = scan(r.keys, job, vo, cls, rules, held_only=held_only) if r is not None else None
                 if got is not None and (best is None or got[0] < best[0]):
                     best = got
             if best is not None:
                 return best[1]
-        for pool in pools:
-            r = pool.by_class.get(cls)
-            got = scan(r.keys, job, vo, cls, rules) if r is not None else None
-            if got is not None and (best is None or got[0] < best[0]):
-                best = got
-        if best is not None:
-            return best[1]
         for pool in pools:
             got = scan(pool.ranking.keys, job, vo, cls, rules)
             if got is not None and (best is None or got[0] < best[0]):

@@ -314,19 +314,19 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
         pc = self.index.job_class(queue, vo, group, job.user) if self.packing else None
         if job.request is not None and not job.request.simple:
             return self._try_request(job, vo, reason, rules, pc)
+        # with reservations or draining nodes, whether a node takes the job depends on its
+        # walltime too
+        ckey = (queue, vo, group, job.cores, pc.name if pc else None,
+                job.walltime if self.resv_nodes or self.draining else None)
         if self._class_cache:
-            cached = self._class_cache.get((queue, vo, group, job.cores, pc.name if pc else None,
-                                            job.walltime if self.resv_nodes or self.draining else None))
+            cached = self._class_cache.get(ckey)
             if cached is not None:
                 self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
                 return cached.reason
         ld = self._place(job, vo, pc, rules)
         if ld is None:
             w = self._explain(job, vo, pc)
-            # with reservations or draining nodes, whether a node takes the job depends on its
-            # walltime too
-            self._class_cache[(queue, vo, group, job.cores, pc.name if pc else None,
-                               job.walltime if self.resv_nodes or self.draining else None)] = w
+            self._class_cache[ckey] = w
             self._wait(job, w.reason, vo, w.detail, w.nodes_rejected)
             return w.reason
         self._commit(job, vo, pc, ld, reason)

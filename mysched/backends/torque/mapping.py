@@ -174,6 +174,18 @@ class JobReader:
         return jobs
 
 
+def _status_size(name: str, status: str, key: str, consequence: str, warnings: list[str]) -> int | None:
+    """A size pbs_mom reports in a node's `status` (None, with a warning if malformed)."""
+    text = status_field(status, key)
+    if not text:
+        return None
+    try:
+        return parse_mem(text)
+    except ValueError:
+        warnings.append(f"node {name}: bad {key} {text!r}; {consequence}")
+        return None
+
+
 def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
     """A model `Node`; an unreadable np makes it offline (0 slots) rather than guessed."""
     np_text = a.get("np", "1")
@@ -186,19 +198,8 @@ def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
         return Node(name, 0, NodeState.OFFLINE)
     props = frozenset(p.strip() for p in a.get("properties", "").split(",") if p.strip())
     status = a.get("status", "")
-    mem = avail = None
-    physmem = status_field(status, "physmem")
-    if physmem:
-        try:
-            mem = parse_mem(physmem)
-        except ValueError:
-            warnings.append(f"node {name}: bad physmem {physmem!r}; memory not checked there")
-    availmem = status_field(status, "availmem")
-    if availmem:
-        try:
-            avail = parse_mem(availmem)
-        except ValueError:
-            warnings.append(f"node {name}: bad availmem {availmem!r}; its free memory not checked")
+    mem = _status_size(name, status, "physmem", "memory not checked there", warnings)
+    avail = _status_size(name, status, "availmem", "its free memory not checked", warnings)
     load = None
     loadave = status_field(status, "loadave")
     if loadave:
