@@ -14,6 +14,7 @@ from mysched.core.config import (PACKING_POLICIES, Config, DrainConfig, FarmSpec
                                  PackingClass, QueueConfig, VOConfig)
 from mysched.core.durations import parse_duration
 from mysched.config.loads import build_loads, size
+from mysched.config.pools import build_pools
 from mysched.config.parse import ParsedConfig, Path, at, dotted, parse_file, parse_text
 from mysched.config.values import (DAY, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
                                     int_, kind, number, parse_address, string, strings)
@@ -74,6 +75,7 @@ def _check_database(c: "_Checker", path: Path, url: str) -> None:
 _TOP = dict.fromkeys([
     "scheduler", "history", "fairshare", "server", "daemon", "default_vo", "vos", "groups",
     "queues", "hot", "node_types", "packing", "farm", "load_sources", "load_rules", "node_load", "drain",
+    "pools",
 ])
 
 
@@ -322,6 +324,8 @@ def build_config(parsed: ParsedConfig) -> Config:
     if not 0 <= drain.keep <= DAY:
         c.problem(("drain", "keep"), "must be a duration of at most a day")
 
+    pools = build_pools(c, top, vos, set(group_vo) | set(groups_cfg), queues, type_names)
+
     if c.problems:
         raise ConfigError(c.problems)
     return Config(
@@ -331,7 +335,7 @@ def build_config(parsed: ParsedConfig) -> Config:
         half_life=half_life, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
         server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
         event_address=event_address, leader_timeout=leader_timeout, load_sources=load_sources,
-        load_rules=load_rules, node_load=node_load, drain=drain, farm=farm, source=parsed.filename, group_vo=group_vo,
+        load_rules=load_rules, node_load=node_load, drain=drain, pools=pools, farm=farm, source=parsed.filename, group_vo=group_vo,
     )
 
 

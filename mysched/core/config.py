@@ -195,6 +195,106 @@ class DrainConfig:
     """Jobs of at least this many cores are multi-core."""
 
 
+CONSUMER_KINDS = ("vo", "group", "queue")
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """Who a package guarantee is for (a VO, a unix group or a queue) and how much: a number
+    of packages, or a percentage of the pool's total packages."""
+
+    kind: str
+    name: str
+    packages: int | None = None
+    percent: float | None = None
+
+    def guarantee(self, total: int) -> int:
+        if self.packages is not None:
+            return self.packages
+        return int(math.floor((self.percent or 0.0) * total / 100 + 1e-9))
+
+    def matches(self, queue: str, vo: str, group: str) -> bool:
+        return self.name == (vo if self.kind == "vo" else group if self.kind == "group" else queue)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class LoanPolicy:
+    """Who may borrow guaranteed packages their owners leave idle (LSF's LOAN_POLICIES).
+    The default loans nothing."""
+
+    queues: frozenset[str] = frozenset()
+    """Queues whose jobs may borrow; "all" for every queue."""
+    max_walltime: float | None = None
+    """Longest requested walltime a borrower may have (None: any; a job without one never borrows
+    when this is set): the owners get their packages back within it."""
+    restricted: bool = False
+    """Loan only while no owner of the pool is owed packages for waiting work."""
+
+    def refuses(self, queue: str, walltime: float | None) -> str | None:
+        """Why a job of `queue` asking for `walltime` may not borrow (None: it may)."""
+        if "all" not in self.queues and queue not in self.queues:
+            return f"queue {queue} may not borrow" if self.queues else "the pool loans nothing"
+        if self.max_walltime is not None and (walltime is None or walltime > self.max_walltime):
+            asked = "no walltime" if walltime is None else f"walltime {walltime / 3600:g} h"
+            return f"loans only to jobs of at most {self.max_walltime / 3600:g} h, the job asks {asked}"
+        return None
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """A guaranteed resource pool (LSF's package guarantees): hosts, the package (slots and/or
+    memory on one host) and the packages each consumer is guaranteed there."""
+
+    name: str
+    hosts: tuple[str, ...] = ()
+    """Host name patterns; with `node_types` and `properties`: a host matching any is a candidate
+    (none of the three given: every host)."""
+    node_types: tuple[str, ...] = ()
+    properties: tuple[str, ...] = ()
+    min_mem: int | None = None
+    """Selection on node facts: at least this much memory (bytes) ..."""
+    min_slots: int | None = None
+    """... and this many slots."""
+    slots: int = 0
+    """Slots in a package (0: packages of memory only)."""
+    mem: int = 0
+    """Bytes in a package (0: packages of slots only)."""
+    consumers: tuple[Consumer, ...] = ()
+    loan: LoanPolicy = LoanPolicy()
+
+    def selects(self, name: str, ntype: str | None, properties: frozenset[str], slots: int,
+                mem: int | None) -> bool:
+        """Does a host meet this pool's criteria (the first such pool gets it)?"""
+        if self.hosts or self.node_types or self.properties:
+            if not (any(fnmatch.fnmatchcase(name, p) for p in self.hosts) or (ntype in self.node_types)
+                    or (bool(self.properties) and set(self.properties) <= properties)):
+                return False
+        if self.min_slots is not None and slots < self.min_slots:
+            return False
+        return self.min_mem is None or (mem is not None and mem >= self.min_mem)
+
+    def fit(self, slots: int, mem: float | None) -> int:
+        """Packages that fit into `slots` and `mem` bytes (None: memory unknown, not limiting)."""
+        n = slots // self.slots if self.slots else None
+        if self.mem and mem is not None and mem != math.inf:
+            m = max(0, int(mem)) // self.mem
+            n = m if n is None else min(n, m)
+        return max(0, n) if n is not None else 0
+
+    def packages(self, cores: int, mem: int) -> int:
+        """Packages a job's share of one host occupies: a whole multiple, at least one."""
+        n = -(-cores // self.slots) if self.slots else 1
+        if self.mem and mem:
+            n = max(n, -(-mem // self.mem))
+        return max(1, n)
+
+    def consumer_of(self, queue: str, vo: str, group: str) -> Consumer | None:
+        return next((c for c in self.consumers if c.matches(queue, vo, group)), None)
+
+
 @dataclass(frozen=True)
 class FarmSpec:
     """Farm shape for the simulator (ignored by the daemon, which reads the real farm)."""
@@ -219,8 +319,10 @@ class Config:
     min_interval: float = 5.0
     max_starts_per_cycle: int = 1000
     reservation_depth: int = 1
-    drain: DrainConfig = DrainConfig()
     """How many waiting multi-core jobs get a reservation (EASY backfill); 0: none."""
+    drain: DrainConfig = DrainConfig()
+    pools: tuple[PoolConfig, ...] = ()
+    """Package guarantees, in configuration order (a host belongs to the first that selects it)."""
     history_window: float = 2 * 86400.0
     half_life: float = 86400.0
     fairshare_eps: float = 0.01

@@ -53,6 +53,7 @@ class NodeIndex:
         total = 0
         max_slots = 0
         type_mem = {nt.name: nt.mem for nt in config.node_types if nt.mem is not None}
+        pool_of: dict[str, object] = {}
         for node in nodes:
             usable = node.state in (NodeState.FREE, NodeState.FULL)
             counted = node.state not in (NodeState.DOWN, NodeState.OFFLINE)
@@ -60,6 +61,10 @@ class NodeIndex:
             if ntype in type_mem:  # the site's figure for this kind of node, not pbs_mom's
                 node = dataclasses.replace(node, mem=type_mem[ntype])
             key = node_key(config, node.name, ntype)
+            for pool in config.pools:  # LSF: the first pool whose criteria the host meets
+                if pool.selects(node.name, ntype, node.properties, node.slots, node.mem):
+                    pool_of[node.name] = pool
+                    break
             keys[key] = None
             entries.append((node, ntype, key, usable, counted))
             if counted:
@@ -69,6 +74,8 @@ class NodeIndex:
         self.config = config
         self.entries = entries
         self.by_name = {e[0].name: e for e in entries}
+        self.pool_of = pool_of
+        """Host -> the guarantee pool (`PoolConfig`) it belongs to."""
         self.pool_keys = list(keys)
         self.total_slots = total
         self.max_slots = max_slots

@@ -122,16 +122,21 @@ class Placing:
         fallback = None
         resv = self.resv_nodes
         drain = self.draining if cores < self.mc_min else None
+        only = self._only
+        gate = self.pool_gate
         for key in keys:
             ld = loads[key[-1]]
             if held_only and ld.reserved != cls:
+                continue
+            if only is not None and ld.name not in only:
                 continue
             if (ld.free < cores or (ld.reserved is not None and ld.reserved != cls)
                     or (vmax is not None and ld.vos.get(vo, 0) >= vmax)
                     or (gmax is not None and ld.groups.get(group, 0) >= gmax)
                     or (avoid is not None and ld.classes.get(avoid, 0) > 0)
                     or (resv and ld.name in resv and not self._fits_before(job, resv[ld.name]))
-                    or (drain and ld.name in drain and self._drain_blocks(job, ld.name))):
+                    or (drain and ld.name in drain and self._drain_blocks(job, ld.name))
+                    or (gate and ld.name in gate and self._pool_refuses(job, vo, ld.name, cores) is not None)):
                 continue
             if fast:
                 return (key, ld)
@@ -208,6 +213,8 @@ class Placing:
                 r = "reserved"
             elif self._drain_blocks(job, name):
                 r = "draining"
+            elif name in self.pool_gate and (pr := self._pool_refuses(job, vo, name, cores)) is not None:
+                r = pr
             elif vmax is not None and ld.vos.get(vo, 0) >= vmax:
                 r = "vo_node_limit"
             elif gmax is not None and ld.groups.get(job.group, 0) >= gmax:
@@ -219,6 +226,8 @@ class Placing:
         if roomy:
             reason = max(sorted(roomy), key=lambda k: roomy[k])
             detail = f"{roomy[reason]} node(s) with room rejected: {NODE_REJECTIONS.get(reason, reason)}"
+            if reason in ("pool_held", "loan_refused"):
+                detail += f" ({self._pool_detail(job, vo, reason)})"
         else:
             reason = "no_free_slot"
             detail = f"no usable node has {cores} free core(s)"

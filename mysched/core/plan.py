@@ -89,6 +89,12 @@ class Plan:
     start there (see `mysched.core.drain`)."""
     held_free: int = 0
     """Free slots left on draining or reserved nodes after `starts` (what holding them costs now)."""
+    pools: dict[str, dict] = field(default_factory=dict)
+    """Package guarantees after this cycle: pool -> figures (`mysched.core.guarantee.PoolBook.status`)."""
+    pool_gates: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Host -> (pool, "guarded" or "held") in this plan."""
+    pool_loans: dict[str, str] = field(default_factory=dict)
+    """Job id -> pool, for the starts that borrow guaranteed packages."""
     node_load: dict[str, str] = field(default_factory=dict)
     """Nodes skipped for the load their pbs_mom reports: name -> why."""
     vo_table: Callable[[], dict[str, VOStatus]] | None = field(default=None, repr=False, compare=False)

@@ -39,6 +39,7 @@ from mysched.core.ordering import Ordering
 from mysched.core.placement import Placing, _Loads, _Rules
 from mysched.core.reservation import Reservation, Reserving
 from mysched.core.drain import Drain, Draining
+from mysched.core.guarantee import Guaranteeing
 from mysched.core.plan import Plan, Start, Wait
 from mysched.core.tally import DEFAULT_CLASS, Load, Ranking
 from mysched.core.throttle import Throttle, overloaded
@@ -81,7 +82,7 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
             gc.enable()
 
 
-class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
+class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guaranteeing):
     """One plan: set-up from the tally, screening, the start/wait bookkeeping; ordering and
     placement come from the mixins."""
 
@@ -105,6 +106,10 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
         self._drain_memo: dict[tuple, str] = {}
         self._never_memo: dict[tuple, str | None] = {}
         self.packing = index.packing
+        self.pool_on = False
+        self.pool_gate: dict = {}
+        self._only: set[str] | None = None
+        self._pool_refused: dict[str, int] = {}
         self.exclusive_packing = any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing)
 
     # -- set-up ---------------------------------------------------------------------------
@@ -179,6 +184,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
         eligible = self._screen()
         self._resv_restore(eligible)
         self._drain_restore(eligible)
+        self._pool_setup(eligible)
         if self.policy == "mysched":
             hot = self.cfg.hot
             hot_jobs = [(j, vo) for j, vo in eligible if j.queue in hot.queues or vo in hot.vos
@@ -196,6 +202,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
         if self.out.reservations:
             self._resv_check()
         self._drain_update()
+        self._pool_finish()
         self._finish()
         return self.out
 
@@ -317,13 +324,20 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
         # with reservations or draining nodes, whether a node takes the job depends on its
         # walltime too
         ckey = (queue, vo, group, job.cores, pc.name if pc else None,
-                job.walltime if self.resv_nodes or self.draining else None)
+                job.walltime if self.resv_nodes or self.draining or self.pool_on else None)
         if self._class_cache:
             cached = self._class_cache.get(ckey)
             if cached is not None:
                 self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
                 return cached.reason
-        ld = self._place(job, vo, pc, rules)
+        ld = None
+        if self.pool_on:  # an owner within its guarantee goes to its pool's guarded hosts first
+            self._only = self._pool_prefer(job, vo)
+            if self._only:
+                ld = self._place(job, vo, pc, rules)
+                self._only = None
+        if ld is None:
+            ld = self._place(job, vo, pc, rules)
         if ld is None:
             w = self._explain(job, vo, pc)
             self._class_cache[ckey] = w
@@ -356,6 +370,8 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining):
                self.now, mem, excl)
         self.free_total -= before - ld.free
         name = ld.name
+        if self.pool_on:
+            self._pool_take(job, vo, name, cores, mem)
         if pc is not None and pc.policy == "exclusive" and pc.ttl > 0:
             ld.reserved = cls
             self.out.node_classes[name] = cls

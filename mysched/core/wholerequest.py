@@ -53,9 +53,11 @@ class RequestPlacing:
     def _candidates(self, rules) -> list[tuple]:  # noqa: ANN001 - the planner's _Rules
         """Nodes with room the job may use, best first (pools merged by their ranking)."""
         pools = rules.pools
-        if len(pools) == 1:
-            return pools[0].ranking.keys
-        return list(heapq.merge(*(p.ranking.keys for p in pools)))
+        keys = pools[0].ranking.keys if len(pools) == 1 else list(heapq.merge(*(p.ranking.keys for p in pools)))
+        only = self._only
+        if only is not None:
+            return [k for k in keys if k[-1] in only]
+        return keys
 
     def _place_request(self, job: Job, vo: str, pc: PackingClass | None, rules,  # noqa: ANN001
                        req: Request) -> list[tuple[Load, int]] | str:
@@ -79,6 +81,11 @@ class RequestPlacing:
                 return False
             if self._drain_blocks(job, ld.name):
                 return False
+            if ld.name in self.pool_gate:
+                why = self._pool_refuses(job, vo, ld.name, cores, req.mem_for(cores, total))
+                if why is not None:
+                    self._pool_refused[why] = self._pool_refused.get(why, 0) + 1
+                    return False
             if vmax is not None and ld.vos.get(vo, 0) >= vmax:
                 return False
             if gmax is not None and ld.groups.get(job.group, 0) >= gmax:
@@ -127,14 +134,27 @@ class RequestPlacing:
     def _try_request(self, job: Job, vo: str, reason: str, rules, pc: PackingClass | None) -> str | None:  # noqa: ANN001
         """`_try` for a whole request: place it on its nodes, or wait with why."""
         req = job.request
-        key = (job.queue, vo, job.group, req, pc.name if pc else None, job.walltime if self.resv_nodes else None)
+        key = (job.queue, vo, job.group, req, pc.name if pc else None,
+               job.walltime if self.resv_nodes or self.draining or self.pool_on else None)
         cached = self._class_cache.get(key)
         if cached is not None:
             self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
             return cached.reason
-        got = self._place_request(job, vo, pc, rules, req)
+        got = None
+        self._pool_refused.clear()
+        if self.pool_on:  # an owner within its guarantee: its pool's guarded hosts first
+            self._only = self._pool_prefer(job, vo)
+            if self._only:
+                got = self._place_request(job, vo, pc, rules, req)
+                self._only = None
+        if got is None or isinstance(got, str):
+            got = self._place_request(job, vo, pc, rules, req)
         if isinstance(got, str):
-            w = self._class_cache[key] = Wait(job.id, "no_free_slot", 0, 0.0, got, None)
+            reason = "no_free_slot"
+            if self._pool_refused:  # room there was, but a guarantee pool kept it
+                reason = max(sorted(self._pool_refused), key=self._pool_refused.get)
+                got += f"; {self._pool_refused[reason]} node(s) with room refused it ({self._pool_detail(job, vo, reason)})"
+            w = self._class_cache[key] = Wait(job.id, reason, 0, 0.0, got, None)
             self._wait(job, w.reason, vo, w.detail)
             return w.reason
         self._commit_places(job, vo, pc, got, reason)

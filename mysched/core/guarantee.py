@@ -1,0 +1,247 @@
+"""Package guarantees in the planner (LSF's guaranteed resource pools, seed 004).
+
+A pool's hosts supply packages (slots and/or memory on one host); each consumer (a VO, group
+or queue) is guaranteed some. Every plan works out, per pool:
+
+- total packages (what fits into each up host's slots and memory) and free packages (what
+  fits into its free slots and free memory); hosts that are down or offline leave the pool;
+- each consumer's use: the packages of its jobs running in the pool, a whole multiple each;
+- its idle guarantee (guaranteed minus use) and what it is owed: the part of the idle
+  guarantee its waiting jobs would fill.
+
+Hosts are *guarded* for the idle guarantees (in host-name order, so the set stays put from
+cycle to cycle): owners within their guarantee start there freely, other jobs only as loans
+under the pool's loan policy (its queues, a requested walltime of at most `max_walltime`, and
+with `restricted` only while no owner is owed anything). Of the guarded hosts, those closest
+to free packages are *held* for what the owners are owed: nothing but owner jobs starts there
+until they have their packages. So a loan never keeps an owner waiting longer than the
+longest walltime a borrower may have, and held packages never go to anyone else. Guarantees
+do not reorder jobs: an owner past its guarantee competes as usual, and no job is preempted.
+"""
+
+from __future__ import annotations
+
+from mysched.core.config import Consumer, PoolConfig
+from mysched.core.model import Job
+from mysched.core.tally import RUNNING
+
+HELD = "held"
+GUARDED = "guarded"
+
+
+class PoolBook:
+    """One pool in one plan: its hosts' packages and each consumer's standing."""
+
+    __slots__ = ("cfg", "hosts", "total", "free", "hfree", "guaranteed", "used", "pending", "owed", "gates",
+                 "loans", "_of")
+
+    def __init__(self, cfg: PoolConfig) -> None:
+        self.cfg = cfg
+        self.hosts: list[str] = []
+        self.total = 0
+        self.free = 0
+        self.hfree: dict[str, int] = {}
+        """Free packages per host (kept up to date as the plan starts jobs)."""
+        self.guaranteed: dict[Consumer, int] = {}
+        self.used: dict[Consumer, int] = dict.fromkeys(cfg.consumers, 0)
+        self.pending: dict[Consumer, int] = dict.fromkeys(cfg.consumers, 0)
+        self.owed: dict[Consumer, int] = {}
+        self.gates: dict[str, str] = {}
+        self.loans = 0
+        self._of: dict[tuple[str, str, str], Consumer | None] = {}
+
+    def consumer(self, queue: str, vo: str, group: str) -> Consumer | None:
+        k = (queue, vo, group)
+        try:
+            return self._of[k]
+        except KeyError:
+            c = self._of[k] = self.cfg.consumer_of(queue, vo, group)
+            return c
+
+    def room(self, c: Consumer | None) -> int:
+        """Packages of its guarantee consumer `c` does not use (0 for None)."""
+        return max(0, self.guaranteed[c] - self.used[c]) if c is not None else 0
+
+    @property
+    def owed_total(self) -> int:
+        return sum(self.owed.values())
+
+    def status(self) -> dict:
+        """Figures for `mysched pools` (LSF's ``bresources -g -l``), JSON-ready."""
+        promised = sum(self.guaranteed.values())
+        loan_left = self.loans
+        consumers = []
+        for c in self.cfg.consumers:
+            g, u = self.guaranteed[c], self.used[c]
+            idle = max(0, g - u)
+            lent = min(idle, loan_left)
+            loan_left -= lent
+            consumers.append({"consumer": c.name, "kind": c.kind, "guaranteed": g, "allocated": u,
+                              "owner_use": min(g, u), "loaned": lent, "pending": self.pending[c],
+                              "owed": self.owed.get(c, 0)})
+        owner = sum(min(self.guaranteed[c], self.used[c]) for c in self.cfg.consumers)
+        return {"pool": self.cfg.name, "package": {"slots": self.cfg.slots, "mem": self.cfg.mem},
+                "hosts": len(self.hosts), "total": self.total, "free": self.free, "guaranteed": promised,
+                "owner_use": owner, "loan_use": self.loans,
+                "other_use": max(0, self.total - self.free - owner - self.loans),
+                "held_hosts": sorted(h for h, g in self.gates.items() if g == HELD),
+                "guarded_hosts": len(self.gates), "status": "overcommitted" if promised > self.total else "ok",
+                "consumers": consumers}
+
+
+def job_packages(pool: PoolConfig, job: Job) -> int:
+    """Packages a waiting job will occupy (per node of a multi-node request, summed)."""
+    req = job.request
+    if req is None or not req.parts:
+        cores = job.cores if req is None or not req.procs else req.procs
+        return pool.packages(cores, req.mem_for(cores, cores) if req is not None else 0)
+    total = req.cores
+    return sum(p.count * pool.packages(p.ppn, req.mem_for(p.ppn, total)) for p in req.parts)
+
+
+def gate_refusal(book: PoolBook, gate: str, job: Job, vo: str, cores: int, mem: int) -> str | None:
+    """Why a guarded or held host refuses `cores` (and `mem` bytes) of `job` (None: it may start)."""
+    pool = book.cfg
+    if book.room(book.consumer(job.queue, vo, job.group)) >= pool.packages(cores, mem):
+        return None  # an owner within its guarantee
+    if gate == HELD:
+        return "pool_held"
+    if pool.loan.restricted and book.owed_total > 0:
+        return "pool_held"
+    if pool.loan.refuses(job.queue, job.walltime) is not None:
+        return "loan_refused"
+    return None
+
+
+class Guaranteeing:
+    """The planner's package-guarantee steps (a mixin of `mysched.core.planner._Planner`)."""
+
+    def _pool_setup(self, eligible: list[tuple[Job, str]]) -> None:
+        self.books: dict[str, PoolBook] = {}
+        self.pool_gate: dict[str, PoolBook] = {}
+        self.pool_on = bool(self.cfg.pools) and bool(self.index.pool_of)
+        if not self.pool_on:
+            return
+        idx = self.index
+        pool_of, by_name, vo_of = idx.pool_of, idx.by_name, idx.vo_of
+        books = self.books = {p.name: PoolBook(p) for p in self.cfg.pools}
+        owners: dict[str, list[int]] = {}
+        for job in self.snap.jobs:
+            if job.state not in RUNNING or not job.placement:
+                continue
+            vo = job.vo or vo_of(job.group)
+            for host, cores in job.placement:
+                pool = pool_of.get(host)
+                e = by_name.get(host)
+                if pool is None or e is None or not e[3]:
+                    continue  # jobs on hosts that are down count towards no guarantee
+                b = books[pool.name]
+                c = b.consumer(job.queue, vo, job.group)
+                if c is None:
+                    continue
+                mem = job.request.mem_for(cores, job.cores) if job.request is not None else 0
+                b.used[c] += pool.packages(cores, mem)
+                o = owners.setdefault(host, [0, 0])
+                o[0] += cores
+                o[1] += mem
+        for job, vo in eligible:
+            for b in books.values():
+                c = b.consumer(job.queue, vo, job.group)
+                if c is not None:
+                    b.pending[c] += job_packages(b.cfg, job)
+        potential: dict[str, int] = {}
+        for host in sorted(pool_of):
+            if not by_name[host][3]:
+                continue  # down or offline: not part of the pool now
+            pool = pool_of[host]
+            b = books[pool.name]
+            ld = self.loads[host]
+            b.hosts.append(host)
+            b.total += pool.fit(ld.slots, ld.mem)
+            f = b.hfree[host] = pool.fit(ld.free, ld.mem_free())
+            b.free += f
+            oc, om = owners.get(host, (0, 0))
+            potential[host] = pool.fit(ld.slots - oc, None if ld.mem is None else ld.mem - om)
+        for b in books.values():
+            idle = 0
+            for c in b.cfg.consumers:
+                g = b.guaranteed[c] = c.guarantee(b.total)
+                room = max(0, g - b.used[c])
+                idle += room
+                b.owed[c] = min(room, b.pending[c])
+            got = 0
+            for host in b.hosts:  # guarded: what the idle guarantees need, in name order
+                if got >= idle:
+                    break
+                if potential[host] > 0:
+                    b.gates[host] = GUARDED
+                    got += potential[host]
+            owed = b.owed_total
+            if owed:  # held: the guarded hosts nearest to free packages, for what is owed now
+                got = 0
+                loads = self.loads
+                for host in sorted(b.gates, key=lambda h: (-b.hfree[h], -loads[h].free, h)):
+                    if got >= owed:
+                        break
+                    b.gates[host] = HELD
+                    got += potential[host]
+            for host in b.gates:
+                self.pool_gate[host] = b
+
+    def _pool_refuses(self, job: Job, vo: str, name: str, cores: int, mem: int = 0) -> str | None:
+        b = self.pool_gate.get(name)
+        return gate_refusal(b, b.gates[name], job, vo, cores, mem) if b is not None else None
+
+    def _pool_prefer(self, job: Job, vo: str) -> set[str] | None:
+        """The guarded hosts of the pools where `job` is an owner within its guarantee: it
+        goes there first, so it does not take room others could use."""
+        out: set[str] | None = None
+        for b in self.books.values():
+            if b.gates and b.room(b.consumer(job.queue, vo, job.group)) > 0:
+                out = (out or set()) | set(b.gates)
+        return out
+
+    def _pool_take(self, job: Job, vo: str, name: str, cores: int, mem: int) -> None:
+        """Book a start on pool host `name`: owner use, loans, free packages."""
+        pool = self.index.pool_of.get(name)
+        if pool is None:
+            return
+        b = self.books[pool.name]
+        if name not in b.hfree:
+            return
+        ld = self.loads[name]
+        f = pool.fit(ld.free, ld.mem_free())
+        b.free += f - b.hfree[name]
+        b.hfree[name] = f
+        c = b.consumer(job.queue, vo, job.group)
+        k = pool.packages(cores, mem)
+        if b.room(c) >= k:
+            b.used[c] += k
+            b.owed[c] = max(0, b.owed[c] - k)
+            b.pending[c] = max(0, b.pending[c] - k)
+        elif name in b.gates:
+            b.loans += k
+            self.out.pool_loans[job.id] = pool.name
+
+    def _pool_detail(self, job: Job, vo: str, reason: str) -> str:
+        """The pool figures behind a `pool_held` or `loan_refused` wait."""
+        parts = []
+        for b in self.books.values():
+            if not b.gates:
+                continue
+            owed = ", ".join(f"{c} owed {n}" for c, n in b.owed.items() if n)
+            if reason == "loan_refused":
+                why = b.cfg.loan.refuses(job.queue, job.walltime)
+                if why is None:
+                    continue
+                parts.append(f"pool {b.cfg.name}: {len(b.gates)} host(s) guarded for idle guarantees; {why}")
+            else:
+                parts.append(f"pool {b.cfg.name}: {sum(1 for g in b.gates.values() if g == HELD)} host(s) held "
+                             f"({b.free} of {b.total} package(s) free" + (f"; {owed}" if owed else "") + ")"
+                             + ("; restricted loans: none while owners wait" if b.cfg.loan.restricted else ""))
+        return "; ".join(parts)
+
+    def _pool_finish(self) -> None:
+        if self.pool_on:
+            self.out.pools = {name: b.status() for name, b in self.books.items()}
+            self.out.pool_gates = {h: (b.cfg.name, g) for b in self.books.values() for h, g in b.gates.items()}

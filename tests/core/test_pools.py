@@ -1,0 +1,117 @@
+"""Package guarantees: packages counted as the seed counts them, held packages go to their
+owners only, idle guarantees are lent under the loan policy, and every wait says why."""
+
+from __future__ import annotations
+
+from mysched.config import config_from_text
+from mysched.core.config import PoolConfig
+from mysched.core.model import Job, JobState, Node, NodeState
+from mysched.core.planner import plan
+from mysched.core.request import NodePart, Request
+from mysched.core.usage import Usage
+
+from ..conftest import snap
+
+NOW = 10_000.0
+GB = 1024**3
+BASE = ('vos = { atlas = { groups = ["atlas"]; share = 0.5; }; cms = { groups = ["cms"]; share = 0.5; }; };\n'
+        'scheduler = { reservation_depth = 0; };\n')
+
+
+def cfg(loan: str = "", pct: str = "50%"):
+    return config_from_text(BASE + 'pools = { mc = { hosts = ["wn*"]; package = { slots = 8; mem = "16gb"; };\n'
+                            f'  vos = {{ atlas = "{pct}"; }}; {loan} }}; }};\n')
+
+
+def cms_running(n, node, queue="cms"):
+    return [Job(f"r{node}{i}", queue, "c1", "cms", 1, JobState.RUNNING, 0.0, NOW - 100, 90 * 3600.0,
+                placement=((node, 1),)) for i in range(n)]
+
+
+def cms_queued(n, queue="cms", walltime=90 * 3600.0, submit=0.0, prefix=""):
+    return [Job(f"q{prefix or queue}{i}", queue, "c2", "cms", 1, JobState.QUEUED, submit + i, None, walltime)
+            for i in range(n)]
+
+
+def atlas_mcore(jid="m1", submit=100.0):
+    return Job(jid, "atlas", "a1", "atlas", 8, JobState.QUEUED, submit, None, 48 * 3600.0,
+               request=Request(parts=(NodePart(1, 8),), mem=16 * GB))
+
+
+def farm():
+    return [Node("wn01", 8, mem=32 * GB), Node("wn02", 8, mem=32 * GB)]
+
+
+def test_packages_fit_into_free_slots_and_memory_as_the_seed_counts_them():
+    pool = PoolConfig("p", slots=2, mem=2 * GB)
+    assert pool.fit(5, 5 * GB) == 2  # the seed's example
+    assert pool.fit(8, 3 * GB) == 1 and pool.fit(1, 100 * GB) == 0
+    assert pool.packages(3, GB) == 2 and pool.packages(1, 5 * GB) == 3  # a whole multiple, at least one
+    assert PoolConfig("s", slots=8).fit(16, None) == 2  # memory unknown: not limiting
+
+
+def test_held_packages_go_to_the_owner_and_other_vos_wait_pool_held():
+    jobs = cms_running(6, "wn01") + cms_running(4, "wn02") + cms_queued(10) + [atlas_mcore()]
+    p = plan(snap(jobs, farm()), cfg(), Usage(), NOW)
+    # atlas is owed its package: wn01 (the guarded host) is held; cms may use wn02 only
+    assert p.pool_gates == {"wn01": ("mc", "held")}
+    started = sorted(n for s in p.starts for n, _ in s.placement)
+    assert started == ["wn02"] * 4
+    held = [w for w in p.waits.values() if w.reason == "pool_held"]
+    assert len(held) == 6 and "pool mc" in held[0].detail and "vo atlas owed 1" in held[0].detail
+    st = p.pools["mc"]
+    assert (st["total"], st["guaranteed"], st["status"]) == (2, 1, "ok")
+    assert st["consumers"][0]["owed"] == 1 and st["consumers"][0]["pending"] == 1
+    # without the pool cms takes every free slot
+    p0 = plan(snap(jobs, farm()), config_from_text(BASE), Usage(), NOW)
+    assert len(p0.starts) == 6 and all(s.vo == "cms" for s in p0.starts)
+
+
+def test_the_owner_starts_on_its_held_package_once_it_is_free():
+    jobs = cms_running(4, "wn02") + cms_queued(10) + [atlas_mcore()]
+    p = plan(snap(jobs, farm()), cfg(), Usage(), NOW)
+    by_job = {s.job_id: s.placement for s in p.starts}
+    assert by_job["m1"] == (("wn01", 8),)  # on the held host, though cms ranked first
+    assert sum(1 for s in p.starts if s.vo == "cms") == 4
+    c = p.pools["mc"]["consumers"][0]
+    assert (c["allocated"], c["owner_use"], c["owed"]) == (1, 1, 0)
+
+
+def test_idle_guarantees_are_lent_only_under_the_loan_policy():
+    loan = 'loan = { queues = ["short"]; max_walltime = "2:00:00"; };'
+    jobs = cms_queued(4) + cms_queued(4, "short", 3600.0, submit=50) + cms_queued(2, "short", 5 * 3600.0, 60, "long")
+    nodes = [Node("wn01", 8, mem=32 * GB), Node("wn02", 2, mem=32 * GB)]
+    p = plan(snap(jobs, nodes), cfg(loan, pct="100%"), Usage(), NOW)
+    # wn01 keeps atlas's idle package: only short jobs of at most 2 h borrow it
+    assert p.pool_gates == {"wn01": ("mc", "guarded")}
+    on = {s.job_id: s.placement[0][0] for s in p.starts}
+    assert sorted(j for j, n in on.items() if n == "wn01") == [f"qshort{i}" for i in range(4)]
+    assert set(p.pool_loans) == {f"qshort{i}" for i in range(4)}
+    refused = {j: w for j, w in p.waits.items() if w.reason == "loan_refused"}
+    assert "at most 2 h, the job asks walltime 5 h" in refused["qlong0"].detail
+    assert "queue cms may not borrow" in refused["qcms2"].detail  # qcms0 and 1 took wn02's 2 slots
+    assert p.pools["mc"]["loan_use"] == 4  # 4 one-core loans, one package each
+
+
+def test_restricted_loans_stop_while_an_owner_waits():
+    loan = 'loan = { queues = ["all"]; restricted = true; };'
+    nodes = [Node("wn01", 8, mem=32 * GB), Node("wn02", 8, mem=32 * GB), Node("wn03", 8, mem=32 * GB)]
+    # atlas guaranteed 2 of 3 packages, owed 1: one host held, one guarded for its idle package
+    jobs = cms_running(8, "wn03") + cms_running(1, "wn01") + cms_running(1, "wn02") + cms_queued(4) + [atlas_mcore()]
+    p = plan(snap(jobs, nodes), cfg(loan, pct="67%"), Usage(), NOW)
+    assert sorted(g for _, g in p.pool_gates.values()) == ["guarded", "held"]
+    assert not any(s.vo == "cms" for s in p.starts)
+    assert {w.reason for j, w in p.waits.items() if j.startswith("q")} == {"pool_held"}
+    # unrestricted, the guarded host lends its slots
+    p2 = plan(snap(jobs, nodes), cfg('loan = { queues = ["all"]; };', pct="67%"), Usage(), NOW)
+    assert sum(1 for s in p2.starts if s.vo == "cms") == 4
+
+
+def test_jobs_on_a_down_host_count_towards_no_guarantee():
+    nodes = [Node("wn01", 8, mem=32 * GB), Node("wn02", 8, state=NodeState.DOWN, mem=32 * GB)]
+    run = Job("a", "atlas", "a1", "atlas", 8, JobState.RUNNING, 0.0, NOW - 10, 3600.0, placement=(("wn02", 8),),
+              request=Request(parts=(NodePart(1, 8),), mem=16 * GB))
+    p = plan(snap([run, atlas_mcore()], nodes), cfg(), Usage(), NOW)
+    st = p.pools["mc"]
+    assert (st["hosts"], st["total"], st["consumers"][0]["allocated"]) == (1, 1, 0)
+    assert [s.job_id for s in p.starts] == ["m1"]
