@@ -65,6 +65,11 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mcore-fraction", type=float, default=0.0, metavar="F",
                    help="synthetic workload: fraction of atlas/cms production jobs asking for 8 cores "
                         "(fewer if the nodes are smaller) on one node (default 0: single-core, as at DESY-HH)")
+    p.add_argument("--bursts", type=int, default=0, metavar="N",
+                   help="synthetic workload: bursts of N multi-core pilots (group atlasmc, 8 cores and 16 GB "
+                        "each), the class a package guarantee (pools) is for (default 0: none)")
+    p.add_argument("--burst-every", type=positive_float, default=12.0, metavar="HOURS",
+                   help="synthetic workload: hours between bursts, the first after half that (default 12)")
     p.add_argument("--pack", metavar="NAME", help="pack the jobs of VO or group NAME as a job class "
                    "(adds to the configuration's packing classes)")
     p.add_argument("--pack-policy", choices=PACKING_POLICIES, default="exclusive",
@@ -143,8 +148,11 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
         s = args.slots_per_node or config.farm.slots_per_node
         if not 0.0 <= args.mcore_fraction <= 1.0:
             raise UsageError(f"--mcore-fraction must be between 0 and 1, got {args.mcore_fraction:g}")
+        if args.bursts < 0:
+            raise UsageError(f"--bursts must not be negative, got {args.bursts}")
         workload = generate(SyntheticSpec(duration=args.duration * 3600.0, slots=n * s, seed=args.seed,
-                                          mcore_fraction=args.mcore_fraction, mcore_cores=min(8, s)))
+                                          mcore_fraction=args.mcore_fraction, mcore_cores=min(8, s),
+                                          burst_jobs=args.bursts, burst_every=args.burst_every * 3600.0))
         if vo_map:
             workload = [tj._replace(job=tj.job._replace(vo=vo_map.get(tj.job.group, tj.job.vo)))
                         for tj in workload]

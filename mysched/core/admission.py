@@ -60,6 +60,25 @@ def admits(config: Config, key: NodeKey, queue: str, vo: str, group: str) -> boo
     return queue_admits(config, key, queue) and type_admits(config, key.ntype, vo, group)
 
 
+def consumer_admits(config: Config, key: NodeKey, kind: str, name: str) -> bool:
+    """May some job of a guarantee consumer (a VO, group or queue) use such a node? A pool
+    guards only such hosts for it: a node type closed to the consumer, or a node an exclusive
+    queue owns (for a VO or group, which may submit anywhere), would hold packages it can
+    never use."""
+    if kind == "queue":
+        return queue_admits(config, key, name)
+    if key.owners:
+        return False
+    if key.ntype is None:
+        return True
+    nt = next((t for t in config.node_types if t.name == key.ntype), None)
+    if nt is None or (not nt.groups and not nt.vos):
+        return True
+    if kind == "vo":
+        return name in nt.vos or any(config.vo_of(g) == name for g in nt.groups)
+    return name in nt.groups or config.vo_of(name) in nt.vos
+
+
 def refusal(config: Config, key: NodeKey, queue: str) -> str:
     """The wait reason for a node `admits` refused: its queue assignment, else its type."""
     return "node_type" if queue_admits(config, key, queue) else "queue_nodes"

@@ -170,10 +170,11 @@ class Guaranteeing:
                 idle += room
                 b.owed[c] = min(room, b.pending[c])
             got = 0
+            guardable = self.index.pool_guardable
             for host in b.hosts:  # guarded: what the idle guarantees need, in name order
                 if got >= idle:
                     break
-                if potential[host] > 0:
+                if potential[host] > 0 and host in guardable:
                     b.gates[host] = GUARDED
                     got += potential[host]
             owed = b.owed_total

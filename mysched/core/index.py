@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from mysched.core.admission import admits, node_key, node_type
+from mysched.core.admission import admits, consumer_admits, node_key, node_type
 from mysched.core.config import Config, PackingClass
 from mysched.core.model import Node, NodeState
 from mysched.core.tally import Ranking, Tally, empty_key
@@ -54,6 +54,7 @@ class NodeIndex:
         max_slots = 0
         type_mem = {nt.name: nt.mem for nt in config.node_types if nt.mem is not None}
         pool_of: dict[str, object] = {}
+        guardable: set[str] = set()
         for node in nodes:
             usable = node.state in (NodeState.FREE, NodeState.FULL)
             counted = node.state not in (NodeState.DOWN, NodeState.OFFLINE)
@@ -64,6 +65,8 @@ class NodeIndex:
             for pool in config.pools:  # LSF: the first pool whose criteria the host meets
                 if pool.selects(node.name, ntype, node.properties, node.slots, node.mem):
                     pool_of[node.name] = pool
+                    if any(consumer_admits(config, key, c.kind, c.name) for c in pool.consumers):
+                        guardable.add(node.name)
                     break
             keys[key] = None
             entries.append((node, ntype, key, usable, counted))
@@ -76,6 +79,8 @@ class NodeIndex:
         self.by_name = {e[0].name: e for e in entries}
         self.pool_of = pool_of
         """Host -> the guarantee pool (`PoolConfig`) it belongs to."""
+        self.pool_guardable = guardable
+        """Pool hosts some consumer of their pool may use (only these are guarded for it)."""
         self.pool_keys = list(keys)
         self.total_slots = total
         self.max_slots = max_slots

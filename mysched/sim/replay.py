@@ -21,6 +21,7 @@ from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.usage import UsageLedger
 from mysched.sim.result import SimOptions, SimResult
 from mysched.sim.violations import share_violations
+from mysched.sim.poolstats import PoolWatch
 
 
 def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], opts: SimOptions = SimOptions(),
@@ -138,6 +139,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             tl["packing_index"].append({c: got[0] for c in classes if (got := packing_now(c)) is not None})
 
     held: dict = {}  # the last plan's reservations, kept stable by the next
+    watch = held["pools"] = PoolWatch(config) if config.pools else None
     t = t0
     last_cycle = -math.inf
     wake_at: float | None = None
@@ -203,6 +205,9 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     for vo, since in below_since.items():
         below_s[vo] += farm.now - since
     _count_idle(held, farm, set(), farm.now)
+    if watch is not None:
+        watch.close(farm.now)
+        res.pools = watch.figures()
     res.drain_waste = held.get("waste", 0.0) / (total * (farm.now - t0)) if total and farm.now > t0 else 0.0
     if loads is not None:
         loads.close(farm.now)
@@ -282,6 +287,8 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
              drains=held.get("drains") if held is not None else None)
     if held is not None:
         held["last"], held["drains"] = p.reservations, p.drains
+        if held.get("pools") is not None:
+            held["pools"].observe(p, now, farm.jobs, farm._meta)
     res.cycle_times.append(time.perf_counter() - c0)
     if loads is not None:
         loads.account(now, p, farm.jobs)

@@ -54,6 +54,11 @@ def format_result(r: SimResult) -> str:
             f"{k} core{'s' if k != '1' else ''}: {v['jobs']} jobs, wait mean {_hms(v['wait_mean'])} p95 "
             f"{_hms(v['wait_p95'])} max {_hms(v['wait_max'])}, bsld {v['bounded_slowdown']:.1f}"
             for k, v in j["by_size"].items()))
+    for name, v in sorted(r.pools.items()):
+        lines.append(f"  pool {name:<11} loaned {v['loaned_slot_h']:.1f} slot-hours, invariant breaches "
+                     f"{v['invariant_breaches']}; guarantee unmet while work waited: " + "; ".join(
+                         f"{c} {_hms(x['unmet_s'])} (longest {_hms(x['longest_unmet_s'])})"
+                         for c, x in v["consumers"].items()))
     if r.throttled_s is not None:
         held = ", ".join(f"{vo} {s / 3600:.1f}" for vo, s in sorted(r.throttled_s.items()) if s > 0)
         lines.append(f"  throttled        slot-hours held back by external load: {held or 'none'}")

@@ -55,6 +55,8 @@ class SimResult:
     frames: list = field(default_factory=list)
     drain_waste: float = 0.0
     """Idle slot-seconds on draining or reserved nodes / all slot-seconds."""
+    pools: dict[str, dict] = field(default_factory=dict)
+    """Package guarantees (`mysched.sim.poolstats.PoolWatch.figures`)."""
     by_size: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     """Size class (1, 2-8, >8 cores) -> (wait, run time) of each job started."""
     throttled_s: dict[str, float] | None = None
@@ -88,6 +90,7 @@ class SimResult:
             "farm": {"nodes": self.nodes, "slots": self.slots},
             "packing_index": {c: v["packing_index"] for c, v in self.packing.items()},
             "fill_factor": {c: v["fill_factor"] for c, v in self.packing.items()},
+            **({"pools": self.pools} if self.pools else {}),
             **({"throttled_slot_h": {vo: round(s / 3600.0, 3) for vo, s in sorted(self.throttled_s.items())}}
                if self.throttled_s is not None else {}),
         }

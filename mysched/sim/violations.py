@@ -15,6 +15,22 @@ from mysched.core.plan import Plan
 from mysched.core.reasons import BLOCKING
 
 
+def _pool_refuses(p: Plan, config: Config, gate: tuple[str, str], j: Job, vo: str) -> bool:
+    """Does a guarantee pool keep this host from job `j` (the planner's rules, read from the
+    plan's pool figures)?"""
+    pool = next(x for x in config.pools if x.name == gate[0])
+    st = p.pools[gate[0]]
+    c = pool.consumer_of(j.queue, vo, j.group)
+    if c is not None:
+        row = next(r for r in st["consumers"] if r["consumer"] == c.name and r["kind"] == c.kind)
+        mem = j.request.mem_for(j.cores, j.cores) if j.request is not None else 0
+        if row["guaranteed"] - row["allocated"] >= pool.packages(j.cores, mem):
+            return False
+    if gate[1] == "held" or (pool.loan.restricted and any(r["owed"] for r in st["consumers"])):
+        return True
+    return pool.loan.refuses(j.queue, j.walltime) is not None
+
+
 def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarantees: dict[str, int],
                 index: NodeIndex) -> int:
     """Starts given to a VO at/above its guarantee while a below-guarantee VO had a job
@@ -77,6 +93,9 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
             return False
         if (name in p.draining_now and j.cores < mc_min
                 and not (j.walltime is not None and p.now + j.walltime <= p.drain_horizons.get(name, p.now))):
+            return False
+        gate = p.pool_gates.get(name)
+        if gate is not None and _pool_refuses(p, config, gate, j, vo):
             return False
         reserved = p.node_classes.get(name)
         if reserved is not None:

@@ -27,6 +27,7 @@ import random
 from dataclasses import dataclass
 
 from mysched.core.model import Job, JobState, TraceJob
+from mysched.core.request import NodePart, Request
 
 EPOCH = 1_767_571_200.0
 """2026-01-05 00:00 UTC, a Monday: fixed so that runs are reproducible."""
@@ -125,6 +126,12 @@ for _name, _g in DESY_GROUPS.items():
 DESY_VOS["ops"] = tuple(OPS_GROUPS)
 del _name, _g
 
+BURST_GROUP = GroupModel("atlas", "atlas", "pilot", 3, 0.0)
+"""`SyntheticSpec.burst_jobs`: the multi-core pilots a package guarantee is for."""
+DESY_VOS["atlas"] += ("atlasmc",)
+BURST_MEM = 16 * 1024**3
+"""Memory a burst pilot asks for (WLCG's 2 GB per core of an 8-core pilot)."""
+
 CAMPAIGN_BLOCK = 6 * HOUR
 """Seconds a campaign level lasts."""
 CAMPAIGN_LEVELS = (0.0, 0.3, 0.7, 1.0, 1.0, 1.3, 1.7, 2.0)
@@ -152,6 +159,11 @@ class SyntheticSpec:
     places all its cores on one node), so mixing them with single-core jobs costs occupancy
     until node reservations exist; `mysched simulate --mcore-fraction` tries it."""
     mcore_cores: int = 8
+    burst_jobs: int = 0
+    """Bursts of multi-core pilots (group ``atlasmc``, `mcore_cores` cores, 16 GB each, 48 h
+    walltime): this many jobs per burst, one burst every `burst_every` seconds from half that
+    on -- the class a package guarantee (``pools``) is for. 0: none."""
+    burst_every: float = 12 * HOUR
     ops_interval: float = 600.0
     """Seconds between ops probes of one queue (0: no ops jobs)."""
     seed: int = 1
@@ -163,6 +175,8 @@ class SyntheticSpec:
             raise ValueError("duration, slots, load and ops_interval must not be negative")
         if not 0 <= self.mcore_fraction <= 1 or self.mcore_cores < 1:
             raise ValueError("mcore_fraction must be within 0..1 and mcore_cores at least 1")
+        if self.burst_jobs < 0 or not self.burst_every > 0:
+            raise ValueError("burst_jobs must not be negative and burst_every must be positive")
 
 
 def _phi(x: float) -> float:
@@ -282,6 +296,20 @@ def _ops_jobs(rnd: random.Random, spec: SyntheticSpec, out: list[Row]) -> None:
         t += rnd.expovariate(1 / HOUR)
 
 
+def _burst_jobs(rnd: random.Random, spec: SyntheticSpec, out: list[Row]) -> None:
+    """Bursts of 8-core pilots, a few seconds apart; runtimes log-normal around 8 h."""
+    if not spec.burst_jobs:
+        return
+    users = [f"atlasmc{k:03d}" for k in range(1, BURST_GROUP.users + 1)]
+    t = spec.burst_every / 2
+    while t < spec.duration:
+        for k in range(spec.burst_jobs):
+            runtime = float(round(min(48 * HOUR, rnd.lognormvariate(math.log(8 * HOUR), 0.5))))
+            out.append((spec.start + t + 2.0 * k, "atlas", rnd.choice(users), "atlasmc", spec.mcore_cores,
+                        48 * HOUR, BURST_MEM, runtime, "burst"))
+        t += spec.burst_every
+
+
 def generate(spec: SyntheticSpec = SyntheticSpec()) -> list[TraceJob]:
     """The workload, sorted by submit time; job ids ``N.sim`` count up in submit order.
 
@@ -294,8 +322,9 @@ def generate(spec: SyntheticSpec = SyntheticSpec()) -> list[TraceJob]:
         # One stream per group, seeded from the main one: adding a group leaves the others be.
         _group_jobs(random.Random(rnd.getrandbits(64)), spec, group, gm, rows)
     _ops_jobs(random.Random(rnd.getrandbits(64)), spec, rows)
+    _burst_jobs(random.Random(rnd.getrandbits(64)), spec, rows)
     rows.sort()
     queued = JobState.QUEUED
     return [TraceJob(Job(f"{i}.sim", queue, user, group, cores, queued, submit, None, walltime, mem, (), None,
-                         name), runtime)
+                         name, Request(parts=(NodePart(1, cores),), mem=mem) if name == "burst" else None), runtime)
             for i, (submit, queue, user, group, cores, walltime, mem, runtime, name) in enumerate(rows, 1)]

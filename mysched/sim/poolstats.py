@@ -1,0 +1,102 @@
+"""Package guarantees in a replay: how long each consumer went without what it is owed,
+what was lent, and an invariant check of every plan's pool figures.
+
+A consumer's guarantee is *unmet* while it has waiting work and fewer packages than
+min(guarantee, use + waiting): the plan says so as ``owed > 0``. The longest unmet stretch
+is what the issue's target reads: once a burst arrives, the consumer should have its
+packages within the longest loan duration (loans end by then; nothing is preempted).
+"""
+
+from __future__ import annotations
+
+from mysched.core.config import Config
+from mysched.core.plan import Plan
+
+
+class PoolWatch:
+    """Accumulates pool figures over the cycles of one replay."""
+
+    def __init__(self, config: Config) -> None:
+        self.pools = {p.name: p for p in config.pools}
+        self.unmet: dict[tuple[str, str], float] = {}
+        self.longest: dict[tuple[str, str], float] = {}
+        self.since: dict[tuple[str, str], float] = {}
+        self.loaned_s: dict[str, float] = {}
+        self.breaches: dict[str, int] = {}
+        self.cycles = 0
+        self._last: tuple[float, set] | None = None
+
+    def observe(self, p: Plan, now: float, jobs: dict, runtime: dict) -> None:
+        """One plan at `now`; `jobs` the farm's jobs by id, `runtime` id -> (runtime, vo)."""
+        self._advance(now)
+        if not p.pools:
+            return
+        self.cycles += 1
+        owed_now = set()
+        for name, st in p.pools.items():
+            for c in st["consumers"]:
+                key = (name, f"{c['kind']} {c['consumer']}")
+                if c["owed"] > 0:
+                    owed_now.add(key)
+                    self.since.setdefault(key, now)
+                if c["owed"] > max(0, c["guaranteed"] - c["allocated"]):
+                    self._breach(name, "owed more than the idle guarantee")
+            if st["guaranteed"] > st["total"]:
+                self._breach(name, "promises more packages than it holds")
+        for key in list(self.since):
+            if key not in owed_now:
+                self._close(key, now)
+        self._last = (now, owed_now)
+        for s in p.starts:
+            for host, _cores in s.placement:
+                gate = p.pool_gates.get(host)
+                if gate is None:
+                    continue
+                pool = self.pools[gate[0]]
+                loan = p.pool_loans.get(s.job_id) == gate[0]
+                owner = pool.consumer_of(s.queue, s.vo, s.group) is not None
+                if gate[1] == "held" and (loan or not owner):
+                    self._breach(gate[0], "a held package went to a non-owner")
+                if loan:
+                    job = jobs.get(s.job_id)
+                    if job is None or pool.loan.refuses(s.queue, job.walltime) is not None:
+                        self._breach(gate[0], "a loan the loan policy refuses")
+        for jid, pool in p.pool_loans.items():
+            meta = runtime.get(jid)
+            job = jobs.get(jid)
+            if meta is not None and job is not None:
+                self.loaned_s[pool] = self.loaned_s.get(pool, 0.0) + job.cores * meta[0]
+
+    def _breach(self, pool: str, _what: str) -> None:
+        self.breaches[pool] = self.breaches.get(pool, 0) + 1
+
+    def _advance(self, now: float) -> None:
+        if self._last is None:
+            return
+        t, owed = self._last
+        for key in owed:
+            self.unmet[key] = self.unmet.get(key, 0.0) + (now - t)
+
+    def _close(self, key: tuple[str, str], now: float) -> None:
+        start = self.since.pop(key)
+        self.longest[key] = max(self.longest.get(key, 0.0), now - start)
+
+    def close(self, now: float) -> None:
+        self._advance(now)
+        self._last = None
+        for key in list(self.since):
+            self._close(key, now)
+
+    def figures(self) -> dict:
+        """JSON-ready: per pool, loaned slot-hours and invariant breaches; per consumer, the
+        seconds its guarantee was unmet while it had waiting work and the longest such stretch."""
+        out = {}
+        for name, pool in self.pools.items():
+            consumers = {}
+            for c in pool.consumers:
+                key = (name, str(c))
+                consumers[str(c)] = {"unmet_s": round(self.unmet.get(key, 0.0), 1),
+                                     "longest_unmet_s": round(self.longest.get(key, 0.0), 1)}
+            out[name] = {"loaned_slot_h": round(self.loaned_s.get(name, 0.0) / 3600.0, 3),
+                         "invariant_breaches": self.breaches.get(name, 0), "consumers": consumers}
+        return out
