@@ -6,22 +6,82 @@ import argparse
 
 from mysched.cli.main import command
 from mysched.config import load_config
+from mysched.core.config import Config
+from mysched.core.index import NodeIndex
+from mysched.core.model import Node
 
 
 @command("check-config", "validate a configuration file")
 def fill(p: argparse.ArgumentParser) -> None:
     """Validate a configuration file: unknown keys, wrong types, shares over 100 %, a group in
-    two VOs, unknown queues, duplicate keys. Every problem is printed as FILE:LINE: key: message;
-    the exit status is 1 if there is any."""
+    two VOs, unknown queues, duplicate keys, pool consumers that do not exist. Every problem is
+    printed as FILE:LINE: key: message; the exit status is 1 if there is any. With guarantee
+    pools it also works out each pool's hosts and packages -- on pbs_server's nodes with
+    --server, else on the simulated farm of the `farm` section -- and reports pools that promise
+    more packages than they hold (overcommitted: exit status 1) and hosts in no pool."""
     p.add_argument("-c", "--config", required=True, metavar="FILE", help="configuration file to check")
+    p.add_argument("--server", nargs="?", const="", metavar="URL",
+                   help="read the nodes from this batch server (default URL: server.url of the file) to check "
+                        "the pools against the real farm")
     p.set_defaults(run=run)
+
+
+def pool_report(cfg: Config, nodes: tuple[Node, ...]) -> tuple[list[str], list[str]]:
+    """Lines describing each pool on `nodes`, and the problems (overcommitted pools)."""
+    idx = NodeIndex().get(cfg, nodes)
+    lines, problems = [], []
+    for pool in cfg.pools:
+        hosts = [n for n in idx.entries if idx.pool_of.get(n[0].name) is pool and n[4]]
+        total = sum(pool.fit(e[0].slots, e[0].mem) for e in hosts)
+        owed = [(c, c.guarantee(total)) for c in pool.consumers]
+        promised = sum(g for _, g in owed)
+        pk = " + ".join(([f"{pool.slots} slot(s)"] if pool.slots else [])
+                        + ([f"{pool.mem / 1024**3:g} GB"] if pool.mem else []))
+        lines.append(f"  pool {pool.name}: {len(hosts)} host(s), {total} package(s) of {pk}; guaranteed {promised} ("
+                     + ", ".join(f"{c} {c.packages if c.percent is None else f'{c.percent:g} %'} = {g}"
+                                 for c, g in owed) + ")" + ("; OVERCOMMITTED" if promised > total else ""))
+        if promised > total:
+            problems.append(f"{cfg.source}: pools.{pool.name}: overcommitted: guarantees {promised} package(s), "
+                            f"its {len(hosts)} host(s) hold {total}")
+        unknown_mem = sum(1 for e in hosts if e[0].mem is None)
+        if pool.mem and unknown_mem:
+            lines.append(f"    {unknown_mem} host(s) report no memory: packages counted by slots there "
+                         "(set node_types.NAME.mem)")
+    lost = sorted(e[0].name for e in idx.entries if e[0].name not in idx.pool_of)
+    if lost:
+        lines.append(f"  hosts in no pool ({len(lost)}): " + ", ".join(lost[:20]) + (" ..." if len(lost) > 20 else ""))
+    return lines, problems
 
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
+    lines: list[str] = []
+    problems: list[str] = []
+    if cfg.pools:
+        if args.server is not None:
+            from mysched.cli.run import make_server
+
+            url = args.server or cfg.server
+            server = make_server(url, cfg)
+            try:
+                nodes = server.snapshot().nodes
+            finally:
+                server.close()
+            where = f"pbs_server {url}: {len(nodes)} node(s)"
+        else:
+            from mysched.backends.sim.farm import make_nodes
+
+            f = cfg.farm
+            nodes = make_nodes(f.nodes, f.slots_per_node, f.name_format)
+            where = f"the simulated farm, {f.nodes} x {f.slots_per_node} slots (--server checks the real one)"
+        got, problems = pool_report(cfg, nodes)
+        lines = [f"pools on {where}:"] + got
     total = sum(v.share for v in cfg.vos.values()) * 100
-    print(f"{args.config}: OK — {len(cfg.vos)} VOs ({total:g} % of slots guaranteed), "
-          f"{len(cfg.group_vo)} groups mapped, {len(cfg.queues)} queues, {len(cfg.node_types)} node types, "
-          f"{len(cfg.packing)} packing classes; default VO '{cfg.default_vo}'"
+    print(f"{args.config}: {'OK' if not problems else f'{len(problems)} problem(s)'} — {len(cfg.vos)} VOs "
+          f"({total:g} % of slots guaranteed), {len(cfg.group_vo)} groups mapped, {len(cfg.queues)} queues, "
+          f"{len(cfg.node_types)} node types, {len(cfg.packing)} packing classes, {len(cfg.pools)} guarantee pools; "
+          f"default VO '{cfg.default_vo}'"
           + ("" if cfg.default_vo in cfg.vos else " (not declared under vos: no share, no limits)"))
-    return 0
+    for line in lines + problems:
+        print(line)
+    return 1 if problems else 0

@@ -25,6 +25,8 @@ log = logging.getLogger("mysched")
 
 CYCLE_BUCKETS = (.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 CALL_BUCKETS = (.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30)
+POOL_FIGURES = ("total", "free", "guaranteed", "owner_use", "loan_use", "other_use")
+CONSUMER_FIGURES = ("guaranteed", "allocated", "owner_use", "loaned", "pending", "owed")
 PHASES = ("read", "history", "plan", "start", "record", "publish")
 """The phases of a cycle, in order (see `mysched.daemon.cycle`)."""
 
@@ -46,7 +48,8 @@ class CycleMetrics(Protocol):
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
                        share_target_by_vo: Mapping[str, float], share_achieved_by_vo: Mapping[str, float],
                        pending_by_reason: Mapping[str, int], nodes_load_skipped: int = 0,
-                       draining: int = 0, draining_idle: int = 0, reservations: int = 0) -> None: ...
+                       draining: int = 0, draining_idle: int = 0, reservations: int = 0,
+                       pools: Mapping[str, dict] | None = None) -> None: ...
     def time_call(self, call: str) -> ContextManager[None]: ...
 
 
@@ -210,6 +213,12 @@ class Metrics:
         self.draining_idle = Gauge("mysched_draining_idle_slots", "Free slots on draining or reserved nodes "
                                    "(integrate over time for the idle slot-seconds they cost)", registry=r)
         self.reservations = Gauge("mysched_reservations", "Reservations held for waiting jobs", registry=r)
+        self.pool = Gauge("mysched_pool_packages", "Package guarantee pools after the last cycle: total, free, "
+                          "guaranteed, owner_use, loan_use, other_use packages; held_hosts; overcommitted (1/0)",
+                          ["pool", "figure"], registry=r)
+        self.pool_consumer = Gauge("mysched_pool_consumer_packages", "Per pool and consumer (kind:name): guaranteed, "
+                                   "allocated, owner_use, loaned, pending and owed packages", ["pool", "consumer",
+                                                                                                "figure"], registry=r)
         self.nodes_overloaded = Gauge("mysched_nodes_load_skipped",
                                       "Nodes skipped last cycle for the load or free memory pbs_mom reports",
                                       registry=r)
@@ -269,7 +278,8 @@ class Metrics:
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
                        share_target_by_vo: Mapping[str, float], share_achieved_by_vo: Mapping[str, float],
                        pending_by_reason: Mapping[str, int], nodes_load_skipped: int = 0,
-                       draining: int = 0, draining_idle: int = 0, reservations: int = 0) -> None:
+                       draining: int = 0, draining_idle: int = 0, reservations: int = 0,
+                       pools: Mapping[str, dict] | None = None) -> None:
         """Replace the per-VO and per-reason gauges: series that disappeared are dropped."""
         for gauge, values in ((self.running, running_by_vo), (self.queued, queued_by_vo),
                               (self.used_by_vo, used_slots_by_vo), (self.share_target, share_target_by_vo),
@@ -283,6 +293,16 @@ class Metrics:
         self.draining.set(draining)
         self.draining_idle.set(draining_idle)
         self.reservations.set(reservations)
+        self.pool.clear()
+        self.pool_consumer.clear()
+        for name, st in (pools or {}).items():
+            for fig in POOL_FIGURES:
+                self.pool.labels(name, fig).set(st[fig])
+            self.pool.labels(name, "held_hosts").set(len(st["held_hosts"]))
+            self.pool.labels(name, "overcommitted").set(1 if st["status"] == "overcommitted" else 0)
+            for c in st["consumers"]:
+                for fig in CONSUMER_FIGURES:
+                    self.pool_consumer.labels(name, f"{c['kind']}:{c['consumer']}", fig).set(c[fig])
 
     @contextlib.contextmanager
     def time_call(self, call: str) -> Iterator[None]:
@@ -316,7 +336,7 @@ def publish_farm(metrics: CycleMetrics, p: Plan, started: list[Start]) -> None:
         share_target_by_vo={v.name: v.share for v in vos},
         share_achieved_by_vo={k: (u / total if total else 0.0) for k, u in used.items()},
         pending_by_reason=p.reasons(), nodes_load_skipped=len(p.node_load),
-        draining=len(p.drains), reservations=len(p.reservations), draining_idle=p.held_free,
+        draining=len(p.drains), reservations=len(p.reservations), draining_idle=p.held_free, pools=p.pools,
     )
 
 

@@ -158,6 +158,8 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         "node_load": dict(plan.node_load),
         "reservations": {j: {"start": r.start, "nodes": list(r.nodes)} for j, r in plan.reservations.items()},
         "drains": {n: {"since": d.since, "ready": d.ready} for n, d in plan.drains.items()},
+        "pools": plan.pools,
+        "pool_gates": {h: list(g) for h, g in plan.pool_gates.items()},
         "queue_config": {q.name: {"max_running": q.max_running, "nodes": list(q.nodes),
                                   "node_types": list(q.node_types), "exclusive": q.exclusive}
                          for q in config.queues.values()},
