@@ -43,6 +43,10 @@ def pool_report(cfg: Config, nodes: tuple[Node, ...]) -> tuple[list[str], list[s
         if promised > total:
             problems.append(f"{cfg.source}: pools.{pool.name}: overcommitted: guarantees {promised} package(s), "
                             f"its {len(hosts)} host(s) hold {total}")
+        if not hosts:
+            lines.append("    selects no host: check hosts, node_types, properties, min_mem and min_slots"
+                         + (" (these nodes report no memory)" if pool.min_mem and all(e[0].mem is None for e in
+                                                                                     idx.entries) else ""))
         unknown_mem = sum(1 for e in hosts if e[0].mem is None)
         if pool.mem and unknown_mem:
             lines.append(f"    {unknown_mem} host(s) report no memory: packages counted by slots there "
