@@ -30,6 +30,8 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mcore-fraction", type=fraction, default=None, metavar="F",
                    help="fraction of the queued jobs asking for 8 cores (default: 5 %% of one production "
                         "group's), to time reservations and backfill")
+    p.add_argument("--pools", action="store_true", help="add a package guarantee pool over every worker node "
+                   "(10 %% and 20 packages of 8 slots for two production groups)")
     p.add_argument("--scaling", action="store_true", help="also print the scaling table")
     p.add_argument("--json", metavar="FILE", help='write {"plan_s": {"p50","max"}, "build_s": {"p50","first"}, '
                    '"peak_rss_mb", "starts", ...} (\'-\' for stdout)')
@@ -53,14 +55,14 @@ def _server_replies(snapshot) -> tuple[list, list]:
 
 
 def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, packing: bool = True,
-            mcore: float | None = None) -> dict:
+            mcore: float | None = None, pools: bool = False) -> dict:
     from mysched.sim.benchfarm import bench_config, bench_snapshot
     from mysched.core.planner import plan
     from mysched.backends.torque.backend import TorqueServer
     from mysched.backends.torque.fake import FakeIFL
     from mysched.core.usage import Usage
 
-    cfg = bench_config(packing=packing)
+    cfg = bench_config(packing=packing, pools=pools)
     snap = bench_snapshot(nodes=nodes, slots=slots, running=running, queued=queued, mcore=mcore)
     usage = Usage(vo={f"vo{i:02d}": 1000.0 * (i + 1) for i in range(20)})
 
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.running > args.nodes * args.slots_per_node:
         raise InputError(f"--running {args.running} is more than the farm's {args.nodes * args.slots_per_node} slots")
     r = measure(args.nodes, args.slots_per_node, args.running, args.queued, args.repeat, not args.no_packing,
-                args.mcore_fraction)
+                args.mcore_fraction, args.pools)
     print(f"farm {r['nodes']} nodes x {r['slots_per_node']} slots, {r['running']} running, {r['queued']} queued, "
           f"{r['free_slots']} free slots")
     print(f"  planner        p50 {r['plan_s']['p50']:.3f} s, max {r['plan_s']['max']:.3f} s over {args.repeat} cycles "

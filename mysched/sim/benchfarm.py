@@ -17,8 +17,13 @@ from mysched.core.model import Job, JobState, Node, Snapshot
 N_VOS = 20
 
 
-def bench_config(packing: bool = True) -> Config:
-    """The configuration the benchmark farm runs under."""
+POOL = """pools = { mcore = { hosts = ["wn*"]; package = { slots = 8; };
+  groups = { vo00prd = "10%"; vo01prd = 20; }; loan = { queues = ["all"]; max_walltime = "1d"; }; }; };"""
+
+
+def bench_config(packing: bool = True, pools: bool = False) -> Config:
+    """The configuration the benchmark farm runs under (`pools`: with a package guarantee for
+    two VOs' multi-core work over every worker node)."""
     rnd = random.Random(7)
     weights = [30, 25, 12, 8] + [rnd.randint(1, 4) for _ in range(N_VOS - 4)]
     total = sum(weights)
@@ -46,6 +51,7 @@ queues = {{ grid = {{}}; long = {{ max_running = 8000; }}; ops = {{ max_running 
 hot = {{ queues = ["ops"]; }};
 node_types = {{ swmgr = {{ nodes = ["wn000[0-9]"]; groups = [{", ".join(f'"vo{i:02d}sgm"' for i in range(N_VOS))}]; }}; }};
 {pack}
+{POOL if pools else ""}
 """
     return config_from_text(text, "<bench config>")
 
