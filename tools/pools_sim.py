@@ -5,12 +5,12 @@ run without pools.
 The embedded configuration plus a pool over every worker node: packages of 8 slots + 16 GB,
 25 % of them guaranteed to the group ``atlasmc``, loans to every queue for jobs of at most
 `--loan` hours. Node memory comes from a node type (2 GB per slot; pbs_mom's figure on a real
-farm). The synthetic workload keeps the farm full with single-core work; ``atlasmc`` submits
+farm); the VOs' per-node job limits (6 on 8 slots) grow with the node. The synthetic workload keeps the farm full with single-core work; ``atlasmc`` submits
 bursts of 8-core, 16 GB pilots (`mysched simulate --bursts`).
 
 Usage: tools/pools_sim.py [--nodes 50] [--slots 8] [--bursts N] [--loan 12] [--duration 96]
-Prints both reports and a summary against the issue's targets (needs `mysched` on PATH or
-run with the project's venv python).
+Prints both reports and a summary against the issue's targets (run it with the Python that
+has mysched installed, e.g. .venv/bin/python).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ def config_text(slots: int, loan_h: float, pools: bool) -> str:
     swmgr = next(ln for ln in text.splitlines(keepends=True) if ln.startswith("  swmgr = {"))
     # after swmgr: a node takes the first type that matches
     text = text.replace(swmgr, swmgr + f'  wn = {{ nodes = ["wn*"]; mem = "{2 * slots}gb"; }};\n', 1)
+    if slots > 8:  # the VOs' per-node limits are for 8-slot nodes: scale them to the node
+        text = text.replace("max_per_node = 6;", f"max_per_node = {6 * slots // 8};")
     if pools:
         text += (f'\npools = {{\n  mcore = {{\n    hosts = ["wn*"];\n    package = {{ slots = 8; mem = "16gb"; }};\n'
                  f'    groups = {{ atlasmc = "25%"; }};\n'
