@@ -1,5 +1,5 @@
 """A package guarantee on the live farm (marked `torque`): atlas is guaranteed one package of
-4 slots + 1 GB; cms borrows it while atlas has nothing waiting, then atlas's 4-core job waits
+4 slots + 1 GB; cms borrows it (short jobs only) while atlas has nothing waiting, then atlas's 4-core job waits
 for its package, the host is held -- cms's single-core jobs wait with `pool_held` -- and
 the 4-core job starts there as soon as the loans end."""
 
@@ -52,15 +52,23 @@ def test_a_guaranteed_job_starts_on_held_packages_while_others_wait_pool_held(se
                              f"sqlite:///{tmp_path}/h.db", "--state-dir", str(state), "--metrics-address", "off",
                              "--event-address", "off"], stdout=subprocess.DEVNULL, stderr=open(tmp_path / "d.log", "w"))
     try:
-        # cms fills the farm; on the guarded host only as loans (walltime within the loan limit)
-        fill = [qsub("carol", "cms", f"nodes=1:ppn=1,walltime={LOAN}", seconds=20 + 2 * (i % 4)) for i in range(slots)]
+        # cms fills the farm: long jobs (too long to borrow) the hosts outside the guarantee,
+        # then short ones -- loans -- the guarded host
+        fill = [qsub("carol", "cms", "nodes=1:ppn=1,walltime=00:10:00", seconds=300) for _ in range(slots - 4)]
         cleanup.extend(fill)
         t0 = time.time()
         while time.time() - t0 < 60 and not all(
                 j.state == JobState.RUNNING for j in server.snapshot().jobs if j.id in fill):
             time.sleep(0.5)
+        loaned = [qsub("carol", "cms", f"nodes=1:ppn=1,walltime={LOAN}", seconds=15 + 4 * i) for i in range(4)]
+        fill += loaned
+        cleanup.extend(loaned)
+        t0 = time.time()
+        while time.time() - t0 < 60 and not all(
+                j.state == JobState.RUNNING for j in server.snapshot().jobs if j.id in fill):
+            time.sleep(0.5)
         assert all(j.state == JobState.RUNNING for j in server.snapshot().jobs if j.id in fill), "farm not filled"
-        loans = set(_status(state).get("pool_gates") or {})
+        loans = {h for h, _ in (j.placement[0] for j in server.snapshot().jobs if j.id in loaned)}
         big = qsub("alice", "atlas", "nodes=1:ppn=4,mem=1gb,walltime=00:10:00", seconds=20)
         stream = [qsub("carol", "cms", f"nodes=1:ppn=1,walltime={LOAN}", seconds=120) for _ in range(slots)]
         cleanup += [big, *stream]
@@ -90,6 +98,7 @@ def test_a_guaranteed_job_starts_on_held_packages_while_others_wait_pool_held(se
     hosts = {h for h, _ in job.placement}
     print(f"guaranteed job started after {t_start - t1:.0f} s on {hosts}; held {held_hosts}; "
           f"{len(held_waits)} cms job(s) waited pool_held; guarded before: {loans}")
-    assert len(hosts) == 1 and hosts <= held_hosts  # on the package held for it
+    assert len(hosts) == 1 and hosts <= held_hosts  # on the package held for it ...
+    assert hosts == loans  # ... the one the loans had borrowed
     assert held_waits, "no cms job waited with pool_held while the package was held"
     assert t_start - t1 <= LOAN + 2 * INTERVAL + 5  # the loans ended within their walltime
