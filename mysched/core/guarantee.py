@@ -33,7 +33,7 @@ class PoolBook:
     """One pool in one plan: its hosts' packages and each consumer's standing."""
 
     __slots__ = ("cfg", "hosts", "total", "free", "hfree", "guaranteed", "used", "pending", "owed", "gates",
-                 "loans", "_of")
+                 "loans", "horizon", "now", "_of")
 
     def __init__(self, cfg: PoolConfig) -> None:
         self.cfg = cfg
@@ -48,6 +48,10 @@ class PoolBook:
         self.owed: dict[Consumer, int] = {}
         self.gates: dict[str, str] = {}
         self.loans = 0
+        self.horizon: dict[str, float] = {}
+        """Held hosts without a free package: when their jobs end by requested walltime (a loan
+        ending before then delays no package)."""
+        self.now = 0.0
         self._of: dict[tuple[str, str, str], Consumer | None] = {}
 
     def consumer(self, queue: str, vo: str, group: str) -> Consumer | None:
@@ -99,15 +103,23 @@ def job_packages(pool: PoolConfig, job: Job) -> int:
     return sum(p.count * pool.packages(p.ppn, req.mem_for(p.ppn, total)) for p in req.parts)
 
 
-def gate_refusal(book: PoolBook, gate: str, job: Job, vo: str, cores: int, mem: int) -> str | None:
-    """Why a guarded or held host refuses `cores` (and `mem` bytes) of `job` (None: it may start)."""
+def gate_refusal(book: PoolBook, gate: str, job: Job, vo: str, cores: int, mem: int,
+                 job_host: str | None = None) -> str | None:
+    """Why a guarded or held host (`job_host`) refuses `cores` (and `mem` bytes) of `job`
+    (None: it may start)."""
     pool = book.cfg
     if book.room(book.consumer(job.queue, vo, job.group)) >= pool.packages(cores, mem):
         return None  # an owner within its guarantee
-    if gate == HELD:
-        return "pool_held"
     if pool.loan.restricted and book.owed_total > 0:
         return "pool_held"
+    if gate == HELD:
+        # a loan that ends, by its requested walltime, before what runs there does: it
+        # delays the owners' packages by nothing (EASY backfill on a held host)
+        end = book.horizon.get(job_host) if job_host is not None else None
+        if (end is None or job.walltime is None or book.now + job.walltime > end
+                or pool.loan.refuses(job.queue, job.walltime) is not None):
+            return "pool_held"
+        return None
     if pool.loan.refuses(job.queue, job.walltime) is not None:
         return "loan_refused"
     return None
@@ -186,12 +198,19 @@ class Guaranteeing:
                         break
                     b.gates[host] = HELD
                     got += potential[host]
-            for host in b.gates:
+            b.now = self.now
+            ends = None
+            for host, g in b.gates.items():
                 self.pool_gate[host] = b
+                if g == HELD and b.hfree[host] == 0:
+                    ends = ends if ends is not None else self._node_ends()
+                    last = max((e for e, _ in ends.get(host, ())), default=self.now)
+                    if last > self.now and last != float("inf"):
+                        b.horizon[host] = last
 
     def _pool_refuses(self, job: Job, vo: str, name: str, cores: int, mem: int = 0) -> str | None:
         b = self.pool_gate.get(name)
-        return gate_refusal(b, b.gates[name], job, vo, cores, mem) if b is not None else None
+        return gate_refusal(b, b.gates[name], job, vo, cores, mem, name) if b is not None else None
 
     def _pool_prefer(self, job: Job, vo: str) -> set[str] | None:
         """The guarded hosts of the pools where `job` is an owner within its guarantee: it
@@ -246,3 +265,4 @@ class Guaranteeing:
         if self.pool_on:
             self.out.pools = {name: b.status() for name, b in self.books.items()}
             self.out.pool_gates = {h: (b.cfg.name, g) for b in self.books.values() for h, g in b.gates.items()}
+            self.out.pool_horizons = {h: t for b in self.books.values() for h, t in b.horizon.items()}

@@ -93,6 +93,9 @@ class Plan:
     """Package guarantees after this cycle: pool -> figures (`mysched.core.guarantee.PoolBook.status`)."""
     pool_gates: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Host -> (pool, "guarded" or "held") in this plan."""
+    pool_horizons: dict[str, float] = field(default_factory=dict)
+    """Held hosts without a free package -> when their jobs end by requested walltime: a loan
+    ending by then may start there."""
     pool_loans: dict[str, str] = field(default_factory=dict)
     """Job id -> pool, for the starts that borrow guaranteed packages."""
     node_load: dict[str, str] = field(default_factory=dict)

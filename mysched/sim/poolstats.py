@@ -55,12 +55,15 @@ class PoolWatch:
                 pool = self.pools[gate[0]]
                 loan = p.pool_loans.get(s.job_id) == gate[0]
                 owner = pool.consumer_of(s.queue, s.vo, s.group) is not None
-                if gate[1] == "held" and (loan or not owner):
+                job = jobs.get(s.job_id)
+                if gate[1] == "held" and not owner and not loan:
                     self._breach(gate[0], "a held package went to a non-owner")
                 if loan:
-                    job = jobs.get(s.job_id)
                     if job is None or pool.loan.refuses(s.queue, job.walltime) is not None:
                         self._breach(gate[0], "a loan the loan policy refuses")
+                    elif gate[1] == "held" and not (host in p.pool_horizons
+                                                    and p.now + job.walltime <= p.pool_horizons[host]):
+                        self._breach(gate[0], "a loan on a held host that could delay the owners' package")
         for jid, pool in p.pool_loans.items():
             meta = runtime.get(jid)
             job = jobs.get(jid)

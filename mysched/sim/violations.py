@@ -15,7 +15,7 @@ from mysched.core.plan import Plan
 from mysched.core.reasons import BLOCKING
 
 
-def _pool_refuses(p: Plan, config: Config, gate: tuple[str, str], j: Job, vo: str) -> bool:
+def _pool_refuses(p: Plan, config: Config, gate: tuple[str, str], j: Job, vo: str, host: str) -> bool:
     """Does a guarantee pool keep this host from job `j` (the planner's rules, read from the
     plan's pool figures)?"""
     pool = next(x for x in config.pools if x.name == gate[0])
@@ -26,9 +26,12 @@ def _pool_refuses(p: Plan, config: Config, gate: tuple[str, str], j: Job, vo: st
         mem = j.request.mem_for(j.cores, j.cores) if j.request is not None else 0
         if row["guaranteed"] - row["allocated"] >= pool.packages(j.cores, mem):
             return False
-    if gate[1] == "held" or (pool.loan.restricted and any(r["owed"] for r in st["consumers"])):
+    if pool.loan.restricted and any(r["owed"] for r in st["consumers"]):
         return True
-    return pool.loan.refuses(j.queue, j.walltime) is not None
+    if pool.loan.refuses(j.queue, j.walltime) is not None:
+        return True
+    end = p.pool_horizons.get(host)
+    return gate[1] == "held" and (end is None or p.now + j.walltime > end)
 
 
 def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarantees: dict[str, int],
@@ -95,7 +98,7 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
                 and not (j.walltime is not None and p.now + j.walltime <= p.drain_horizons.get(name, p.now))):
             return False
         gate = p.pool_gates.get(name)
-        if gate is not None and _pool_refuses(p, config, gate, j, vo):
+        if gate is not None and _pool_refuses(p, config, gate, j, vo, name):
             return False
         reserved = p.node_classes.get(name)
         if reserved is not None:

@@ -115,3 +115,17 @@ def test_jobs_on_a_down_host_count_towards_no_guarantee():
     st = p.pools["mc"]
     assert (st["hosts"], st["total"], st["consumers"][0]["allocated"]) == (1, 1, 0)
     assert [s.job_id for s in p.starts] == ["m1"]
+
+
+def test_a_held_host_lends_only_what_ends_before_its_jobs_do():
+    loan = 'loan = { queues = ["all"]; max_walltime = "4:00:00"; };'
+    # wn01 runs 6 one-hour cms loans (5 min in): held for atlas, no free package yet
+    run = [Job(f"l{i}", "cms", "c1", "cms", 1, JobState.RUNNING, 0.0, NOW - 300, 3600.0, placement=(("wn01", 1),))
+           for i in range(6)]
+    full = cms_running(8, "wn02")
+    jobs = run + full + [atlas_mcore()] + cms_queued(1, walltime=1800.0, prefix="short") + \
+        cms_queued(1, walltime=2 * 3600.0, submit=10, prefix="long")
+    p = plan(snap(jobs, farm()), cfg(loan), Usage(), NOW)
+    assert p.pool_gates == {"wn01": ("mc", "held")} and p.pool_horizons == {"wn01": NOW + 3300.0}
+    assert [s.job_id for s in p.starts] == ["qshort0"] and p.pool_loans == {"qshort0": "mc"}
+    assert p.waits["qlong0"].reason == "pool_held"
