@@ -190,23 +190,35 @@ class Guaranteeing:
                     b.gates[host] = GUARDED
                     got += potential[host]
             owed = b.owed_total
-            if owed:  # held: the guarded hosts nearest to free packages, for what is owed now
+            if owed:  # held: the guarded hosts nearest to a free package, for what is owed now
                 got = 0
-                loads = self.loads
-                for host in sorted(b.gates, key=lambda h: (-b.hfree[h], -loads[h].free, h)):
+                slots = b.cfg.slots
+                soon = {h: self._package_at(h, slots) if slots else self.now for h in b.gates}
+                for host in sorted(b.gates, key=lambda h: (-b.hfree[h], soon[h], h)):
                     if got >= owed:
                         break
                     b.gates[host] = HELD
                     got += potential[host]
             b.now = self.now
-            ends = None
             for host, g in b.gates.items():
                 self.pool_gate[host] = b
-                if g == HELD and b.hfree[host] == 0:
-                    ends = ends if ends is not None else self._node_ends()
-                    last = max((e for e, _ in ends.get(host, ())), default=self.now)
-                    if last > self.now and last != float("inf"):
-                        b.horizon[host] = last
+                if g == HELD and b.hfree[host] == 0 and b.cfg.slots:
+                    t = self._package_at(host, b.cfg.slots * max(1, min(potential[host], owed)))
+                    if self.now < t < float("inf"):
+                        b.horizon[host] = t
+
+    def _package_at(self, host: str, cores: int) -> float:
+        """When held host `host` has `cores` free, by the requested walltimes of what runs
+        there (inf: never, by what is known): a loan ending by then delays no package."""
+        ld = self.loads[host]
+        free = ld.free
+        if free >= cores:
+            return self.now
+        for end, c in self._node_ends().get(host, ()):
+            free += c
+            if free >= cores:
+                return end
+        return float("inf")
 
     def _pool_refuses(self, job: Job, vo: str, name: str, cores: int, mem: int = 0) -> str | None:
         b = self.pool_gate.get(name)
