@@ -138,6 +138,9 @@ class Guaranteeing:
         pool_of, by_name, vo_of = idx.pool_of, idx.by_name, idx.vo_of
         books = self.books = {p.name: PoolBook(p) for p in self.cfg.pools}
         owners: dict[str, list[int]] = {}
+        stuck: set[str] = set()
+        """Hosts running others' jobs no loan could be: they may run longer than a loan may,
+        so such a host is guarded only when the hosts without them do not suffice."""
         for job in self.snap.jobs:
             if job.state not in RUNNING or not job.placement:
                 continue
@@ -149,9 +152,11 @@ class Guaranteeing:
                     continue  # jobs on hosts that are down count towards no guarantee
                 b = books[pool.name]
                 c = b.consumer(job.queue, vo, job.group)
-                if c is None:
-                    continue
                 mem = job.request.mem_for(cores, job.cores) if job.request is not None else 0
+                if c is None:
+                    if pool.loan.refuses(job.queue, job.walltime) is not None:
+                        stuck.add(host)
+                    continue
                 b.used[c] += pool.packages(cores, mem)
                 o = owners.setdefault(host, [0, 0])
                 o[0] += cores
@@ -162,6 +167,7 @@ class Guaranteeing:
                 if c is not None:
                     b.pending[c] += job_packages(b.cfg, job)
         potential: dict[str, int] = {}
+        """Packages a host gives once the others' jobs there end (owners' jobs stay)."""
         for host in sorted(pool_of):
             if not by_name[host][3]:
                 continue  # down or offline: not part of the pool now
@@ -183,7 +189,9 @@ class Guaranteeing:
                 b.owed[c] = min(room, b.pending[c])
             got = 0
             guardable = self.index.pool_guardable
-            for host in b.hosts:  # guarded: what the idle guarantees need, in name order
+            # guarded: what the idle guarantees need, in name order -- hosts that run no job
+            # longer than a loan first (they stay so while guarded: the set keeps still)
+            for host in sorted(b.hosts, key=lambda h: (h in stuck, h)):
                 if got >= idle:
                     break
                 if potential[host] > 0 and host in guardable:
