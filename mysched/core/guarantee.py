@@ -33,7 +33,7 @@ class PoolBook:
     """One pool in one plan: its hosts' packages and each consumer's standing."""
 
     __slots__ = ("cfg", "hosts", "total", "free", "hfree", "guaranteed", "used", "pending", "owed", "gates",
-                 "loans", "horizon", "now", "_of")
+                 "loans", "horizon", "need", "now", "_of")
 
     def __init__(self, cfg: PoolConfig) -> None:
         self.cfg = cfg
@@ -51,6 +51,8 @@ class PoolBook:
         self.horizon: dict[str, float] = {}
         """Held hosts without a free package: when their jobs end by requested walltime (a loan
         ending before then delays no package)."""
+        self.need: dict[str, int] = {}
+        """Held host -> the packages held there (what the owners are owed, host by host)."""
         self.now = 0.0
         self._of: dict[tuple[str, str, str], Consumer | None] = {}
 
@@ -104,9 +106,9 @@ def job_packages(pool: PoolConfig, job: Job) -> int:
 
 
 def gate_refusal(book: PoolBook, gate: str, job: Job, vo: str, cores: int, mem: int,
-                 job_host: str | None = None) -> str | None:
+                 job_host: str | None = None, spare: int = 0) -> str | None:
     """Why a guarded or held host (`job_host`) refuses `cores` (and `mem` bytes) of `job`
-    (None: it may start)."""
+    (None: it may start); `spare`: the host's free slots beyond the packages held there."""
     pool = book.cfg
     if book.room(book.consumer(job.queue, vo, job.group)) >= pool.packages(cores, mem):
         return None  # an owner within its guarantee
@@ -115,9 +117,10 @@ def gate_refusal(book: PoolBook, gate: str, job: Job, vo: str, cores: int, mem: 
     if gate == HELD:
         # a loan that ends, by its requested walltime, before what runs there does: it
         # delays the owners' packages by nothing (EASY backfill on a held host)
+        # -- or one in free slots beyond the held packages
         end = book.horizon.get(job_host) if job_host is not None else None
-        if (end is None or job.walltime is None or book.now + job.walltime > end
-                or pool.loan.refuses(job.queue, job.walltime) is not None):
+        if pool.loan.refuses(job.queue, job.walltime) is not None or not (
+                spare >= cores or (end is not None and job.walltime is not None and book.now + job.walltime <= end)):
             return "pool_held"
         return None
     if pool.loan.refuses(job.queue, job.walltime) is not None:
@@ -167,7 +170,8 @@ class Guaranteeing:
                 if c is not None:
                     b.pending[c] += job_packages(b.cfg, job)
         potential: dict[str, int] = {}
-        """Packages a host gives once the others' jobs there end (owners' jobs stay)."""
+        """Packages a host gives once the others' jobs there end (owners' jobs stay), counting
+        only slots that free within the pool's longest loan."""
         for host in sorted(pool_of):
             if not by_name[host][3]:
                 continue  # down or offline: not part of the pool now
@@ -179,7 +183,14 @@ class Guaranteeing:
             f = b.hfree[host] = pool.fit(ld.free, ld.mem_free())
             b.free += f
             oc, om = owners.get(host, (0, 0))
-            potential[host] = pool.fit(ld.slots - oc, None if ld.mem is None else ld.mem - om)
+            pot = pool.fit(ld.slots - oc, None if ld.mem is None else ld.mem - om)
+            limit = pool.loan.max_walltime
+            if pot and limit is not None and pool.slots:
+                # only what frees within the longest loan counts: an owner is not promised a
+                # package under a job that may run for days
+                soon = ld.free + sum(c for end, c in self._node_ends().get(host, ()) if end <= self.now + limit)
+                pot = min(pot, pool.fit(soon, None))
+            potential[host] = pot
         for b in books.values():
             idle = 0
             for c in b.cfg.consumers:
@@ -206,12 +217,13 @@ class Guaranteeing:
                     if got >= owed:
                         break
                     b.gates[host] = HELD
+                    b.need[host] = max(1, min(potential[host], owed - got))
                     got += potential[host]
             b.now = self.now
             for host, g in b.gates.items():
                 self.pool_gate[host] = b
-                if g == HELD and b.hfree[host] == 0 and b.cfg.slots:
-                    t = self._package_at(host, b.cfg.slots * max(1, min(potential[host], owed)))
+                if g == HELD and b.hfree[host] < b.need[host] and b.cfg.slots:
+                    t = self._package_at(host, b.cfg.slots * b.need[host])
                     if self.now < t < float("inf"):
                         b.horizon[host] = t
 
@@ -230,7 +242,10 @@ class Guaranteeing:
 
     def _pool_refuses(self, job: Job, vo: str, name: str, cores: int, mem: int = 0) -> str | None:
         b = self.pool_gate.get(name)
-        return gate_refusal(b, b.gates[name], job, vo, cores, mem, name) if b is not None else None
+        if b is None:
+            return None
+        spare = self.loads[name].free - b.cfg.slots * b.need.get(name, 0)
+        return gate_refusal(b, b.gates[name], job, vo, cores, mem, name, spare)
 
     def _pool_prefer(self, job: Job, vo: str) -> set[str] | None:
         """The guarded hosts of the pools where `job` is an owner within its guarantee: it
@@ -256,6 +271,8 @@ class Guaranteeing:
         c = b.consumer(job.queue, vo, job.group)
         k = pool.packages(cores, mem)
         if b.room(c) >= k:
+            if name in b.need:
+                b.need[name] = max(0, b.need[name] - k)
             b.used[c] += k
             b.owed[c] = max(0, b.owed[c] - k)
             b.pending[c] = max(0, b.pending[c] - k)
@@ -286,3 +303,4 @@ class Guaranteeing:
             self.out.pools = {name: b.status() for name, b in self.books.items()}
             self.out.pool_gates = {h: (b.cfg.name, g) for b in self.books.values() for h, g in b.gates.items()}
             self.out.pool_horizons = {h: t for b in self.books.values() for h, t in b.horizon.items()}
+            self.out.pool_need = {h: (n, b.cfg.slots) for b in self.books.values() for h, n in b.need.items()}

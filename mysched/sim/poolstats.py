@@ -26,8 +26,9 @@ class PoolWatch:
         self.cycles = 0
         self._last: tuple[float, set] | None = None
 
-    def observe(self, p: Plan, now: float, jobs: dict, runtime: dict) -> None:
-        """One plan at `now`; `jobs` the farm's jobs by id, `runtime` id -> (runtime, vo)."""
+    def observe(self, p: Plan, now: float, jobs: dict, runtime: dict, free: dict[str, int]) -> None:
+        """One plan at `now`, before its starts; `jobs` the farm's jobs by id, `runtime` id ->
+        (runtime, vo), `free` the free slots per node."""
         self._advance(now)
         if not p.pools:
             return
@@ -47,6 +48,10 @@ class PoolWatch:
             if key not in owed_now:
                 self._close(key, now)
         self._last = (now, owed_now)
+        free_end = dict(free)
+        for s in p.starts:
+            for host, cores in s.placement:
+                free_end[host] = free_end.get(host, 0) - cores
         for s in p.starts:
             for host, _cores in s.placement:
                 gate = p.pool_gates.get(host)
@@ -61,8 +66,9 @@ class PoolWatch:
                 if loan:
                     if job is None or pool.loan.refuses(s.queue, job.walltime) is not None:
                         self._breach(gate[0], "a loan the loan policy refuses")
-                    elif gate[1] == "held" and not (host in p.pool_horizons
-                                                    and p.now + job.walltime <= p.pool_horizons[host]):
+                    elif gate[1] == "held" and not (
+                            (host in p.pool_horizons and p.now + job.walltime <= p.pool_horizons[host])
+                            or free_end.get(host, 0) >= p.pool_need.get(host, (0, 0))[0] * p.pool_need.get(host, (0, 0))[1]):
                         self._breach(gate[0], "a loan on a held host that could delay the owners' package")
         for jid, pool in p.pool_loans.items():
             meta = runtime.get(jid)

@@ -288,7 +288,7 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
     if held is not None:
         held["last"], held["drains"] = p.reservations, p.drains
         if held.get("pools") is not None:
-            held["pools"].observe(p, now, farm.jobs, farm._meta)
+            held["pools"].observe(p, now, farm.jobs, farm._meta, farm.free)
     res.cycle_times.append(time.perf_counter() - c0)
     if loads is not None:
         loads.account(now, p, farm.jobs)

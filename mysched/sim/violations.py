@@ -15,7 +15,8 @@ from mysched.core.plan import Plan
 from mysched.core.reasons import BLOCKING
 
 
-def _pool_refuses(p: Plan, config: Config, gate: tuple[str, str], j: Job, vo: str, host: str) -> bool:
+def _pool_refuses(p: Plan, config: Config, gate: tuple[str, str], j: Job, vo: str, host: str,
+                  free_now: int) -> bool:
     """Does a guarantee pool keep this host from job `j` (the planner's rules, read from the
     plan's pool figures)?"""
     pool = next(x for x in config.pools if x.name == gate[0])
@@ -31,7 +32,8 @@ def _pool_refuses(p: Plan, config: Config, gate: tuple[str, str], j: Job, vo: st
     if pool.loan.refuses(j.queue, j.walltime) is not None:
         return True
     end = p.pool_horizons.get(host)
-    return gate[1] == "held" and (end is None or p.now + j.walltime > end)
+    need, slots = p.pool_need.get(host, (0, 0))
+    return gate[1] == "held" and (end is None or p.now + j.walltime > end) and free_now - need * slots < j.cores
 
 
 def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarantees: dict[str, int],
@@ -98,7 +100,7 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
                 and not (j.walltime is not None and p.now + j.walltime <= p.drain_horizons.get(name, p.now))):
             return False
         gate = p.pool_gates.get(name)
-        if gate is not None and _pool_refuses(p, config, gate, j, vo, name):
+        if gate is not None and _pool_refuses(p, config, gate, j, vo, name, free[name]):
             return False
         reserved = p.node_classes.get(name)
         if reserved is not None:

@@ -129,3 +129,18 @@ def test_a_held_host_lends_only_what_ends_before_its_jobs_do():
     assert p.pool_gates == {"wn01": ("mc", "held")} and p.pool_horizons == {"wn01": NOW + 3300.0}
     assert [s.job_id for s in p.starts] == ["qshort0"] and p.pool_loans == {"qshort0": "mc"}
     assert p.waits["qlong0"].reason == "pool_held"
+
+
+def test_a_held_host_lends_its_free_slots_beyond_the_held_packages():
+    loan = 'loan = { queues = ["all"]; max_walltime = "4:00:00"; };'
+    nodes = [Node("wn01", 16, mem=64 * GB), Node("wn02", 8, mem=32 * GB)]
+    # atlas: 50 % of 3 packages = 1, owed 1 (its 16-core job fits nowhere yet); wn01 has 12
+    # free slots: 8 held for the package, 4 to lend
+    run = [Job(f"l{i}", "cms", "c1", "cms", 1, JobState.RUNNING, 0.0, NOW - 300, 3600.0, placement=(("wn01", 1),))
+           for i in range(4)] + cms_running(8, "wn02")
+    big = atlas_mcore()._replace(request=Request(parts=(NodePart(1, 16),), mem=16 * GB), cores=16)
+    jobs = run + [big] + cms_queued(6, walltime=2 * 3600.0)
+    p = plan(snap(jobs, nodes), cfg(loan, pct="50%"), Usage(), NOW)
+    assert p.pool_gates == {"wn01": ("mc", "held")} and p.pool_need == {"wn01": (1, 8)}
+    assert len(p.starts) == 4 and set(p.pool_loans) == {s.job_id for s in p.starts}
+    assert {w.reason for j, w in p.waits.items() if j.startswith("q")} == {"pool_held"}
