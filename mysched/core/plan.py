@@ -97,8 +97,8 @@ class Plan:
     """Held hosts without a free package -> when their jobs end by requested walltime: a loan
     ending by then may start there."""
     pool_need: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Held host -> (packages still held there after `starts`, slots per package): a loan may
-    also take the free slots beyond them."""
+    """Held host -> (packages held there in this plan, slots per package): a loan may also
+    take the free slots beyond them."""
     pool_loans: dict[str, str] = field(default_factory=dict)
     """Job id -> pool, for the starts that borrow guaranteed packages."""
     node_load: dict[str, str] = field(default_factory=dict)

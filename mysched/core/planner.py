@@ -335,7 +335,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
             self._only = self._pool_prefer(job, vo)
             if self._only:
                 ld = self._place(job, vo, pc, rules)
-                self._only = None
+            self._only = None
         if ld is None:
             ld = self._place(job, vo, pc, rules)
         if ld is None:

@@ -146,7 +146,7 @@ class RequestPlacing:
             self._only = self._pool_prefer(job, vo)
             if self._only:
                 got = self._place_request(job, vo, pc, rules, req)
-                self._only = None
+            self._only = None
         if got is None or isinstance(got, str):
             got = self._place_request(job, vo, pc, rules, req)
         if isinstance(got, str):
