@@ -411,6 +411,8 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
             d[queue] = d.get(queue, 0) + 1
         d = self.started_by_vo
         d[vo] = d.get(vo, 0) + 1
+        if job.id in self.out.reservations:
+            self._release(job.id)
         if self.resv_on:  # what a reservation must wait for
             end = self.now + job.walltime if job.walltime is not None else math.inf
             self._started_ends.extend((name, end, c) for name, c in placement)

@@ -7,7 +7,10 @@ running there (and of the jobs this cycle starts), and those nodes. Until then, 
 reserved takes only jobs that will end -- by their requested walltime -- before the
 reservation starts (EASY backfill, as MAUI's RESERVATIONDEPTH or Slurm's backfill), so the
 reserved job is never pushed back by a later one. A reservation keeps its nodes from cycle
-to cycle unless another set would start it earlier.
+to cycle unless another set would start it earlier. A ``procs`` request (cores anywhere) is
+promised a number of cores, as EASY's processors: its nodes are those that free up rather than
+those free now, which stay open to backfill of any length (EASY's extra nodes), and each cycle
+it moves to the set that starts it earliest and holds the fewest cores free now.
 
 A single-core job takes the next free slot at its turn anyway: it gets no reservation.
 Memory and per-node limits are not part of the estimate (the nodes' cores are).
@@ -38,6 +41,8 @@ class Reserving:
         self._resv_prev = previous or {}
         self._ends: dict[str, list[tuple[float, int]]] | None = None
         self._started_ends: list[tuple[str, float, int]] = []
+        self._released: set[str] = set()
+        """Jobs that started this cycle on a reservation."""
 
     def _fits_before(self, job: Job, held: tuple[float, str]) -> bool:
         """May `job` start now on a node `held` (start, job id)? Its owner may; another job
@@ -60,8 +65,15 @@ class Reserving:
             if not all(n in by_name and by_name[n][2] in keys and n not in self.resv_nodes for n in prev.nodes):
                 continue
             req = job.request
-            pick = self._pick(self._parts(job), list(prev.nodes), self._node_ends(),
-                              (req.procs or 0) if req is not None else 0)
+            parts, ends, procs = self._parts(job), self._node_ends(), (req.procs or 0) if req is not None else 0
+            pick = self._pick(parts, list(prev.nodes), ends, procs)
+            if procs and not parts:
+                # Cores anywhere: the promise is a number of cores (EASY's shadow time and extra
+                # nodes), so it moves to the set that serves it better now. A node request keeps
+                # its nodes: one part-drained for it is not left for one that only looks earlier.
+                fresh = self._pick(parts, self._open_nodes(keys), ends, procs)
+                if fresh is not None and (pick is None or self._better(fresh, pick)):
+                    pick = fresh
             if pick is not None and math.isfinite(pick[0]):
                 self._hold(job.id, max(self.now, pick[0]), pick[1])
 
@@ -79,6 +91,22 @@ class Reserving:
             self.resv_nodes[n] = (start, job_id)
         self.resv_depth -= 1
         self._wake(start)
+
+    def _release(self, job_id: str) -> None:
+        """A reserved job that starts gives its place in the depth to the next job that does
+        not fit (EASY: the new head of the queue, else unprotected for a cycle while later jobs
+        backfill). Its nodes left free open up, unless a job ranked before it was refused a
+        place this cycle: they stay closed to that one's juniors then, but the next reservation
+        may take them. The plan still shows the reservation."""
+        self._released.add(job_id)
+        self.resv_depth += 1
+        refused = bool(self._class_cache)
+        for n, held in list(self.resv_nodes.items()):
+            if held[1] == job_id:
+                if refused:
+                    self.resv_nodes[n] = (-math.inf, job_id)
+                else:
+                    del self.resv_nodes[n]
 
     @staticmethod
     def _parts(job: Job) -> list[tuple[int, int, str | None, frozenset]]:
@@ -129,8 +157,7 @@ class Reserving:
         if have is not None:  # kept from the last cycle
             return f"; reserved {'+'.join(have.nodes)} in {have.start - self.now:.0f} s"
         ends = self._node_ends()
-        keys = self._keys_of(job, vo)
-        names = [e[0].name for e in self.index.entries if e[2] in keys and e[0].name not in self.resv_nodes]
+        names = self._open_nodes(self._keys_of(job, vo))
         parts = self._parts(job)
         prev = self._resv_prev.get(job.id)
         got = self._pick(parts, names, ends, procs)
@@ -145,6 +172,22 @@ class Reserving:
             return ""
         self._hold(job.id, start, nodes)
         return f"; reserved {'+'.join(nodes)} in {start - self.now:.0f} s"
+
+    def _open_nodes(self, keys: set) -> list[str]:
+        """The nodes of pools `keys` no other waiting job's reservation holds."""
+        held, released = self.resv_nodes, self._released
+        return [e[0].name for e in self.index.entries if e[2] in keys
+                and (e[0].name not in held or held[e[0].name][1] in released)]
+
+    def _better(self, a: tuple[float, list[str]], b: tuple[float, list[str]]) -> bool:
+        """Is reservation `a` (start, nodes) better than `b`: it starts the job earlier, or as
+        early and holds fewer cores free now (EASY: those left out take backfill of any length)?
+        Even a second counts: jobs of one size often end within seconds, and the set that frees
+        a second later may leave all the cores free now to long backfill jobs."""
+        if a[0] != b[0]:
+            return a[0] < b[0]
+        loads = self.loads
+        return sum(loads[n].free for n in a[1]) < sum(loads[n].free for n in b[1])
 
     def _keys_of(self, job: Job, vo: str) -> set:
         return set(self.index.rules(job.queue, vo, job.group)[5])
@@ -191,16 +234,21 @@ class Reserving:
         t = self.now
         if have < procs:
             events.sort()
+            t = math.inf
             for end, c, n in events:
-                free[n] += c
+                if end > t:
+                    break
+                free[n] += c  # all that ends at t: the nodes left over are backfill room
                 have += c
                 if have >= procs:
                     t = end
-                    break
-            else:
+            if have < procs:
                 return None
+        # Nodes busy now first: the cores free now that the reservation leaves out are EASY's
+        # "extra" nodes, where any job may backfill (however long it runs) without delaying it.
+        loads = self.loads
         left, out = procs, []
-        for n, f in sorted(free.items(), key=lambda kv: -kv[1]):
+        for n, f in sorted(free.items(), key=lambda kv: (loads[kv[0]].free, -kv[1])):
             if f > 0 and left > 0:
                 out.append(n)
                 left -= f

@@ -6,6 +6,8 @@ from __future__ import annotations
 from mysched.config import config_from_text
 from mysched.core.model import Job, JobState, Node
 from mysched.core.planner import plan
+from mysched.core.request import Request
+from mysched.core.reservation import Reservation
 from mysched.core.usage import Usage
 
 from ..conftest import snap
@@ -95,3 +97,49 @@ def test_jobs_running_past_their_walltime_ask_for_no_cycle_now():
     # cycle asked for "now" (and again every min_interval) would change nothing
     later = plan(snap(jobs, nodes), cfg, Usage(), NOW + 200, reservations=first.reservations)
     assert later.wake_at is None or later.wake_at > NOW + 200
+
+
+def mpi(jid, procs, walltime, submit, user="u"):
+    return Job(jid, "q", user, "atlas", procs, JobState.QUEUED, submit, None, walltime, request=Request(procs=procs))
+
+
+def ones(n):
+    return [Node(f"wn{i:02d}", 1) for i in range(1, n + 1)]
+
+
+def test_a_procs_reservation_leaves_the_cores_free_now_to_backfill_as_easy_extra_nodes():
+    # wn01-02 free; wn03-06 run one 4-core job until NOW+100: at that time 6 cores are free,
+    # big needs 4, so 2 are extra -- the free ones, however long the job that takes them
+    wide = Job("r", "q", "u", "atlas", 4, JobState.RUNNING, 0.0, NOW - 10, 110.0,
+               placement=tuple((f"wn0{i}", 1) for i in range(3, 7)))
+    jobs = [wide, mpi("big", 4, 500, 1), mpi("long", 2, 5000, 2)]
+    p = plan(snap(jobs, ones(6)), config_from_text(CFG), Usage(), NOW, policy="easy")
+    assert p.reservations["big"].start == NOW + 100
+    assert set(p.reservations["big"].nodes) == {"wn03", "wn04", "wn05", "wn06"}
+    assert [s.job_id for s in p.starts] == ["long"]
+
+
+def test_a_reserved_job_that_starts_hands_the_reservation_to_the_next_in_the_same_cycle():
+    busy = [Job(f"r{i}", "q", "u", "atlas", 1, JobState.RUNNING, 0.0, NOW - 10, 110.0, placement=((f"wn0{i}", 1),))
+            for i in range(1, 4)]
+    queue = [mpi("a", 2, 1000, 1), mpi("b", 4, 1000, 2)]
+    cfg = config_from_text(CFG)
+    first = plan(snap(busy + queue, ones(4)), cfg, Usage(), NOW, policy="easy")
+    assert set(first.reservations) == {"a"}
+    # the farm is empty: a starts, b (the new head) does not fit and is promised the farm at
+    # a's end, so long must not take the two cores left
+    queue.append(q("long", walltime=5000, submit=3))
+    p = plan(snap(queue, ones(4)), cfg, Usage(), NOW + 100, policy="easy", reservations=first.reservations)
+    assert [s.job_id for s in p.starts] == ["a"]
+    assert p.reservations["b"].start == NOW + 1100 and p.waits["long"].reason == "reserved"
+
+
+def test_a_kept_procs_reservation_moves_to_cores_that_start_it_even_a_second_earlier():
+    # last cycle big was promised wn03+wn04 at NOW+101; now wn01 is free and wn02 frees at
+    # NOW+100: EASY's shadow time is NOW+100, with no extra core for the long job
+    run_ = [run("x", "wn02", NOW + 100), run("y", "wn03", NOW + 101), run("z", "wn04", NOW + 101)]
+    jobs = run_ + [mpi("big", 2, 500, 1), q("long", walltime=5000, submit=2)]
+    kept = {"big": Reservation("big", NOW + 101, ("wn03", "wn04"))}
+    p = plan(snap(jobs, ones(4)), config_from_text(CFG), Usage(), NOW, policy="easy", reservations=kept)
+    assert p.reservations["big"].start == NOW + 100 and set(p.reservations["big"].nodes) == {"wn01", "wn02"}
+    assert not p.starts and p.waits["long"].reason == "reserved"
