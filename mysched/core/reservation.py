@@ -95,18 +95,15 @@ class Reserving:
     def _release(self, job_id: str) -> None:
         """A reserved job that starts gives its place in the depth to the next job that does
         not fit (EASY: the new head of the queue, else unprotected for a cycle while later jobs
-        backfill). Its nodes left free open up, unless a job ranked before it was refused a
-        place this cycle: they stay closed to that one's juniors then, but the next reservation
-        may take them. The plan still shows the reservation."""
+        backfill). Its nodes left free stay closed for the rest of the cycle -- room that opened
+        mid-cycle would go to a later, lower-ranked job over one refused earlier (a share
+        violation) -- but the next reservation may take them. The plan still shows the
+        reservation."""
         self._released.add(job_id)
         self.resv_depth += 1
-        refused = bool(self._class_cache)
         for n, held in list(self.resv_nodes.items()):
             if held[1] == job_id:
-                if refused:
-                    self.resv_nodes[n] = (-math.inf, job_id)
-                else:
-                    del self.resv_nodes[n]
+                self.resv_nodes[n] = (-math.inf, job_id)
 
     @staticmethod
     def _parts(job: Job) -> list[tuple[int, int, str | None, frozenset]]:
