@@ -23,6 +23,8 @@ class PoolWatch:
         self.since: dict[tuple[str, str], float] = {}
         self.loaned_s: dict[str, float] = {}
         self.breaches: dict[str, int] = {}
+        self.kinds: dict[str, dict[str, int]] = {}
+        """Pool -> which check failed -> plans."""
         self.cycles = 0
         self._last: tuple[float, set] | None = None
 
@@ -76,8 +78,10 @@ class PoolWatch:
             if meta is not None and job is not None:
                 self.loaned_s[pool] = self.loaned_s.get(pool, 0.0) + job.cores * meta[0]
 
-    def _breach(self, pool: str, _what: str) -> None:
+    def _breach(self, pool: str, what: str) -> None:
         self.breaches[pool] = self.breaches.get(pool, 0) + 1
+        k = self.kinds.setdefault(pool, {})
+        k[what] = k.get(what, 0) + 1
 
     def _advance(self, now: float) -> None:
         if self._last is None:
@@ -107,5 +111,7 @@ class PoolWatch:
                 consumers[str(c)] = {"unmet_s": round(self.unmet.get(key, 0.0), 1),
                                      "longest_unmet_s": round(self.longest.get(key, 0.0), 1)}
             out[name] = {"loaned_slot_h": round(self.loaned_s.get(name, 0.0) / 3600.0, 3),
-                         "invariant_breaches": self.breaches.get(name, 0), "consumers": consumers}
+                         "invariant_breaches": self.breaches.get(name, 0),
+                         **({"breaches_by_check": self.kinds[name]} if name in self.kinds else {}),
+                         "consumers": consumers}
         return out
