@@ -50,10 +50,14 @@ class PoolWatch:
             if key not in owed_now:
                 self._close(key, now)
         self._last = (now, owed_now)
-        free_end = dict(free)
+        free_end = dict(free)  # after the plan's starts -- owners' starts count as room kept for them
         for s in p.starts:
+            gated = self.pools.get(p.pool_gates[s.placement[0][0]][0]) if s.placement[0][0] in p.pool_gates else None
+            owner_start = (gated is not None and s.job_id not in p.pool_loans
+                           and gated.consumer_of(s.queue, s.vo, s.group) is not None)
             for host, cores in s.placement:
-                free_end[host] = free_end.get(host, 0) - cores
+                if not owner_start:
+                    free_end[host] = free_end.get(host, 0) - cores
         for s in p.starts:
             for host, _cores in s.placement:
                 gate = p.pool_gates.get(host)
