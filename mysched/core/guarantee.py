@@ -174,6 +174,7 @@ class Guaranteeing:
         potential: dict[str, int] = {}
         """Packages a host gives once the others' jobs there end (owners' jobs stay), counting
         only slots that free within the pool's longest loan."""
+        ends = self._node_ends() if any(p.loan.max_walltime is not None for p in self.cfg.pools) else {}
         for host in sorted(pool_of):
             if not by_name[host][3]:
                 continue  # down or offline: not part of the pool now
@@ -190,7 +191,7 @@ class Guaranteeing:
             if pot and limit is not None and pool.slots:
                 # only what frees within the longest loan counts: an owner is not promised a
                 # package under a job that may run for days
-                soon = ld.free + sum(c for end, c in self._node_ends().get(host, ()) if end <= self.now + limit)
+                soon = ld.free + sum(c for end, c in ends.get(host, ()) if end <= self.now + limit)
                 pot = min(pot, pool.fit(soon, None))
             potential[host] = pot
         for b in books.values():

@@ -14,8 +14,10 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -69,6 +71,30 @@ def qsub(user: str, queue: str, resources: str, seconds: int = 300) -> str:
                          capture_output=True, text=True, cwd="/tmp")
     assert res.returncode == 0, res.stderr
     return res.stdout.strip()
+
+
+def quiet_four_core_farm(server) -> list:  # noqa: ANN001 - the TorqueServer fixture
+    """The usable nodes once every mom reports (after a pbs_server restart -- the outage test --
+    they come back one by one); skips unless the farm is idle and its nodes have 4 cores."""
+    snap = server.snapshot()
+    t_up = time.time()
+    while time.time() - t_up < 90 and not all(n.state.usable for n in snap.nodes):
+        time.sleep(2)
+        snap = server.snapshot()
+    if any(j.state in (JobState.QUEUED, JobState.RUNNING) for j in snap.jobs):
+        pytest.skip("the farm runs or queues other jobs")
+    usable = [n for n in snap.nodes if n.state.usable]
+    if not usable or any(n.slots != 4 for n in usable):
+        pytest.skip("needs the 4-core nodes of the test farm")
+    return usable
+
+
+def start_daemon(cfg, tmp_path) -> subprocess.Popen:  # noqa: ANN001 - paths
+    """`mysched run` on `cfg` with its store and status under `tmp_path`, log in d.log."""
+    return subprocess.Popen([str(Path(sys.executable).parent / "mysched"), "run", "-c", str(cfg), "--db",
+                             f"sqlite:///{tmp_path}/h.db", "--state-dir", str(tmp_path / "s"), "--metrics-address",
+                             "off", "--event-address", "off"], stdout=subprocess.DEVNULL,
+                            stderr=open(tmp_path / "d.log", "w"))
 
 
 def qmgr(command: str) -> None:

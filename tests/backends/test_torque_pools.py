@@ -6,8 +6,6 @@ the 4-core job starts there as soon as the loans end."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +13,7 @@ import pytest
 
 from mysched.core.model import JobState
 
-from .test_torque_live import cleanup, qsub, server  # noqa: F401 - fixtures
+from .test_torque_live import cleanup, qsub, quiet_four_core_farm, server, start_daemon  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.torque
 
@@ -31,26 +29,14 @@ def _status(state: Path) -> dict:
 
 
 def test_a_guaranteed_job_starts_on_held_packages_while_others_wait_pool_held(server, cleanup, tmp_path):  # noqa: F811
-    snap = server.snapshot()
-    t_up = time.time()  # after a pbs_server restart (the outage test) moms report back one by one
-    while time.time() - t_up < 90 and not all(n.state.usable for n in snap.nodes):
-        time.sleep(2)
-        snap = server.snapshot()
-    if any(j.state in (JobState.QUEUED, JobState.RUNNING) for j in snap.jobs):
-        pytest.skip("the farm runs or queues other jobs")
-    usable = [n for n in snap.nodes if n.state.usable]
-    if not usable or any(n.slots != 4 for n in usable):
-        pytest.skip("needs the 4-core nodes of the test farm")
-    slots = 4 * len(usable)
+    slots = 4 * len(quiet_four_core_farm(server))
     cfg = tmp_path / "p.cfg"
     cfg.write_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };\n'
                    f'scheduler = {{ interval = {INTERVAL:g}; min_interval = 1; reservation_depth = 0; }};\n'
                    'pools = { mc = { hosts = ["*"]; package = { slots = 4; mem = "1gb"; }; vos = { atlas = 1; };\n'
                    f'  loan = {{ queues = ["all"]; max_walltime = {LOAN}; }}; }}; }};\n')
     state = tmp_path / "s"
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "mysched"), "run", "-c", str(cfg), "--db",
-                             f"sqlite:///{tmp_path}/h.db", "--state-dir", str(state), "--metrics-address", "off",
-                             "--event-address", "off"], stdout=subprocess.DEVNULL, stderr=open(tmp_path / "d.log", "w"))
+    proc = start_daemon(cfg, tmp_path)
     try:
         # cms fills the farm: long jobs (too long to borrow) the hosts outside the guarantee,
         # then short ones -- loans -- the guarded host

@@ -5,16 +5,13 @@ it starts no later than its reservation said."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from mysched.core.model import JobState
 
-from .test_torque_live import cleanup, qsub, server  # noqa: F401 - fixtures
+from .test_torque_live import cleanup, qsub, quiet_four_core_farm, server, start_daemon  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.torque
 
@@ -22,23 +19,12 @@ INTERVAL = 3.0
 
 
 def test_a_multicore_job_starts_no_later_than_its_reservation(server, cleanup, tmp_path):  # noqa: F811
-    snap = server.snapshot()
-    t_up = time.time()  # after a pbs_server restart (the outage test) moms report back one by one
-    while time.time() - t_up < 90 and not all(n.state.usable for n in snap.nodes):
-        time.sleep(2)
-        snap = server.snapshot()
-    if any(j.state in (JobState.QUEUED, JobState.RUNNING) for j in snap.jobs):
-        pytest.skip("the farm runs or queues other jobs")
-    slots = sum(n.slots for n in snap.nodes if n.state.usable)
-    if not slots or any(n.slots != 4 for n in snap.nodes if n.state.usable):
-        pytest.skip("needs the 4-core nodes of the test farm")
+    slots = sum(n.slots for n in quiet_four_core_farm(server))
     cfg = tmp_path / "m.cfg"
     cfg.write_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
                    f'scheduler = {{ interval = {INTERVAL:g}; min_interval = 1; reservation_depth = 1; }};\n')
     state = tmp_path / "s"
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "mysched"), "run", "-c", str(cfg), "--db",
-                             f"sqlite:///{tmp_path}/h.db", "--state-dir", str(state), "--metrics-address", "off",
-                             "--event-address", "off"], stdout=subprocess.DEVNULL, stderr=open(tmp_path / "d.log", "w"))
+    proc = start_daemon(cfg, tmp_path)
     try:
         fill = [qsub("alice", "atlas", "nodes=1:ppn=1,walltime=00:02:00", seconds=40 + 2 * i) for i in range(slots)]
         cleanup.extend(fill)
