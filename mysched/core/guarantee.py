@@ -14,9 +14,10 @@ cycle to cycle): owners within their guarantee start there freely, other jobs on
 under the pool's loan policy (its queues, a requested walltime of at most `max_walltime`, and
 with `restricted` only while no owner is owed anything). Of the guarded hosts, those closest
 to free packages are *held* for what the owners are owed: nothing but owner jobs starts there
-until they have their packages. So a loan never keeps an owner waiting longer than the
-longest walltime a borrower may have, and held packages never go to anyone else. Guarantees
-do not reorder jobs: an owner past its guarantee competes as usual, and no job is preempted.
+until they have their packages; a held host stays held from plan to plan while they are owed
+anything (`plan(pool_gates=)`). So a loan never keeps an owner waiting longer than the longest
+walltime a borrower may have, and held packages never go to anyone else. Guarantees do not
+reorder jobs: an owner past its guarantee competes as usual, and no job is preempted.
 """
 
 from __future__ import annotations
@@ -203,9 +204,10 @@ class Guaranteeing:
                 b.owed[c] = min(room, b.pending[c])
             got = 0
             guardable = self.index.pool_guardable
-            # guarded: what the idle guarantees need, in name order -- hosts that run no job
-            # longer than a loan first (they stay so while guarded: the set keeps still)
-            for host in sorted(b.hosts, key=lambda h: (h in stuck, h)):
+            # guarded: what the idle guarantees need -- the last plan's first, then hosts that
+            # run no job longer than a loan, in name order (so the set keeps still)
+            gated = {h for h, (pn, _g) in self._gates_prev.items() if pn == b.cfg.name}
+            for host in sorted(b.hosts, key=lambda h: (h not in gated, h in stuck, h)):
                 if got >= idle:
                     break
                 if potential[host] > 0 and host in guardable:
@@ -216,8 +218,12 @@ class Guaranteeing:
                 got = 0
                 slots = b.cfg.slots
                 soon = {h: self._package_at(h, slots) if slots else self.now for h in b.gates}
-                for host in sorted(b.gates, key=lambda h: (-b.hfree[h], soon[h], h)):
-                    if got >= owed:
+                # hosts held in the last plan stay held while anything is owed: a host let go
+                # would take loans again, and needed again (an owner's job ends early) it could
+                # keep the owners waiting longer than a loan may run
+                prev = {h for h, (pn, g) in self._gates_prev.items() if g == HELD and pn == b.cfg.name}
+                for host in sorted(b.gates, key=lambda h: (h not in prev, -b.hfree[h], soon[h], h)):
+                    if got >= owed and host not in prev:
                         break
                     b.gates[host] = HELD
                     b.need[host] = max(1, min(potential[host], owed - got))

@@ -57,14 +57,16 @@ POLICIES = ("mysched", "fifo", "least-loaded", "easy")
 
 def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy: str = "mysched",
          index: NodeIndex | None = None, throttles: tuple[Throttle, ...] = (),
-         reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None) -> Plan:
+         reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None,
+         pool_gates: dict[str, tuple[str, str]] | None = None) -> Plan:
     """Decide which queued jobs to start where, and why every other job waits.
 
     `index` is an optional cache of node facts (see `NodeIndex`); results are the same with
     or without it. `throttles`: what external load allows this cycle
     (`mysched.core.throttle.throttles`). `reservations`: the last plan's, kept stable
     (`mysched.core.reservation`); `drains`: the last plan's multi-core partition
-    (`mysched.core.drain`)."""
+    (`mysched.core.drain`); `pool_gates`: the last plan's guarded and held pool hosts
+    (`mysched.core.guarantee`: held hosts stay held while owners are owed)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     # A cycle allocates ~10 objects per job and frees them together; the cyclic collector
@@ -74,7 +76,7 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
     idx = index or NodeIndex()
     try:
         return _Planner(snapshot, config, usage, now, policy, idx.get(config, snapshot.nodes), throttles,
-                        reservations, drains).run()
+                        reservations, drains, pool_gates).run()
     finally:
         if index is None:
             idx.clear()  # a one-off index: free its tally now, not at some later collection
@@ -88,8 +90,8 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
 
     def __init__(self, snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str,
                  index: NodeIndex, throttles: tuple[Throttle, ...] = (),
-                 reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None
-                 ) -> None:
+                 reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None,
+                 pool_gates: dict[str, tuple[str, str]] | None = None) -> None:
         self.index = index
         self.snap = snapshot
         self.cfg = config
@@ -108,6 +110,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         self.packing = index.packing
         self.pool_on = False
         self.pool_gate: dict = {}
+        self._gates_prev = pool_gates or {}
         self._only: set[str] | None = None
         self._pool_refused: dict[str, int] = {}
         self.exclusive_packing = any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing)

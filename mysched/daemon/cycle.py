@@ -89,7 +89,8 @@ class Daemon:
         self._publish_s: float | None = None
         self._resv: dict = {}
         self._drains: dict = {}
-        """The last plan's reservations and drains, carried into the next."""
+        self._gates: dict = {}
+        """The last plan's reservations, drains and pool gates, carried into the next."""
 
     # -- configuration ---------------------------------------------------------------------
     def reload(self) -> bool:
@@ -249,8 +250,8 @@ class Daemon:
         phases.mark("history")
         p0 = time.perf_counter()
         p = plan(snapshot, cfg, usage, now, index=self.index, throttles=self.loads.throttles(cfg, self.wall()),
-                 reservations=self._resv, drains=self._drains)
-        self._resv, self._drains = p.reservations, p.drains
+                 reservations=self._resv, drains=self._drains, pool_gates=self._gates)
+        self._resv, self._drains, self._gates = p.reservations, p.drains, p.pool_gates
         plan_s = time.perf_counter() - p0
         phases.mark("plan")
         out = CycleOutcome("dry-run" if self.dry_run else "ok", planned=len(p.starts), plan_s=plan_s, plan=p,

@@ -284,9 +284,10 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
     p = plan(snap, config, usage, now, policy=policy, index=index,
              throttles=loads.at(now) if loads is not None else (),
              reservations=held.get("last") if held is not None else None,
-             drains=held.get("drains") if held is not None else None)
+             drains=held.get("drains") if held is not None else None,
+             pool_gates=held.get("gates") if held is not None else None)
     if held is not None:
-        held["last"], held["drains"] = p.reservations, p.drains
+        held["last"], held["drains"], held["gates"] = p.reservations, p.drains, p.pool_gates
         if held.get("pools") is not None:
             held["pools"].observe(p, now, farm.jobs, farm._meta, farm.free)
     res.cycle_times.append(time.perf_counter() - c0)

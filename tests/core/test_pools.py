@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mysched.config import config_from_text
 from mysched.core.config import PoolConfig
+from mysched.core.guarantee import HELD
 from mysched.core.model import Job, JobState, Node, NodeState
 from mysched.core.planner import plan
 from mysched.core.request import NodePart, Request
@@ -144,3 +145,24 @@ def test_a_held_host_lends_its_free_slots_beyond_the_held_packages():
     assert p.pool_gates == {"wn01": ("mc", "held")} and p.pool_need == {"wn01": (1, 8)}
     assert len(p.starts) == 4 and set(p.pool_loans) == {s.job_id for s in p.starts}
     assert {w.reason for j, w in p.waits.items() if j.startswith("q")} == {"pool_held"}
+
+
+def test_a_held_host_stays_held_while_the_owners_are_owed():
+    # atlas is guaranteed 2 of 3 packages and owed 1: wn01 and wn02 are guarded, one is held.
+    # Alone the plan holds wn01 (a tie, broken by name); after a plan that held wn02 it keeps
+    # wn02 -- let go, wn02 would take loans again, and taken back later it could keep atlas
+    # waiting longer than a loan may run.
+    nodes = [Node(f"wn0{i}", 8, mem=32 * GB) for i in (1, 2, 3)]
+    jobs = cms_running(8, "wn01") + cms_running(8, "wn02") + cms_running(8, "wn03") + [atlas_mcore()]
+    s = snap(jobs, nodes)
+    fresh = plan(s, cfg(pct="67%"), Usage(), NOW)
+    assert fresh.pool_gates == {"wn01": ("mc", "held"), "wn02": ("mc", "guarded")}
+    kept = plan(s, cfg(pct="67%"), Usage(), NOW + 60, pool_gates={"wn02": ("mc", "held"), "wn01": ("mc", "guarded")})
+    assert kept.pool_gates == {"wn01": ("mc", "guarded"), "wn02": ("mc", "held")}
+    assert "wn02" in kept.waits["m1"].detail or kept.pools["mc"]["held_hosts"] == ["wn02"]
+    # a gate of another pool, or of a host no longer in the pool, changes nothing
+    other = plan(s, cfg(pct="67%"), Usage(), NOW + 60, pool_gates={"wn09": ("mc", "held"), "wn02": ("x", "held")})
+    assert other.pool_gates == fresh.pool_gates
+    # once nothing is owed, the held host is let go (it only stays guarded)
+    idle = plan(snap(jobs[:-1], nodes), cfg(pct="67%"), Usage(), NOW + 60, pool_gates=kept.pool_gates)
+    assert HELD not in {g for _p, g in idle.pool_gates.values()}
