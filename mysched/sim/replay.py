@@ -69,7 +69,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         opts.load_series.anchor(t0)
         loads = SeriesThrottles(opts.load_series, config)
         next_load = opts.load_series.next_change(t0 - 1e-9, config)
-    acc = {"q_used": 0.0, "q_avail": 0.0, "div": 0.0, "busy": 0.0}
+    acc = {"q_used": 0.0, "q_avail": 0.0, "s_used": 0.0, "s_avail": 0.0, "div": 0.0, "busy": 0.0}
+    span_end = max(tj.job.submit_time for tj in workload)
     pi_acc = {c: [0.0, 0.0, 0.0] for c in classes}  # sum PI, sum class fill, samples
 
     def packing_now(c: str) -> tuple[float, float] | None:
@@ -87,6 +88,10 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         if farm.queued > 0:
             acc["q_used"] += farm.used * dt
             acc["q_avail"] += total * dt
+            if ta < span_end:  # the same while the workload still submits
+                ds = min(tb, span_end) - ta
+                acc["s_used"] += farm.used * ds
+                acc["s_avail"] += total * ds
         ka = grid_at[1] if ta == grid_at[0] else math.ceil((ta - t0) / interval - 1e-9)
         kb = math.ceil((tb - t0) / interval - 1e-9)
         grid_at[0], grid_at[1] = tb, kb
@@ -121,7 +126,6 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
                 below_s[vo] += t - below_since.pop(vo)
         touched.clear()
 
-    span_end = max(tj.job.submit_time for tj in workload)
     step = max(interval, (span_end - t0) / max(1, opts.timeline_points))
     tl: dict[str, list] = {"t": [], "used": [], "running": [], "queued": [], "packing_index": []}
     last_sample = -math.inf
@@ -229,6 +233,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         for vo in names
     }
     res.occupancy = acc["q_used"] / acc["q_avail"] if acc["q_avail"] else 1.0
+    res.occupancy_submitting = acc["s_used"] / acc["s_avail"] if acc["s_avail"] else res.occupancy
     if classes:
         # Farm Fill Factor: used / available slots while jobs wait (the slots a packing
         # policy leaves idle show here) -- the same integral as the occupancy.

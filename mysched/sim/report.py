@@ -34,7 +34,8 @@ def format_result(r: SimResult) -> str:
                                                           if r.start_failures else "")
         + (f"; never started: {sum(r.unplaceable.values())} ("
            + ", ".join(f"{k} {v}" for k, v in sorted(r.unplaceable.items())) + ")" if r.unplaceable else ""),
-        f"  occupancy        {r.occupancy:7.2%}   (used / available slot-seconds while jobs queued)",
+        f"  occupancy        {r.occupancy:7.2%}   (used / available slot-seconds while jobs queued; "
+        f"{r.occupancy_submitting:.2%} until the last submission)",
         f"  diversity        {r.diversity:7.3f}   (distinct users / jobs per busy node)",
         f"  share violations {r.share_violations:7d}   (starts over guarantee while a VO below it could run)",
         f"  wait             mean {_hms(w['mean'])}, p50 {_hms(w['p50'])}, p95 {_hms(w['p95'])}, max {_hms(w['max'])}"

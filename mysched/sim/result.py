@@ -35,6 +35,10 @@ class SimResult:
     started: int = 0
     finished: int = 0
     occupancy: float = 0.0
+    occupancy_submitting: float = 0.0
+    """The occupancy up to the workload's last submission: a farm that goes on receiving work,
+    without the drain-out at the end of a finite workload (where, say, an idle guarantee keeps
+    room that no job left in the queue may borrow)."""
     diversity: float = 0.0
     share_violations: int = 0
     vo: dict[str, dict] = field(default_factory=dict)
@@ -74,6 +78,7 @@ class SimResult:
             "started": self.started,
             "finished": self.finished,
             "occupancy": round(self.occupancy, 6),
+            "occupancy_submitting": round(self.occupancy_submitting, 6),
             "vo": self.vo,
             "share_violations": self.share_violations,
             "diversity": round(self.diversity, 6),

@@ -180,3 +180,20 @@ def test_plots_without_matplotlib_fail_before_simulating(monkeypatch, capsys):
     assert main(["simulate", "--plot", "x.png"]) == 2
     err = capsys.readouterr().err
     assert "--plot needs matplotlib" in err and "mysched[plot]" in err
+
+
+def test_occupancy_until_the_last_submission_leaves_out_the_drain_out():
+    # wn0001 is for group s only. While work still arrives both nodes are busy; after the last
+    # submission only group a is left in the queue and wn0001 stands idle beside it: the
+    # whole-run occupancy counts that drain-out, the figure until the last submission does not.
+    cfg = config_from_text('vos = { a = { groups = ["a"]; share = 50; }; s = { groups = ["s"]; share = 50; }; };\n'
+                           'node_types = { special = { nodes = ["wn0001"]; groups = ["s"]; }; };')
+    t0 = 1e9
+    wl = [TraceJob(Job("s0", "q", "s1", "s", submit_time=t0, walltime=2000.0), 1000.0),
+          TraceJob(Job("a0", "q", "a1", "a", submit_time=t0, walltime=2000.0), 1000.0)]
+    wl += [TraceJob(Job(f"a{i}", "q", "a1", "a", submit_time=t0 + 100 * i, walltime=2000.0), 300.0) for i in (1, 2, 3)]
+    r = simulate(wl, cfg, make_nodes(2, 1), SimOptions())
+    assert r.started == 5
+    assert r.occupancy_submitting == 1.0
+    assert r.occupancy < 0.85
+    assert r.to_json()["occupancy_submitting"] == 1.0
