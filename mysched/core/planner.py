@@ -328,7 +328,9 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         # walltime too
         ckey = (queue, vo, group, job.cores, pc.name if pc else None,
                 job.walltime if self.resv_nodes or self.draining or self.pool_on else None)
-        if self._class_cache:
+        # a job's own reservation opens nodes to it alone: no wait of its class stands for it
+        mine = job.id in self.out.reservations
+        if self._class_cache and not mine:
             cached = self._class_cache.get(ckey)
             if cached is not None:
                 self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
@@ -343,7 +345,8 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
             ld = self._place(job, vo, pc, rules)
         if ld is None:
             w = self._explain(job, vo, pc)
-            self._class_cache[ckey] = w
+            if not mine:
+                self._class_cache[ckey] = w
             self._wait(job, w.reason, vo, w.detail, w.nodes_rejected)
             return w.reason
         self._commit(job, vo, pc, ld, reason)

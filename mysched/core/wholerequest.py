@@ -136,7 +136,8 @@ class RequestPlacing:
         req = job.request
         key = (job.queue, vo, job.group, req, pc.name if pc else None,
                job.walltime if self.resv_nodes or self.draining or self.pool_on else None)
-        cached = self._class_cache.get(key)
+        mine = job.id in self.out.reservations  # its own reserved nodes: the class's wait is not its
+        cached = None if mine else self._class_cache.get(key)
         if cached is not None:
             self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
             return cached.reason
@@ -154,7 +155,9 @@ class RequestPlacing:
             if self._pool_refused:  # room there was, but a guarantee pool kept it
                 reason = max(sorted(self._pool_refused), key=self._pool_refused.get)
                 got += f"; {self._pool_refused[reason]} node(s) with room refused it ({self._pool_detail(job, vo, reason)})"
-            w = self._class_cache[key] = Wait(job.id, reason, 0, 0.0, got, None)
+            w = Wait(job.id, reason, 0, 0.0, got, None)
+            if not mine:
+                self._class_cache[key] = w
             self._wait(job, w.reason, vo, w.detail)
             return w.reason
         self._commit_places(job, vo, pc, got, reason)

@@ -143,3 +143,17 @@ def test_a_kept_procs_reservation_moves_to_cores_that_start_it_even_a_second_ear
     p = plan(snap(jobs, ones(4)), config_from_text(CFG), Usage(), NOW, policy="easy", reservations=kept)
     assert p.reservations["big"].start == NOW + 100 and set(p.reservations["big"].nodes) == {"wn01", "wn02"}
     assert not p.starts and p.waits["long"].reason == "reserved"
+
+
+def test_the_reserved_job_starts_on_its_nodes_when_a_job_of_its_class_ranks_before_it():
+    # Waits are cached per job class (queue, VO, group, cores, walltime): the refusal of a job
+    # ranked before the owner -- "reserved" -- must not stand for the owner, which may use them.
+    _, nodes = farm()
+    cfg = config_from_text(CFG)
+    first = plan(snap(farm()[0] + [q("big", cores=4, walltime=500, submit=1)], nodes), cfg, Usage(), NOW)
+    assert first.reservations["big"].nodes == ("wn01",)
+    later = [run(f"b{i}", "wn02", NOW + 1000) for i in range(2)]  # wn01's jobs ended
+    jobs = later + [q("twin", cores=4, walltime=500, submit=0.5), q("big", cores=4, walltime=500, submit=1)]
+    p = plan(snap(jobs, nodes), cfg, Usage(), NOW + 100, reservations=first.reservations)
+    assert {s.job_id: s.placement[0][0] for s in p.starts} == {"big": "wn01"}
+    assert p.waits["twin"].reason == "reserved"
