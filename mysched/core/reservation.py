@@ -87,8 +87,9 @@ class Reserving:
 
     def _hold(self, job_id: str, start: float, nodes: list[str]) -> None:
         self.out.reservations[job_id] = Reservation(job_id, start, tuple(nodes))
-        for n in nodes:
-            self.resv_nodes[n] = (start, job_id)
+        held = self.resv_nodes
+        for n in nodes:  # a released node stays closed for the rest of this cycle
+            held[n] = (-math.inf if held.get(n, (0.0,))[0] == -math.inf else start, job_id)
         self.resv_depth -= 1
         self._wake(start)
 
@@ -97,8 +98,8 @@ class Reserving:
         not fit (EASY: the new head of the queue, else unprotected for a cycle while later jobs
         backfill). Its nodes left free stay closed for the rest of the cycle -- room that opened
         mid-cycle would go to a later, lower-ranked job over one refused earlier (a share
-        violation) -- but the next reservation may take them. The plan still shows the
-        reservation."""
+        violation) -- but the next reservation may take them (from the next cycle on: this
+        one they stay closed, to backfill too). The plan still shows the reservation."""
         self._released.add(job_id)
         self.resv_depth += 1
         for n, held in list(self.resv_nodes.items()):

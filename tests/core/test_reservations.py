@@ -157,3 +157,21 @@ def test_the_reserved_job_starts_on_its_nodes_when_a_job_of_its_class_ranks_befo
     p = plan(snap(jobs, nodes), cfg, Usage(), NOW + 100, reservations=first.reservations)
     assert {s.job_id: s.placement[0][0] for s in p.starts} == {"big": "wn01"}
     assert p.waits["twin"].reason == "reserved"
+
+
+def test_a_released_node_stays_closed_when_the_next_reservation_takes_it():
+    # big was promised wn01 but starts on wn02, which emptied; wn01 is closed for the rest of
+    # the cycle, and big2's new reservation there must not open it to a job ranked after one
+    # it refused (a share violation between VOs)
+    wn01 = [run(f"a{i}", "wn01", NOW + 100) for i in range(3)]
+    cfg = config_from_text(CFG)
+    nodes = [Node("wn01", 4), Node("wn02", 4)]
+    on02 = [run(f"b{i}", "wn02", NOW + 1000) for i in range(4)]
+    first = plan(snap(wn01 + on02 + [q("big", cores=4, walltime=500, submit=1)], nodes), cfg, Usage(), NOW)
+    assert first.reservations["big"].nodes == ("wn01",)
+    jobs = wn01 + [q("big", cores=4, walltime=500, submit=1), q("s1", walltime=50, submit=2),
+                   q("big2", cores=4, walltime=500, submit=3), q("s2", walltime=60, submit=4)]
+    p = plan(snap(jobs, nodes), cfg, Usage(), NOW + 1, reservations=first.reservations)
+    assert {s.job_id: s.placement[0][0] for s in p.starts} == {"big": "wn02"}
+    assert p.reservations["big2"].nodes == ("wn01",)
+    assert p.waits["s1"].reason == p.waits["s2"].reason == "reserved"
