@@ -83,3 +83,19 @@ def test_a_draining_node_backfills_jobs_that_end_before_its_own_jobs_do():
     p = plan(snap(later + [q("tiny", submit=0.5, walltime=60), q("mc", cores=4, submit=1)], nodes), CONFIG,
              Usage(), NOW + 700, drains=first.drains)
     assert {s.job_id: s.placement[0][0] for s in p.starts} == {"mc": "wn03"}
+
+
+def test_a_reserved_multicore_job_gets_its_node_when_a_twin_ranks_first():
+    # With reservations on, the first multi-core job that does not fit is promised the node
+    # that frees first (wn01; wn03 drains beside it). When that node is empty the job starts
+    # there, even if another job of its class (same queue, group, cores, walltime) now ranks
+    # before it and is refused the node: the emptied node does not sit idle under the promise.
+    cfg = config_from_text(CFG.replace("reservation_depth = 0", "reservation_depth = 1"))
+    running, nodes = full_farm()
+    first = plan(snap(running + [q("mc", cores=4, submit=1, walltime=9000)], nodes), cfg, Usage(), NOW)
+    assert first.reservations["mc"].nodes == ("wn01",) and set(first.drains) == {"wn03"}
+    later = [j for j in running if not j.id.startswith("a")]  # wn01's jobs ended
+    jobs = later + [q("twin", cores=4, submit=0.5, walltime=9000), q("mc", cores=4, submit=1, walltime=9000)]
+    p = plan(snap(jobs, nodes), cfg, Usage(), NOW + 700, reservations=first.reservations, drains=first.drains)
+    assert {s.job_id: s.placement[0][0] for s in p.starts} == {"mc": "wn01"}
+    assert p.waits["twin"].reason == "reserved"
