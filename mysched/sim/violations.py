@@ -84,7 +84,12 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
                 d[("v", jvo)] = d.get(("v", jvo), 0) + 1
                 d[("g", j.group)] = d.get(("g", j.group), 0) + 1
 
-    held = {n: (r.start, r.job_id) for r in p.reservations.values() for n in r.nodes}
+    # A node's first reservation in the plan is the one its starts met: a reservation made
+    # later (after the cycle's starts, on the nodes of a reserved job that started) refused nothing.
+    held: dict[str, tuple[float, str]] = {}
+    for r in p.reservations.values():
+        for n in r.nodes:
+            held.setdefault(n, (r.start, r.job_id))
     mc_min = config.drain.min_cores
 
     def fits(j: Job, vo: str, name: str) -> bool:
