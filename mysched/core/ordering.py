@@ -142,6 +142,9 @@ class Ordering:
                 vq.heap.push(g, self._sub_key(ug.get(g, 0.0), self.group_slots.get(g, 0), g))
             heap.push(vo, self._vo_key(vo))
         limit = self.cfg.max_starts_per_cycle
+        # Jobs holding a reservation (kept from the last cycle) go first once no VO below its
+        # guarantee is left to try: they start as soon as they fit (see `reservation`).
+        first = {j.id for j, _ in eligible if j.id in self.out.reservations}
         while True:
             vo = heap.peek()
             if vo is None:
@@ -152,12 +155,17 @@ class Ordering:
             if self.free_total <= 0:
                 self._drain_tree(vos, heap, "no_free_slot")
                 return
+            if first and heap.current[vo][0] == 1:
+                self._run_reserved(eligible, first, vos, heap)
+                first = set()
+                continue
             vq = vos[vo]
             g = vq.heap.peek()
             gq = vq.groups[g]
             u = gq.heap.peek()
             uq = gq.users[u]
             job = uq.jobs.popleft()
+            first.discard(job.id)
             was_below = self.vo_slots.get(vo, 0) < self.vo_facts[vo].guarantee
             why = self._try(job, vo, "share" if was_below else "fairshare")
             if why == "vo_limit":
@@ -182,6 +190,42 @@ class Ordering:
             if not vq.groups:
                 heap.remove(vo)
             elif why is None:
+                heap.push(vo, self._vo_key(vo))
+
+    def _run_reserved(self, eligible: list[tuple[Job, str]], first: set[str], vos: dict[str, _VOQ],
+                      heap: _Heap) -> None:
+        """Try the reserved jobs `first` (in submit order) ahead of the share tree, and take
+        them out of it."""
+        limit = self.cfg.max_starts_per_cycle
+        uu, ug = self.usage.user, self.usage.group
+        for job, vo in eligible:
+            if job.id not in first:
+                continue
+            vq = vos.get(vo)
+            gq = vq.groups.get(job.group) if vq is not None else None
+            uq = gq.users.get(job.user) if gq is not None else None
+            if uq is None or job not in uq.jobs:
+                continue  # its VO or group was drained for a limit: it has its wait
+            uq.jobs.remove(job)
+            if len(self.out.starts) >= limit or self.free_total <= 0:
+                self._wait(job, "start_limit" if self.free_total > 0 else "no_free_slot", vo)
+                started = False
+            else:
+                started = self._try(job, vo, "fairshare") is None
+            if not uq.jobs:
+                gq.heap.remove(job.user)
+                del gq.users[job.user]
+            elif started:
+                gq.heap.push(job.user, self._sub_key(uu.get(job.user, 0.0), self.user_slots.get(job.user, 0), job.user))
+            if not gq.users:
+                vq.heap.remove(job.group)
+                del vq.groups[job.group]
+            elif started:
+                vq.heap.push(job.group, self._sub_key(ug.get(job.group, 0.0), self.group_slots.get(job.group, 0),
+                                                      job.group))
+            if not vq.groups:
+                heap.remove(vo)
+            elif started:
                 heap.push(vo, self._vo_key(vo))
 
     def _drain_group(self, gq: _GroupQ, vo: str, reason: str) -> None:

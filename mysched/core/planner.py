@@ -188,6 +188,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         self._resv_restore(eligible)
         self._drain_restore(eligible)
         self._pool_setup(eligible)
+        hot_jobs: list[tuple[Job, str]] = []
         if self.policy == "mysched":
             hot = self.cfg.hot
             hot_jobs = [(j, vo) for j, vo in eligible if j.queue in hot.queues or vo in hot.vos
@@ -195,6 +196,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
             if hot_jobs:
                 hot_ids = {j.id for j, _ in hot_jobs}
                 eligible = [(j, vo) for j, vo in eligible if j.id not in hot_ids]
+            self._resv_order = hot_jobs + eligible
             stopped = self._run_list(hot_jobs, "hot")
             if stopped:
                 self._drain_list(eligible, stopped)
@@ -202,6 +204,8 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
                 self._run_shares(eligible)
         else:
             self._run_list(eligible, "easy" if self.policy == "easy" else "fifo")
+        if self.shares:
+            self._resv_longest_waiting(self._resv_order)
         if self.out.reservations:
             self._resv_check()
         self._drain_update()
@@ -258,9 +262,8 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
     # -- bookkeeping ------------------------------------------------------------------------
     def _wait(self, job: Job, reason: str, vo: str, detail: str = "", nodes_rejected=None) -> None:
         self.rank += 1
-        if reason == "no_free_slot" and self.resv_depth > 0 and (
-                job.cores > 1 or (job.request is not None and not job.request.simple)):
-            more = self._reserve(job, vo)
+        if reason == "no_free_slot" and (job.cores > 1 or (job.request is not None and not job.request.simple)):
+            more = self._resv_on_refusal(job, vo)
             if more:
                 detail = detail + more if detail else more[2:]
         self.out.waits[job.id] = Wait(job.id, reason, self.rank, self.vo_facts[vo].priority, detail, nodes_rejected)
@@ -422,6 +425,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         if self.resv_on:  # what a reservation must wait for
             end = self.now + job.walltime if job.walltime is not None else math.inf
             self._started_ends.extend((name, end, c) for name, c in placement)
+            self._started_ids.add(job.id)
         self.rank = rank = self.rank + 1
         self.out.starts.append(_new_start((job.id, placement, reason, vo, group, user, queue, cores, rank,
                                            self.vo_facts[vo].priority)))
