@@ -175,3 +175,72 @@ def test_a_released_node_stays_closed_when_the_next_reservation_takes_it():
     assert {s.job_id: s.placement[0][0] for s in p.starts} == {"big": "wn02"}
     assert p.reservations["big2"].nodes == ("wn01",)
     assert p.waits["s1"].reason == p.waits["s2"].reason == "reserved"
+
+
+# -- the share order and the depth (issue #10) -------------------------------------------------
+
+TWO_VOS = 'vos = { atlas = { groups = ["atlas"]; share = 10; }; cms = { groups = ["cms"]; share = 10; }; };\n'
+"""Equal shares, too small for a guarantee on 8 slots: the fair-share order alone."""
+
+
+def vq(jid, vo, cores=1, walltime=None, submit=0.0):
+    return Job(jid, "q", f"u-{vo}", vo, cores, JobState.QUEUED, submit, None, walltime)
+
+
+def vrun(jid, vo, node, end, cores=1):
+    return Job(jid, "q", f"u-{vo}", vo, cores, JobState.RUNNING, 0.0, NOW - 10, end - (NOW - 10),
+               placement=((node, cores),))
+
+
+def test_the_reservation_goes_to_the_wide_job_that_waited_longest_not_to_the_lighter_vo():
+    """A VO far above its share (atlas) comes last in the fair-share order. Its wide job has
+    waited longest: it gets the reservation, not the wide job the lighter VO (cms) submitted
+    later -- else each new wide job of a lighter VO would take the depth before it, and it
+    would wait until none is left (74 days on SDSC-SP2)."""
+    nodes = [Node("wn01", 4), Node("wn02", 4)]
+    running = [vrun(f"a{i}", "atlas", "wn01", NOW + 100) for i in range(4)] + [
+        vrun(f"c{i}", "cms", "wn02", NOW + 2000) for i in range(3)]  # one core free on wn02
+    jobs = running + [vq("old-wide", "atlas", cores=4, walltime=500, submit=1),
+                      vq("new-wide", "cms", cores=4, walltime=500, submit=50)]
+    heavy = Usage(vo={"atlas": 9e6, "cms": 1e3}, group={"atlas": 9e6, "cms": 1e3},
+                  user={"u-atlas": 9e6, "u-cms": 1e3})
+    cfg = config_from_text(TWO_VOS + CFG_DEPTH_1)
+    p = plan(snap(jobs, nodes), cfg, heavy, NOW)
+    assert p.waits["new-wide"].rank < p.waits["old-wide"].rank  # the share order is unchanged
+    assert set(p.reservations) == {"old-wide"} and p.reservations["old-wide"].start == NOW + 100
+    assert "reserved wn01 in 100 s" in p.waits["old-wide"].detail
+    # Kept from cycle to cycle while the lighter VO's wide jobs keep coming.
+    jobs.append(vq("newer-wide", "cms", cores=4, walltime=500, submit=60))
+    p2 = plan(snap(jobs, nodes), cfg, heavy, NOW + 10, reservations=p.reservations)
+    assert set(p2.reservations) == {"old-wide"}
+
+
+def test_on_a_full_farm_the_wide_job_that_waited_longest_is_promised_its_nodes():
+    """No core free: nothing is tried, yet the reservation is made (after the cycle's starts)."""
+    nodes = [Node("wn01", 4), Node("wn02", 4)]
+    running = [vrun(f"a{i}", "atlas", "wn01", NOW + 100) for i in range(4)] + [
+        vrun(f"c{i}", "cms", "wn02", NOW + 2000) for i in range(4)]
+    jobs = running + [vq("old-wide", "atlas", cores=4, walltime=500, submit=1),
+                      vq("new-wide", "cms", cores=4, walltime=500, submit=50)]
+    p = plan(snap(jobs, nodes), config_from_text(TWO_VOS + CFG_DEPTH_1), Usage(), NOW)
+    assert set(p.reservations) == {"old-wide"} and p.reservations["old-wide"].nodes == ("wn01",)
+
+
+def test_a_reserved_job_starts_as_soon_as_it_fits_ahead_of_the_share_order():
+    """A reserved job that fits now (here on a node that freed early, not the one reserved for
+    it) starts now, before the jobs of a VO with more priority take that room (EASY tries its
+    head first); it does not wait for its reservation to come due."""
+    nodes = [Node("wn01", 4), Node("wn02", 4), Node("wn03", 4)]
+    running = [vrun(f"a{i}", "atlas", "wn01", NOW + 100) for i in range(4)] + [
+        vrun(f"c{i}", "cms", "wn02", NOW + 2000) for i in range(4)]  # wn03's jobs ended early
+    before = {"old-wide": Reservation("old-wide", NOW + 100, ("wn01",))}
+    jobs = running + [vq("old-wide", "atlas", cores=4, walltime=500, submit=1),
+                      vq("long", "cms", cores=1, walltime=5000, submit=2)]
+    heavy = Usage(vo={"atlas": 9e6, "cms": 1e3}, group={"atlas": 9e6, "cms": 1e3},
+                  user={"u-atlas": 9e6, "u-cms": 1e3})
+    p = plan(snap(jobs, nodes), config_from_text(TWO_VOS + CFG_DEPTH_1), heavy, NOW, reservations=before)
+    assert [(s.job_id, s.placement) for s in p.starts] == [("old-wide", (("wn03", 4),))]
+    assert p.waits["long"].reason in ("no_free_slot", "reserved")
+
+
+CFG_DEPTH_1 = "scheduler = { reservation_depth = 1; };\n"
