@@ -39,8 +39,9 @@ echo "== $(basename "$trace") on $nodes x $slots"
 python3 "$here/tools/easy_reference.py" "$plain" "$((nodes * slots))" > "$work/textbook.json"
 "$mysched" simulate --trace "$trace" --nodes "$nodes" --slots-per-node "$slots" --policy easy \
   --event-driven --progress never --json "$work/easy.json" > "$work/easy.log"
+# the daemon also cycles on pbs_server's job events, so both policies run event-driven, as AccaSim does
 "$mysched" simulate --trace "$trace" --nodes "$nodes" --slots-per-node "$slots" --policy mysched \
-  --progress never --json "$work/mysched.json" > "$work/mysched.log"
+  --event-driven --progress never --json "$work/mysched.json" > "$work/mysched.log"
 python3 - "$work" <<'PY'
 import json, sys
 w = sys.argv[1]
