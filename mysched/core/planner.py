@@ -37,7 +37,7 @@ from mysched.core.model import Job, JobState, Snapshot
 from mysched.core.index import NodeIndex
 from mysched.core.ordering import Ordering
 from mysched.core.placement import Placing, _Loads, _Rules
-from mysched.core.reservation import Reservation, Reserving
+from mysched.core.reservation import Reservation, Reserving, wants_reservation
 from mysched.core.drain import Drain, Draining
 from mysched.core.guarantee import Guaranteeing
 from mysched.core.plan import Plan, Start, Wait
@@ -262,7 +262,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
     # -- bookkeeping ------------------------------------------------------------------------
     def _wait(self, job: Job, reason: str, vo: str, detail: str = "", nodes_rejected=None) -> None:
         self.rank += 1
-        if reason == "no_free_slot" and (job.cores > 1 or (job.request is not None and not job.request.simple)):
+        if reason == "no_free_slot" and wants_reservation(job):
             more = self._resv_on_refusal(job, vo)
             if more:
                 detail = detail + more if detail else more[2:]

@@ -18,10 +18,10 @@ Memory and per-node limits are not part of the estimate (the nodes' cores are).
 Under the fair-share order (policy ``mysched``) the depth goes by waiting time, not by the
 order: a multi-core job refused in the order takes a reservation only if no older multi-core
 job (hot-list jobs count as older) without one may still need it, and after the cycle's starts
-the depth left goes to the longest-waiting multi-core jobs that wait for capacity. Given in the share order, the depth went to the
-lightest users' wide jobs again and again, and a VO above its share had its wide jobs wait
-until nobody else's did (on SDSC-SP2, 64-core jobs of the heaviest group waited up to 74 days).
-A job holding a reservation is then tried before the fair-share order -- after the hot list and
+the depth left goes to the longest-waiting multi-core jobs that wait for capacity. Given in
+the share order, the depth went to the lightest users' wide jobs again and again, and a VO
+above its share had its wide jobs wait until nobody else's did (on SDSC-SP2, 64-core jobs of
+the heaviest group waited up to 74 days). A job holding a reservation is then tried before the fair-share order -- after the hot list and
 the VOs below their guarantee -- so it starts as soon as room opens (requested walltimes are
 long, jobs end early), not only when its reservation comes due (EASY tries its head first).
 """
@@ -36,6 +36,12 @@ from mysched.core.model import Job
 
 _CAPACITY = ("no_free_slot", "reserved", "packing", "node_load")
 """Waits that capacity freeing up ends: the ones a reservation serves."""
+
+
+def wants_reservation(job: Job) -> bool:
+    """A job that needs more than the next free slot: several cores, or a whole request
+    (nodes, hosts, properties, memory)."""
+    return job.cores > 1 or (job.request is not None and not job.request.simple)
 
 
 class Reservation(NamedTuple):
@@ -105,8 +111,8 @@ class Reserving:
             return ""
         if self.shares:
             if self._resv_line is None:
-                self._resv_line = [j.id for j, _ in self._resv_order if j.id not in self.out.reservations
-                                   and (j.cores > 1 or (j.request is not None and not j.request.simple))]
+                self._resv_line = [j.id for j, _ in self._resv_order
+                                   if j.id not in self.out.reservations and wants_reservation(j)]
                 self._resv_line.reverse()  # oldest last: popped as they start or get a reservation
             line, started, resv, waits = self._resv_line, self._started_ids, self.out.reservations, self.out.waits
             while line and (line[-1] in started or line[-1] in resv):
@@ -131,8 +137,7 @@ class Reserving:
         for job, vo in jobs:
             if self.resv_depth <= 0:
                 return
-            if job.id in self.out.reservations or not (
-                    job.cores > 1 or (job.request is not None and not job.request.simple)):
+            if job.id in self.out.reservations or not wants_reservation(job):
                 continue
             w = waits.get(job.id)
             if w is None or w.reason not in _CAPACITY:
