@@ -38,6 +38,18 @@ def config_text(slots: int, loan_h: float, pools: bool) -> str:
     return text
 
 
+def simulate_json(args: list[str], js: str) -> dict | None:
+    """`mysched simulate ARGS --json JS` with this Python: its figures, or None when it failed
+    (mysched has said why, naming the file and key)."""
+    cmd = [sys.executable, "-c", "import sys; from mysched.cli.main import main; sys.exit(main())",
+           "simulate", *args, "--json", js]
+    print("$ mysched simulate", " ".join(args), flush=True)
+    if subprocess.run(cmd).returncode != 0:
+        return None
+    with open(js) as f:
+        return json.load(f)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=50)
@@ -50,21 +62,18 @@ def main() -> int:
     a = ap.parse_args()
     packages = a.nodes * (a.slots // 8)
     bursts = a.bursts or max(1, int(packages * 0.25 * 1.5))
-    mysched = [sys.executable, "-c", "import sys; from mysched.cli.main import main; sys.exit(main())"]
     out = {}
     with tempfile.TemporaryDirectory() as d:
         for pools in (False, True):
             cfg = os.path.join(d, f"pools-{pools}.cfg")
             with open(cfg, "w") as f:
                 f.write(config_text(a.slots, a.loan, pools))
-            js = os.path.join(d, f"pools-{pools}.json")
-            cmd = mysched + ["simulate", "-c", cfg, "--nodes", str(a.nodes), "--slots-per-node", str(a.slots),
-                             "--duration", str(a.duration), "--seed", str(a.seed), "--bursts", str(bursts),
-                             "--burst-every", str(a.burst_every), "--json", js]
-            print("$ mysched", " ".join(cmd[3:]), flush=True)
-            subprocess.run(cmd, check=True)
-            with open(js) as f:
-                out[pools] = json.load(f)
+            got = simulate_json(["-c", cfg, "--nodes", str(a.nodes), "--slots-per-node", str(a.slots),
+                                 "--duration", str(a.duration), "--seed", str(a.seed), "--bursts", str(bursts),
+                                 "--burst-every", str(a.burst_every)], os.path.join(d, f"pools-{pools}.json"))
+            if got is None:
+                return 1
+            out[pools] = got
     base, got = out[False], out[True]
     pool = got["pools"]["mcore"]
     unmet = pool["consumers"]["group atlasmc"]
