@@ -8,6 +8,7 @@ VOs' per-node job limits (6 on 8 slots) grow with the node, as in tools/pools_si
 at 6, a 32-slot node would hold 6 single-core jobs of a VO but 6 eight-core ones.
 
 Usage: tools/mcore_sim.py [--nodes 50] [--slots 8] [--fraction 0.5] [--rate 120] [--max-draining 25]
+                          [--event-driven]
 Prints both reports and a summary against the issue's targets (run it with the Python that
 has mysched installed, e.g. .venv/bin/python).
 """
@@ -32,6 +33,8 @@ def main() -> int:
     ap.add_argument("--keep", default="30m")
     ap.add_argument("--duration", type=float, default=48.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--event-driven", action="store_true",
+                    help="cycle on job events too, as the daemon does when pbs_server contacts it")
     a = ap.parse_args()
     out = {}
     drain = (f'\ndrain = {{ rate = {a.rate:g}; max_draining = {a.max_draining}; keep = "{a.keep}"; '
@@ -43,7 +46,8 @@ def main() -> int:
         for frac in (0.0, a.fraction):
             got = simulate_json(["-c", cfg, "--nodes", str(a.nodes), "--slots-per-node", str(a.slots),
                                  "--duration", str(a.duration), "--seed", str(a.seed), "--mcore-fraction",
-                                 str(frac)], os.path.join(d, f"mcore-{frac}.json"))
+                                 str(frac)] + (["--event-driven"] if a.event_driven else []),
+                                os.path.join(d, f"mcore-{frac}.json"))
             if got is None:
                 return 1
             out[frac] = got
