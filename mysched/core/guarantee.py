@@ -206,8 +206,8 @@ class Guaranteeing:
             guardable = self.index.pool_guardable
             # guarded: what the idle guarantees need -- the last plan's first, then hosts that
             # run no job longer than a loan, in name order (so the set keeps still)
-            gated = {h for h, (pn, _g) in self._gates_prev.items() if pn == b.cfg.name}
-            for host in sorted(b.hosts, key=lambda h: (h not in gated, h in stuck, h)):
+            last = {h: g for h, (pn, g) in self._gates_prev.items() if pn == b.cfg.name}
+            for host in sorted(b.hosts, key=lambda h: (h not in last, h in stuck, h)):
                 if got >= idle:
                     break
                 if potential[host] > 0 and host in guardable:
@@ -221,7 +221,7 @@ class Guaranteeing:
                 # hosts held in the last plan stay held while anything is owed: a host let go
                 # would take loans again, and needed again (an owner's job ends early) it could
                 # keep the owners waiting longer than a loan may run
-                prev = {h for h, (pn, g) in self._gates_prev.items() if g == HELD and pn == b.cfg.name}
+                prev = {h for h, g in last.items() if g == HELD}
                 for host in sorted(b.gates, key=lambda h: (h not in prev, -b.hfree[h], soon[h], h)):
                     if got >= owed and host not in prev:
                         break

@@ -176,28 +176,36 @@ class Ordering:
                 self._drain_group(gq, vo, "group_limit")
                 vq.heap.remove(g)
                 del vq.groups[g]
-            elif not uq.jobs:
-                gq.heap.remove(u)
-                del gq.users[u]
-                if not gq.users:
-                    vq.heap.remove(g)
-                    del vq.groups[g]
-            if why is None:
-                if u in gq.users:
-                    gq.heap.push(u, self._sub_key(uu.get(u, 0.0), self.user_slots.get(u, 0), u))
-                if g in vq.groups:
-                    vq.heap.push(g, self._sub_key(ug.get(g, 0.0), self.group_slots.get(g, 0), g))
-            if not vq.groups:
-                heap.remove(vo)
-            elif why is None:
-                heap.push(vo, self._vo_key(vo))
+                if not vq.groups:
+                    heap.remove(vo)
+            else:
+                self._settle(heap, vo, vq, g, gq, u, uq, why is None)
+
+    def _settle(self, heap: _Heap, vo: str, vq: _VOQ, g: str, gq: _GroupQ, u: str, uq: _UserQ,
+                started: bool) -> None:
+        """After a job of user `u` (group `g`, VO `vo`) was taken from the share tree: drop the
+        queues it left empty, and re-rank what it started for (its slots now count)."""
+        if not uq.jobs:
+            gq.heap.remove(u)
+            del gq.users[u]
+            if not gq.users:
+                vq.heap.remove(g)
+                del vq.groups[g]
+        if started:
+            if u in gq.users:
+                gq.heap.push(u, self._sub_key(self.usage.user.get(u, 0.0), self.user_slots.get(u, 0), u))
+            if g in vq.groups:
+                vq.heap.push(g, self._sub_key(self.usage.group.get(g, 0.0), self.group_slots.get(g, 0), g))
+        if not vq.groups:
+            heap.remove(vo)
+        elif started:
+            heap.push(vo, self._vo_key(vo))
 
     def _run_reserved(self, eligible: list[tuple[Job, str]], first: set[str], vos: dict[str, _VOQ],
                       heap: _Heap) -> None:
         """Try the reserved jobs `first` (in submit order) ahead of the share tree, and take
         them out of it."""
         limit = self.cfg.max_starts_per_cycle
-        uu, ug = self.usage.user, self.usage.group
         for job, vo in eligible:
             if job.id not in first:
                 continue
@@ -212,21 +220,7 @@ class Ordering:
                 started = False
             else:
                 started = self._try(job, vo, "fairshare") is None
-            if not uq.jobs:
-                gq.heap.remove(job.user)
-                del gq.users[job.user]
-            elif started:
-                gq.heap.push(job.user, self._sub_key(uu.get(job.user, 0.0), self.user_slots.get(job.user, 0), job.user))
-            if not gq.users:
-                vq.heap.remove(job.group)
-                del vq.groups[job.group]
-            elif started:
-                vq.heap.push(job.group, self._sub_key(ug.get(job.group, 0.0), self.group_slots.get(job.group, 0),
-                                                      job.group))
-            if not vq.groups:
-                heap.remove(vo)
-            elif started:
-                heap.push(vo, self._vo_key(vo))
+            self._settle(heap, vo, vq, job.group, gq, job.user, uq, started)
 
     def _drain_group(self, gq: _GroupQ, vo: str, reason: str) -> None:
         for u in gq.heap.ordered():
