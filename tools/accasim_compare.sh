@@ -3,7 +3,7 @@
 # `mysched simulate` (mysched and fifo policies) on the same trace and farm, 60 s cycles.
 # Usage: tools/accasim_compare.sh [TRACE.swf.gz] [NODES] [SLOTS] [ROUNDS]
 #   defaults: LPC-EGEE-2004 from ../shared/traces, 70 x 2 cores, 3 rounds.
-#        tools/accasim_compare.sh easy [TRACE.swf.gz] [NODES] [SLOTS]
+#        tools/accasim_compare.sh easy [TRACE.swf.gz] [NODES] [SLOTS] [FACTOR]
 #   EASY mode: AccaSim's EASY backfilling against `--policy easy --event-driven` and the
 #   mysched policy, by mean wait and bounded slowdown (tools/accasim_compare_easy.sh).
 # Each round runs the three one after the other; the medians are compared with the targets

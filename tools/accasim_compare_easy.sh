@@ -4,8 +4,10 @@
 # trace and farm, in one run. Prints mean wait and mean bounded slowdown (tau 10 s) of each
 # and the ratios the resource-request issue targets (easy within 5 % of AccaSim's bounded
 # slowdown; the mysched policy's mean wait at most 1.2 x AccaSim's).
-# Usage: tools/accasim_compare_easy.sh [TRACE.swf.gz] [NODES] [SLOTS]
+# Usage: tools/accasim_compare_easy.sh [TRACE.swf.gz] [NODES] [SLOTS] [FACTOR]
 #   defaults: KTH-SP2 from ../shared/traces on 100 x 1 (also: CTC-SP2 430 x 1, SDSC-SP2 128 x 1).
+#   FACTOR is the mysched policy's scheduler.reservation_wait_factor (default 1.0, selective
+#   reservation as a parallel-workload site sets it; 0 is the embedded default, made for pilots).
 # Installs AccaSim into a scratch venv under ${TMPDIR:-/tmp} (needs PyPI once). AccaSim gets
 # the jobs mysched replays: its copy of the trace leaves out the lines mysched skips (jobs
 # cancelled before they started -- status 5 with no processor or no run time -- and lines
@@ -19,6 +21,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 trace=${1:-$here/../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz}
 nodes=${2:-100}
 slots=${3:-1}
+factor=${4:-1.0}
 work=${TMPDIR:-/tmp}/mysched-accasim-easy
 mkdir -p "$work"
 if [ ! -x "$work/venv/bin/python" ]; then
@@ -40,8 +43,10 @@ python3 "$here/tools/easy_reference.py" "$plain" "$((nodes * slots))" > "$work/t
 "$mysched" simulate --trace "$trace" --nodes "$nodes" --slots-per-node "$slots" --policy easy \
   --event-driven --progress never --json "$work/easy.json" > "$work/easy.log"
 # the daemon also cycles on pbs_server's job events, so both policies run event-driven, as AccaSim does
+printf 'scheduler = { reservation_wait_factor = %s; };\n' "$factor" > "$work/parallel.cfg"
+echo "(mysched policy: scheduler.reservation_wait_factor = $factor)"
 "$mysched" simulate --trace "$trace" --nodes "$nodes" --slots-per-node "$slots" --policy mysched \
-  --event-driven --progress never --json "$work/mysched.json" > "$work/mysched.log"
+  -c "$work/parallel.cfg" --event-driven --progress never --json "$work/mysched.json" > "$work/mysched.log"
 python3 - "$work" <<'PY'
 import json, sys
 w = sys.argv[1]

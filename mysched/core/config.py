@@ -320,6 +320,9 @@ class Config:
     max_starts_per_cycle: int = 1000
     reservation_depth: int = 1
     """How many waiting multi-core jobs get a reservation (EASY backfill); 0: none."""
+    reservation_wait_factor: float = 0.0
+    """A job gets a reservation only once it has waited this many times its requested walltime
+    (selective reservation); 0: at once."""
     drain: DrainConfig = DrainConfig()
     pools: tuple[PoolConfig, ...] = ()
     """Package guarantees, in configuration order (a host belongs to the first that selects it)."""

@@ -68,6 +68,14 @@ class Reserving:
         """Share order only: the jobs in the order the depth goes by (hot list, then the rest,
         each in submit order); `_resv_line` the multi-core ones without a reservation."""
         self._resv_line: list[str] | None = None
+        self._resv_factor = self.cfg.reservation_wait_factor
+
+    def _resv_due(self, job: Job) -> bool:
+        """Has `job` waited long enough for a reservation (`scheduler.reservation_wait_factor`
+        times its requested walltime: selective reservation, so short wide jobs backfill first
+        and only the ones that wait long hold nodes back)?"""
+        f = self._resv_factor
+        return f <= 0 or job.walltime is None or self.now - job.submit_time >= f * job.walltime
 
     def _fits_before(self, job: Job, held: tuple[float, str]) -> bool:
         """May `job` start now on a node `held` (start, job id)? Its owner may; another job
@@ -109,10 +117,10 @@ class Reserving:
         something else) could take that depth first."""
         if self.resv_depth <= 0:
             return ""
-        if self.shares:
+        if self.shares and self._resv_due(job):
             if self._resv_line is None:
-                self._resv_line = [j.id for j, _ in self._resv_order
-                                   if j.id not in self.out.reservations and wants_reservation(j)]
+                self._resv_line = [j.id for j, _ in self._resv_order if j.id not in self.out.reservations
+                                   and wants_reservation(j) and self._resv_due(j)]
                 self._resv_line.reverse()  # oldest last: popped as they start or get a reservation
             line, started, resv, waits = self._resv_line, self._started_ids, self.out.reservations, self.out.waits
             while line and (line[-1] in started or line[-1] in resv):
@@ -223,6 +231,9 @@ class Reserving:
         have = self.out.reservations.get(job.id)
         if have is not None:  # kept from the last cycle
             return f"; reserved {'+'.join(have.nodes)} in {have.start - self.now:.0f} s"
+        if not self._resv_due(job):
+            due = job.submit_time + self._resv_factor * (job.walltime or 0.0) - self.now
+            return f"; no reservation for {due:.0f} s yet (reservation_wait_factor)"
         ends = self._node_ends()
         names = self._open_nodes(self._keys_of(job, vo))
         parts = self._parts(job)

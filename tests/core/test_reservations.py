@@ -244,3 +244,38 @@ def test_a_reserved_job_starts_as_soon_as_it_fits_ahead_of_the_share_order():
 
 
 CFG_DEPTH_1 = "scheduler = { reservation_depth = 1; };\n"
+
+
+SELECTIVE = "scheduler = { reservation_wait_factor = 1.0; };\n"
+
+
+def test_with_a_wait_factor_a_wide_job_is_reserved_only_once_it_has_waited_its_walltime():
+    """Selective reservation: until the wide job has waited its requested walltime (500 s),
+    backfill is free to take its node and `why` says when the reservation comes; from then on
+    it is promised the node that frees first, as without the factor."""
+    running, nodes = farm()
+    running.append(run("b2", "wn02", NOW + 1000))  # wn02: one slot left
+
+    def jobs(big_submit):
+        return running + [q("big", cores=4, walltime=500, submit=big_submit),
+                          q("long", walltime=5000, submit=NOW - 50), q("long2", walltime=5000, submit=NOW - 40)]
+    cfg = config_from_text(CFG + SELECTIVE)
+    p = plan(snap(jobs(NOW - 100), nodes), cfg, Usage(), NOW)
+    assert not p.reservations
+    assert {s.job_id for s in p.starts} == {"long", "long2"}  # one of them on wn01
+    assert "no reservation for 400 s yet" in p.waits["big"].detail
+    p2 = plan(snap(jobs(NOW - 500), nodes), cfg, Usage(), NOW)
+    assert p2.reservations["big"].nodes == ("wn01",)
+    assert {s.job_id for s in p2.starts} == {"long"} and p2.waits["long2"].reason == "reserved"
+
+
+def test_a_wide_job_not_yet_due_does_not_take_the_depth_from_one_that_is():
+    """Under the share order the depth goes to the longest-waiting wide job that is due: an
+    older one with a long walltime (not due) does not keep the shorter one from its reservation."""
+    nodes = [Node("wn01", 4), Node("wn02", 4)]
+    running = [vrun(f"a{i}", "atlas", "wn01", NOW + 100) for i in range(4)] + [
+        vrun(f"c{i}", "cms", "wn02", NOW + 2000) for i in range(3)]
+    jobs = running + [vq("old-long", "atlas", cores=4, walltime=50_000, submit=1),
+                      vq("new-short", "cms", cores=4, walltime=300, submit=500)]
+    p = plan(snap(jobs, nodes), config_from_text(TWO_VOS + "scheduler = { reservation_depth = 1; reservation_wait_factor = 1.0; };\n"), Usage(), NOW)
+    assert set(p.reservations) == {"new-short"} and p.reservations["new-short"].nodes == ("wn01",)
