@@ -58,8 +58,22 @@ def main() -> int:
           + (f"drain {a.rate:g}/h, at most {a.max_draining} draining:" if a.rate > 0 else "no drain:"))
     print(f"  occupancy single-core {single['occupancy']:.2%}, multi-core run {multi['occupancy']:.2%} "
           f"(difference {100 * (multi['occupancy'] - single['occupancy']):+.2f} points)")
+    sub1, subm = single["occupancy_submitting"], multi["occupancy_submitting"]
+    print(f"  until the last submission: single-core {sub1:.2%}, multi-core run {subm:.2%} "
+          f"(difference {100 * (subm - sub1):+.2f} points)")
     print(f"  mean wait 1 core {w1 / 3600:.2f} h, 2-8 cores {wm / 3600:.2f} h "
           f"(ratio {wm / w1 if w1 else float('inf'):.2f}; target <= 2)")
+    both = {}  # the VOs that submit multi-core jobs: their own 1-core jobs beside them
+    for v in multi["vo"].values():
+        if "2-8" in v["wait_by_size"]:
+            for cls, w in v["wait_by_size"].items():
+                acc = both.setdefault(cls, [0.0, 0])
+                acc[0] += w["mean"] * w["jobs"]
+                acc[1] += w["jobs"]
+    if "1" in both and "2-8" in both:
+        s1, sm = both["1"][0] / both["1"][1], both["2-8"][0] / both["2-8"][1]
+        print(f"  within the VOs that submit them: 1 core {s1 / 3600:.2f} h, 2-8 cores {sm / 3600:.2f} h "
+              f"(ratio {sm / s1 if s1 else float('inf'):.2f})")
     print(f"  drain waste {multi['drain_waste']:.2%}; share violations {multi['share_violations']} "
           f"(single-core run {single['share_violations']})")
     return 0

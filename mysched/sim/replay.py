@@ -229,6 +229,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             "guarantee": guarantees.get(vo, 0),
             "used": round(vo_area.get(vo, 0.0) / used_total, 6) if used_total else 0.0,
             "below_guarantee_s": round(below_s.get(vo, 0.0), 1),
+            "wait_by_size": {c: {"jobs": n, "mean": round(w / n, 1)}
+                             for c, (w, n) in sorted(res.vo_wait.get(vo, {}).items())},
         }
         for vo in names
     }
@@ -313,7 +315,11 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
         res.started += 1
         wait = now - job.submit_time
         res.wait.append(wait)
-        res.by_size.setdefault(size_class(job.cores), []).append((wait, farm._meta[s.job_id][0]))
+        cls = size_class(job.cores)
+        res.by_size.setdefault(cls, []).append((wait, farm._meta[s.job_id][0]))
+        acc = res.vo_wait.setdefault(s.vo, {}).setdefault(cls, [0.0, 0])
+        acc[0] += wait
+        acc[1] += 1
     if held is not None:
         _count_idle(held, farm, set(p.drains) | {n for r in p.reservations.values() for n in r.nodes}, now)
     return p.wake_at

@@ -63,6 +63,9 @@ class SimResult:
     """Package guarantees (`mysched.sim.poolstats.PoolWatch.figures`)."""
     by_size: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     """Size class (1, 2-8, >8 cores) -> (wait, run time) of each job started."""
+    vo_wait: dict[str, dict[str, list]] = field(default_factory=dict)
+    """VO -> size class -> [summed wait, jobs started]: a VO's multi-core wait beside its own
+    single-core wait, apart from where fair share puts the VO."""
     throttled_s: dict[str, float] | None = None
     """With a load series: VO -> slot-seconds its jobs waited for external load."""
     throttle_log: list = field(default_factory=list)

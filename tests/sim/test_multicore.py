@@ -35,3 +35,16 @@ def test_the_partition_shortens_multicore_waits_and_reports_what_it_costs():
     mc = {k: r["by_size"]["2-8"]["wait_mean"] for k, r in (("plain", plain), ("easy", easy), ("part", part))}
     assert mc["part"] < 0.7 * mc["plain"], mc
     assert part["by_size"]["2-8"]["bounded_slowdown"] < plain["by_size"]["2-8"]["bounded_slowdown"]
+
+
+def test_each_vo_reports_its_waits_by_size_so_multicore_waits_compare_within_the_vo():
+    """The multi-core jobs are atlas and cms production: their wait is set beside those VOs'
+    own single-core jobs, apart from where fair share puts the VO."""
+    r = _run(1, 'drain = { rate = 20; max_draining = 6; keep = "30m"; };\n')
+    with_mc = {vo for vo, v in r["vo"].items() if "2-8" in v["wait_by_size"]}
+    assert with_mc == {"atlas", "cms"}
+    for cls, whole in r["by_size"].items():
+        parts = [v["wait_by_size"][cls] for v in r["vo"].values() if cls in v["wait_by_size"]]
+        assert sum(p["jobs"] for p in parts) == whole["jobs"]
+        mean = sum(p["mean"] * p["jobs"] for p in parts) / whole["jobs"]
+        assert abs(mean - whole["wait_mean"]) < 1.0
