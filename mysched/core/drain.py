@@ -9,8 +9,14 @@ walltime, before the jobs already there do (EASY backfill inside the drain: on t
 workload with half the production work in 8-core jobs, on 50 x 8 slots, it cut the idle
 slot-seconds of draining nodes from 4.5 % to 1.0 % and raised occupancy from 84 % to 92 %).
 At most `drain.rate` nodes start draining per hour and at most `drain.max_draining` drain at
-once; the nodes chosen waste least (fewest busy cores times their remaining requested time,
-then fewest busy cores). A node drained far enough for a waiting multi-core job is kept for
+once; the nodes chosen waste least: fewest busy cores times the time each job is expected to
+run on, then fewest busy cores. A job is expected to run as long again as it has run, but not
+past its requested walltime: batch job lifetimes are heavy-tailed, so one that has run long
+will likely run long yet (Downey, 1997), and pilots all request the queue's maximum, so the
+requested time alone would pick the nodes whose jobs have run longest -- the slowest to drain
+(on the synthetic workload with half the production work in 8-core jobs, 50 x 8 slots, seeds
+1-4 and 60-s or event-driven cycles, the mixed run's occupancy rose 1.6 points on average and
+the 8-core mean wait fell from 14.7 h to 13.2 h). A node drained far enough for a waiting multi-core job is kept for
 such jobs `drain.keep` seconds; it leaves the partition when the keep runs out with no
 multi-core job started there (a node running multi-core jobs stays: when they end it is free
 for the next), or at once when no multi-core job waits any more.
@@ -130,12 +136,11 @@ class Draining:
             out[name] = Drain(name, self.now)
 
     def _drain_candidates(self, waiting: list[tuple[Job, str]], need: int) -> list[str]:
-        """Nodes the waiting multi-core jobs may use, least waste first."""
+        """Nodes the waiting multi-core jobs may use, least expected waste first."""
         keys: set = set()
         for j, vo in waiting:
             keys |= set(self.index.rules(j.queue, vo, j.group)[5])
-        ends = self._node_ends()
-        now = self.now
+        left = self._expected_left()
         scored = []
         for e in self.index.entries:
             node, _ntype, key, usable, _counted = e
@@ -145,9 +150,24 @@ class Draining:
             ld = self.loads.get(name) or self.tally.loads.get(name)
             if ld is None or ld.free >= need or name in self.resv_nodes:
                 continue  # idle enough already, or held by a reservation
-            waste = 0.0
-            for end, cores in ends.get(name, ()):
-                waste += cores * ((end - now) if math.isfinite(end) else 1e9)
-            scored.append((waste, ld.used, name))
+            scored.append((left.get(name, 0.0), ld.used, name))
         scored.sort()
         return [name for _, _, name in scored]
+
+    def _expected_left(self) -> dict[str, float]:
+        """Per node, the core-seconds its running jobs are expected to run on: each as long
+        again as it has run, capped by its requested walltime (1e9 s for a job with neither)."""
+        now = self.now
+        left: dict[str, float] = {}
+        for j in self.snap.jobs:
+            if not j.state.holds_slots or not j.placement:
+                continue
+            start = j.start_time
+            age = now - start if start is not None else math.inf
+            rest = start + j.walltime - now if start is not None and j.walltime is not None else math.inf
+            est = max(0.0, min(age, rest))
+            if not math.isfinite(est):
+                est = 1e9
+            for name, cores in j.placement:
+                left[name] = left.get(name, 0.0) + cores * est
+        return left

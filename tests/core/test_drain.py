@@ -99,3 +99,21 @@ def test_a_reserved_multicore_job_gets_its_node_when_a_twin_ranks_first():
     p = plan(snap(jobs, nodes), cfg, Usage(), NOW + 700, reservations=first.reservations, drains=first.drains)
     assert {s.job_id: s.placement[0][0] for s in p.starts} == {"mc": "wn01"}
     assert p.waits["twin"].reason == "reserved"
+
+
+def test_the_node_whose_jobs_started_recently_drains_before_one_whose_jobs_have_run_long():
+    """Pilots all request the queue's maximum: by requested time alone the node whose jobs
+    have run for days looks cheapest to drain. Job lifetimes are heavy-tailed -- those have
+    likely days left -- so the node whose jobs started an hour ago drains first; a job close
+    to its requested walltime is expected to end by then."""
+    def pilot(jid, node, ran):
+        return Job(jid, "q", "u", "atlas", 1, JobState.RUNNING, 0.0, NOW - ran, 90 * 3600.0,
+                   placement=((node, 1),))
+    day = 86400.0
+    jobs = [pilot(f"old{i}", "wn01", 3 * day) for i in range(3)]   # 66 h requested left, ran 72 h
+    jobs += [pilot(f"new{i}", "wn02", 3600.0) for i in range(3)]   # ran 1 h
+    jobs += [pilot(f"end{i}", "wn03", 90 * 3600.0 - 600) for i in range(3)]  # ends within 600 s
+    jobs += [pilot(f"mid{i}", "wn04", 10 * 3600.0) for i in range(3)]  # ran 10 h
+    nodes = [Node(f"wn0{i}", 4) for i in range(1, 5)]
+    p = plan(snap(jobs + [q("mc", cores=4), q("mc2", cores=4)], nodes), CONFIG, Usage(), NOW)
+    assert set(p.drains) == {"wn03", "wn02"}
