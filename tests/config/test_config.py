@@ -69,6 +69,11 @@ def test_all_problems_reported_at_once():
     assert len(out) == 3
 
 
+def test_a_negative_reservation_wait_factor_is_named():
+    out = problems('scheduler = {\n  reservation_wait_factor = -1;\n};\n')
+    assert out == ["site.cfg:2: scheduler.reservation_wait_factor: must be between 0 and 1000, got -1"]
+
+
 def test_syntax_error_names_line():
     out = problems("scheduler = {\n  interval = ;\n};\n")
     assert out[0].startswith("site.cfg:2: syntax error")
