@@ -31,6 +31,8 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=120.0, help="drain.rate, nodes per hour (0: no partition)")
     ap.add_argument("--max-draining", type=int, default=25)
     ap.add_argument("--keep", default="30m")
+    ap.add_argument("--backfill", choices=("requested", "expected"), default="requested",
+                    help="drain.backfill: how long a draining node's jobs are taken to run")
     ap.add_argument("--duration", type=float, default=48.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--event-driven", action="store_true",
@@ -38,7 +40,7 @@ def main() -> int:
     a = ap.parse_args()
     out = {}
     drain = (f'\ndrain = {{ rate = {a.rate:g}; max_draining = {a.max_draining}; keep = "{a.keep}"; '
-             'min_cores = 2; };\n') if a.rate > 0 else ""
+             f'min_cores = 2; backfill = "{a.backfill}"; }};\n') if a.rate > 0 else ""
     with tempfile.TemporaryDirectory() as d:
         cfg = os.path.join(d, "mcore.cfg")
         with open(cfg, "w") as f:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from mysched.core.config import (PACKING_POLICIES, Config, DrainConfig, FarmSpec, GroupConfig, HotLists, NodeType,
-                                 PackingClass, QueueConfig, VOConfig)
+from mysched.core.config import (DRAIN_BACKFILL, PACKING_POLICIES, Config, DrainConfig, FarmSpec, GroupConfig,
+                                 HotLists, NodeType, PackingClass, QueueConfig, VOConfig)
 from mysched.core.durations import parse_duration
 from mysched.config.loads import build_loads, size
 from mysched.config.pools import build_pools
@@ -316,11 +316,15 @@ def build_config(parsed: ParsedConfig) -> Config:
         packing.append(pc)
 
     load_sources, load_rules, node_load = build_loads(c, top, vos, queues)
-    dr = c.group(top.get("drain"), ("drain",), dict.fromkeys(["rate", "max_draining", "keep", "min_cores"]))
+    dr = c.group(top.get("drain"), ("drain",),
+                 dict.fromkeys(["rate", "max_draining", "keep", "min_cores", "backfill"]))
     drain = DrainConfig(rate=c.get(dr, ("drain",), "rate", number(0.0, 10000.0), 0.0),
                         max_draining=c.get(dr, ("drain",), "max_draining", int_(0, MAX_FARM_NODES), 0),
                         keep=c.get(dr, ("drain",), "keep", parse_duration, 1800.0),
-                        min_cores=c.get(dr, ("drain",), "min_cores", int_(2, MAX_NODE_SLOTS), 2))
+                        min_cores=c.get(dr, ("drain",), "min_cores", int_(2, MAX_NODE_SLOTS), 2),
+                        backfill=c.get(dr, ("drain",), "backfill", string, "requested"))
+    if drain.backfill not in DRAIN_BACKFILL:
+        c.problem(("drain", "backfill"), f"must be one of {', '.join(DRAIN_BACKFILL)}, got '{drain.backfill}'")
     if dr and (drain.rate > 0) != (drain.max_draining > 0):
         c.problem(("drain",), "set both rate (nodes per hour) and max_draining, or neither")
     if not 0 <= drain.keep <= DAY:

@@ -193,6 +193,13 @@ class DrainConfig:
     """Seconds a drained node is kept for multi-core jobs."""
     min_cores: int = 2
     """Jobs of at least this many cores are multi-core."""
+    backfill: str = "requested"
+    """How long a draining node's jobs are taken to run, for backfill there: to their
+    requested walltime ("requested"), or as long again as they have run, at most to it
+    ("expected")."""
+
+
+DRAIN_BACKFILL = ("requested", "expected")
 
 
 CONSUMER_KINDS = ("vo", "group", "queue")

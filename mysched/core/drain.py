@@ -89,13 +89,14 @@ class Draining:
         return self.now + job.walltime > horizon
 
     def _drain_horizons(self) -> dict[str, float]:
-        """Per draining node, when its current jobs end by their requested walltimes (now for
-        a node that has room for a waiting multi-core job). Worked out once per plan, before
-        any backfill there (a backfilled job ends before it anyway)."""
+        """Per draining node, when its current jobs end by their requested walltimes -- or,
+        with `drain.backfill = "expected"`, when they are expected to end (now for a node
+        that has room for a waiting multi-core job). Worked out once per plan, before any
+        backfill there (a backfilled job ends before it anyway)."""
         h = self._horizons
         if h is None:
             h = self._horizons = {}
-            ends = self._node_ends()
+            ends = self._expected_ends() if self.cfg.drain.backfill == "expected" else self._node_ends()
             waiting = getattr(self, "_mc_waiting", ())
             need = min((j.cores for j, _ in waiting), default=self.mc_min)
             for name in self.draining:
@@ -154,20 +155,37 @@ class Draining:
         scored.sort()
         return [name for _, _, name in scored]
 
-    def _expected_left(self) -> dict[str, float]:
-        """Per node, the core-seconds its running jobs are expected to run on: each as long
-        again as it has run, capped by its requested walltime (1e9 s for a job with neither)."""
+    def _expected(self) -> list[tuple[tuple[tuple[str, int], ...], float]]:
+        """(placement, seconds it is expected to run on) of each running job: as long again as
+        it has run, capped by its requested walltime (inf for a job with neither)."""
         now = self.now
-        left: dict[str, float] = {}
+        out = []
         for j in self.snap.jobs:
             if not j.state.holds_slots or not j.placement:
                 continue
             start = j.start_time
             age = now - start if start is not None else math.inf
             rest = start + j.walltime - now if start is not None and j.walltime is not None else math.inf
-            est = max(0.0, min(age, rest))
-            if not math.isfinite(est):
-                est = 1e9
-            for name, cores in j.placement:
+            out.append((j.placement, max(0.0, min(age, rest))))
+        return out
+
+    def _expected_left(self) -> dict[str, float]:
+        """Per node, the core-seconds its running jobs are expected to run on (1e9 s for a
+        job with no start or walltime known)."""
+        left: dict[str, float] = {}
+        for placement, est in self._expected():
+            est = est if math.isfinite(est) else 1e9
+            for name, cores in placement:
                 left[name] = left.get(name, 0.0) + cores * est
         return left
+
+    def _expected_ends(self) -> dict[str, list[tuple[float, int]]]:
+        """Per node, (expected end, cores) of what runs there (`drain.backfill = "expected"`);
+        the jobs this cycle starts count to their requested end."""
+        ends: dict[str, list[tuple[float, int]]] = {}
+        for placement, est in self._expected():
+            for name, cores in placement:
+                ends.setdefault(name, []).append((self.now + est, cores))
+        for name, end, cores in self._started_ends:
+            ends.setdefault(name, []).append((end, cores))
+        return ends

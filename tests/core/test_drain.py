@@ -117,3 +117,36 @@ def test_the_node_whose_jobs_started_recently_drains_before_one_whose_jobs_have_
     nodes = [Node(f"wn0{i}", 4) for i in range(1, 5)]
     p = plan(snap(jobs + [q("mc", cores=4), q("mc2", cores=4)], nodes), CONFIG, Usage(), NOW)
     assert set(p.drains) == {"wn03", "wn02"}
+
+
+def test_with_expected_backfill_a_draining_node_takes_only_jobs_that_end_before_its_pilots_likely_do():
+    """Pilots that started an hour ago ask for 90 h: by that request a 3-h job backfills the
+    draining node; by what they are expected to run (as long again as they have) it would hold
+    the node past its room, so `drain.backfill = "expected"` refuses it and takes a 30-min one."""
+    def pilot(jid):
+        return Job(jid, "q", "u", "atlas", 1, JobState.RUNNING, 0.0, NOW - 3600, 90 * 3600.0, placement=(("wn01", 1),))
+    running = [pilot(f"p{i}") for i in range(3)]
+    nodes = [Node("wn01", 4)]
+    wait = [q("mc", cores=4, submit=1), q("long", submit=2, walltime=3 * 3600.0)]
+    got = {}
+    for mode in ("requested", "expected"):
+        cfg = config_from_text(CFG.replace("min_cores = 4;", f'min_cores = 4; backfill = "{mode}";'))
+        first = plan(snap(running + wait[:1], nodes), cfg, Usage(), NOW)
+        assert set(first.drains) == {"wn01"}
+        p = plan(snap(running + wait, nodes), cfg, Usage(), NOW + 10, drains=first.drains)
+        got[mode] = ({s.job_id for s in p.starts}, p.waits.get("long"))
+    assert got["requested"][0] == {"long"}
+    assert got["expected"][0] == set() and got["expected"][1].reason == "draining"
+    cfg = config_from_text(CFG.replace("min_cores = 4;", 'min_cores = 4; backfill = "expected";'))
+    first = plan(snap(running + wait[:1], nodes), cfg, Usage(), NOW)
+    short = q("short", submit=3, walltime=1800.0)
+    p = plan(snap(running + wait[:1] + [short], nodes), cfg, Usage(), NOW + 10, drains=first.drains)
+    assert {s.job_id for s in p.starts} == {"short"}
+
+
+def test_an_unknown_drain_backfill_is_named():
+    import pytest
+    from mysched.errors import ConfigError
+    with pytest.raises(ConfigError) as e:
+        config_from_text(CFG.replace("min_cores = 4;", 'min_cores = 4; backfill = "guess";'))
+    assert "drain.backfill: must be one of requested, expected, got 'guess'" in str(e.value)
