@@ -20,7 +20,7 @@ import os
 import sys
 import tempfile
 
-from pools_sim import config_text, simulate_json
+from pools_sim import config_text, print_occupancy, simulate_json
 
 
 def main() -> int:
@@ -58,11 +58,7 @@ def main() -> int:
     wm = multi["by_size"].get("2-8", {}).get("wait_mean", 0.0)
     print(f"\nsummary {a.nodes} x {a.slots}, --mcore-fraction {a.fraction:g}, "
           + (f"drain {a.rate:g}/h, at most {a.max_draining} draining:" if a.rate > 0 else "no drain:"))
-    print(f"  occupancy single-core {single['occupancy']:.2%}, multi-core run {multi['occupancy']:.2%} "
-          f"(difference {100 * (multi['occupancy'] - single['occupancy']):+.2f} points)")
-    sub1, subm = single["occupancy_submitting"], multi["occupancy_submitting"]
-    print(f"  until the last submission: single-core {sub1:.2%}, multi-core run {subm:.2%} "
-          f"(difference {100 * (subm - sub1):+.2f} points)")
+    print_occupancy(("single-core", "multi-core run"), single, multi, ("", ""))
     print(f"  mean wait 1 core {w1 / 3600:.2f} h, 2-8 cores {wm / 3600:.2f} h "
           f"(ratio {wm / w1 if w1 else float('inf'):.2f}; target <= 2)")
     both = {}  # the VOs that submit multi-core jobs: their own 1-core jobs beside them

@@ -38,6 +38,15 @@ def config_text(slots: int, loan_h: float, pools: bool) -> str:
     return text
 
 
+def print_occupancy(names: tuple[str, str], a: dict, b: dict, notes: tuple[str, str]) -> None:
+    """The occupancy of run `a` beside run `b` (`names`), over the whole run and until the last
+    submission, each with its difference in points and a note."""
+    for key, label, note in (("occupancy", "occupancy", notes[0]),
+                             ("occupancy_submitting", "until the last submission:", notes[1])):
+        print(f"  {label} {names[0]} {a[key]:.2%}, {names[1]} {b[key]:.2%} "
+              f"(difference {100 * (b[key] - a[key]):+.2f} points{note})")
+
+
 def simulate_json(args: list[str], js: str) -> dict | None:
     """`mysched simulate ARGS --json JS` with this Python: its figures, or None when it failed
     (mysched has said why, naming the file and key)."""
@@ -78,13 +87,9 @@ def main() -> int:
     pool = got["pools"]["mcore"]
     unmet = pool["consumers"]["group atlasmc"]
     print(f"\nsummary {a.nodes} x {a.slots}, bursts of {bursts} every {a.burst_every:g} h, loans <= {a.loan:g} h:")
-    print(f"  occupancy without pools {base['occupancy']:.2%}, with {got['occupancy']:.2%} "
-          f"(difference {100 * (got['occupancy'] - base['occupancy']):+.2f} points, with the drain-out "
-          "after the last submission, when only jobs longer than a loan may queue)")
-    print(f"  until the last submission: without {base['occupancy_submitting']:.2%}, with "
-          f"{got['occupancy_submitting']:.2%} "
-          f"(difference {100 * (got['occupancy_submitting'] - base['occupancy_submitting']):+.2f} points; "
-          "target within 2 while the workload keeps the farm full)")
+    print_occupancy(("without pools", "with"), base, got,
+                    (", with the drain-out after the last submission, when only jobs longer than a loan may queue",
+                     "; target within 2 while the workload keeps the farm full"))
     print(f"  atlasmc guarantee unmet while waiting: {unmet['unmet_s'] / 3600:.2f} h in all, longest "
           f"{unmet['longest_unmet_s'] / 3600:.2f} h (target <= {a.loan:g} h)")
     print(f"  loaned {pool['loaned_slot_h']:.0f} slot-hours; invariant breaches {pool['invariant_breaches']}; "

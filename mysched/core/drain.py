@@ -16,8 +16,8 @@ will likely run long yet (Downey, 1997), and pilots all request the queue's maxi
 requested time alone would pick the nodes whose jobs have run longest -- the slowest to drain
 (on the synthetic workload with half the production work in 8-core jobs, 50 x 8 slots, seeds
 1-4 and 60-s or event-driven cycles, the mixed run's occupancy rose 1.6 points on average and
-the 8-core mean wait fell from 14.7 h to 13.2 h). A node drained far enough for a waiting multi-core job is kept for
-such jobs `drain.keep` seconds; it leaves the partition when the keep runs out with no
+the 8-core mean wait fell from 14.7 h to 13.2 h). A node drained far enough for a waiting
+multi-core job is kept for such jobs `drain.keep` seconds; it leaves the partition when the keep runs out with no
 multi-core job started there (a node running multi-core jobs stays: when they end it is free
 for the next), or at once when no multi-core job waits any more.
 
@@ -56,6 +56,7 @@ class Draining:
         self.draining: dict[str, Drain] = {}
         self._drain_prev = previous or {}
         self._horizons: dict[str, float] | None = None
+        self._expect: list[tuple[tuple[tuple[str, int], ...], float]] | None = None
 
     def _drain_restore(self, eligible: list[tuple[Job, str]]) -> None:
         """Keep the last plan's drains while multi-core jobs wait (all go when none does)."""
@@ -156,17 +157,20 @@ class Draining:
         return [name for _, _, name in scored]
 
     def _expected(self) -> list[tuple[tuple[tuple[str, int], ...], float]]:
-        """(placement, seconds it is expected to run on) of each running job: as long again as
-        it has run, capped by its requested walltime (inf for a job with neither)."""
-        now = self.now
-        out = []
-        for j in self.snap.jobs:
-            if not j.state.holds_slots or not j.placement:
-                continue
-            start = j.start_time
-            age = now - start if start is not None else math.inf
-            rest = start + j.walltime - now if start is not None and j.walltime is not None else math.inf
-            out.append((j.placement, max(0.0, min(age, rest))))
+        """(placement, seconds it is expected to run on) of each job running before this cycle:
+        as long again as it has run, capped by its requested walltime (inf for a job with
+        neither). Worked out once per plan."""
+        out = self._expect
+        if out is None:
+            now = self.now
+            out = self._expect = []
+            for j in self.snap.jobs:
+                if not j.state.holds_slots or not j.placement:
+                    continue
+                start = j.start_time
+                age = now - start if start is not None else math.inf
+                rest = start + j.walltime - now if start is not None and j.walltime is not None else math.inf
+                out.append((j.placement, max(0.0, min(age, rest))))
         return out
 
     def _expected_left(self) -> dict[str, float]:
@@ -180,12 +184,10 @@ class Draining:
         return left
 
     def _expected_ends(self) -> dict[str, list[tuple[float, int]]]:
-        """Per node, (expected end, cores) of what runs there (`drain.backfill = "expected"`);
-        the jobs this cycle starts count to their requested end."""
+        """Per node, (expected end, cores) of what runs there (`drain.backfill = "expected"`;
+        the horizons are worked out before this cycle starts anything)."""
         ends: dict[str, list[tuple[float, int]]] = {}
         for placement, est in self._expected():
             for name, cores in placement:
                 ends.setdefault(name, []).append((self.now + est, cores))
-        for name, end, cores in self._started_ends:
-            ends.setdefault(name, []).append((end, cores))
         return ends

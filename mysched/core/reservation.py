@@ -21,9 +21,10 @@ job (hot-list jobs count as older) without one may still need it, and after the 
 the depth left goes to the longest-waiting multi-core jobs that wait for capacity. Given in
 the share order, the depth went to the lightest users' wide jobs again and again, and a VO
 above its share had its wide jobs wait until nobody else's did (on SDSC-SP2, 64-core jobs of
-the heaviest group waited up to 74 days). A job holding a reservation is then tried before the fair-share order -- after the hot list and
-the VOs below their guarantee -- so it starts as soon as room opens (requested walltimes are
-long, jobs end early), not only when its reservation comes due (EASY tries its head first).
+the heaviest group waited up to 74 days). A job holding a reservation is then tried before
+the fair-share order -- after the hot list and the VOs below their guarantee -- so it starts
+as soon as room opens (requested walltimes are long, jobs end early), not only when its
+reservation comes due (EASY tries its head first).
 """
 
 from __future__ import annotations
