@@ -31,7 +31,7 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=120.0, help="drain.rate, nodes per hour (0: no partition)")
     ap.add_argument("--max-draining", type=int, default=25)
     ap.add_argument("--keep", default="30m")
-    ap.add_argument("--backfill", choices=("requested", "expected"), default="requested",
+    ap.add_argument("--backfill", choices=("requested", "expected"), default="expected",
                     help="drain.backfill: how long a draining node's jobs are taken to run")
     ap.add_argument("--duration", type=float, default=48.0)
     ap.add_argument("--seed", type=int, default=1)

@@ -322,7 +322,7 @@ def build_config(parsed: ParsedConfig) -> Config:
                         max_draining=c.get(dr, ("drain",), "max_draining", int_(0, MAX_FARM_NODES), 0),
                         keep=c.get(dr, ("drain",), "keep", parse_duration, 1800.0),
                         min_cores=c.get(dr, ("drain",), "min_cores", int_(2, MAX_NODE_SLOTS), 2),
-                        backfill=c.get(dr, ("drain",), "backfill", string, "requested"))
+                        backfill=c.get(dr, ("drain",), "backfill", string, "expected"))
     if drain.backfill not in DRAIN_BACKFILL:
         c.problem(("drain", "backfill"), f"must be one of {', '.join(DRAIN_BACKFILL)}, got '{drain.backfill}'")
     if dr and (drain.rate > 0) != (drain.max_draining > 0):

@@ -193,10 +193,9 @@ class DrainConfig:
     """Seconds a drained node is kept for multi-core jobs."""
     min_cores: int = 2
     """Jobs of at least this many cores are multi-core."""
-    backfill: str = "requested"
-    """How long a draining node's jobs are taken to run, for backfill there: to their
-    requested walltime ("requested"), or as long again as they have run, at most to it
-    ("expected")."""
+    backfill: str = "expected"
+    """How long a draining node's jobs are taken to run, for backfill there: as long again as
+    they have run, at most to their requested walltime ("expected"), or to it ("requested")."""
 
 
 DRAIN_BACKFILL = ("requested", "expected")

@@ -67,6 +67,9 @@ def test_the_multicore_job_gets_the_drained_node_and_the_partition_ends_with_the
 
 
 def test_a_draining_node_backfills_jobs_that_end_before_its_own_jobs_do():
+    # by their requested walltimes (the jobs there started 100 s ago: "expected" would take
+    # them to end in 100 s)
+    CONFIG = config_from_text(CFG.replace("min_cores = 4;", 'min_cores = 4; backfill = "requested";'))
     running, nodes = full_farm()
     first = plan(snap(running + [q("mc", cores=4, submit=1)], nodes), CONFIG, Usage(), NOW)
     assert set(first.drains) == {"wn03"}  # its two jobs end in 600 s
