@@ -13,7 +13,7 @@ import dataclasses
 from mysched.core.admission import admits, consumer_admits, node_key, node_type
 from mysched.core.config import Config, PackingClass
 from mysched.core.model import Node, NodeState
-from mysched.core.tally import Ranking, Tally, empty_key
+from mysched.core.tally import Ranking, Tally, empty_key, keeps_whole
 
 
 def _same_facts(a: tuple[Node, ...], b: tuple[Node, ...] | None) -> bool:
@@ -146,6 +146,7 @@ class NodeIndex:
 
     def empty_ranking(self, policy: str, pool_key: tuple) -> Ranking:
         """The pool's usable nodes ranked as if no job ran anywhere."""
-        items = [empty_key(policy, e[0]) for e in self.entries
+        whole = keeps_whole(self.config)
+        items = [empty_key(policy, e[0], whole) for e in self.entries
                  if e[2] == pool_key and e[0].name in self.usable_free and e[0].slots > 0]
         return Ranking(sorted(items), {k[-1]: k for k in items})

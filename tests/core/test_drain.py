@@ -153,3 +153,15 @@ def test_an_unknown_drain_backfill_is_named():
     with pytest.raises(ConfigError) as e:
         config_from_text(CFG.replace("min_cores = 4;", 'min_cores = 4; backfill = "guess";'))
     assert "drain.backfill: must be one of requested, expected, got 'guess'" in str(e.value)
+
+
+def test_with_the_partition_on_jobs_fill_busy_nodes_before_empty_ones():
+    """Spreading single-core work over empty nodes leaves none whole for a multi-core job;
+    with the partition on a job goes to a node that already runs something (diversity is
+    the same there), without it to the emptier one."""
+    nodes = [Node("wn01", 4), Node("wn02", 4)]
+    busy = Job("x1", "q", "x", "atlas", 1, JobState.RUNNING, 0.0, NOW - 100, 3700.0, placement=(("wn01", 1),))
+    jobs = [busy, q("s1")]
+    assert plan(snap(jobs, nodes), CONFIG, Usage(), NOW).starts[0].placement == (("wn01", 1),)
+    spread = config_from_text(CFG.replace("rate = 2; max_draining = 2;", "rate = 0; max_draining = 0;"))
+    assert plan(snap(jobs, nodes), spread, Usage(), NOW).starts[0].placement == (("wn02", 1),)
