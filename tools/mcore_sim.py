@@ -3,12 +3,13 @@
 the synthetic workload with `--mcore-fraction` beside the same core-hours all single-core,
 with the dynamic multi-core partition on.
 
-The embedded configuration plus `drain = { rate; max_draining; keep; min_cores = 2 }`; the
-VOs' per-node job limits (6 on 8 slots) grow with the node, as in tools/pools_sim.py -- left
-at 6, a 32-slot node would hold 6 single-core jobs of a VO but 6 eight-core ones.
+The embedded configuration plus `drain = { rate; max_draining; keep; min_cores = 2; backfill }`
+in both runs (so both fill busy nodes before empty ones); the VOs' per-node job limits (6 on 8
+slots) grow with the node, as in tools/pools_sim.py -- left at 6, a 32-slot node would hold 6
+single-core jobs of a VO but 6 eight-core ones.
 
 Usage: tools/mcore_sim.py [--nodes 50] [--slots 8] [--fraction 0.5] [--rate 120] [--max-draining 25]
-                          [--event-driven]
+                          [--keep 30m] [--backfill expected|requested] [--seed 1] [--event-driven]
 Prints both reports and a summary against the issue's targets (run it with the Python that
 has mysched installed, e.g. .venv/bin/python).
 """
