@@ -197,6 +197,11 @@ class DrainConfig:
     """How long a draining node's jobs are taken to run, for backfill there: as long again as
     they have run, at most to their requested walltime ("expected"), or to it ("requested")."""
 
+    @property
+    def on(self) -> bool:
+        """Is the partition configured (a rate and a maximum)?"""
+        return self.rate > 0 and self.max_draining > 0
+
 
 DRAIN_BACKFILL = ("requested", "expected")
 

@@ -24,9 +24,9 @@ requested time alone would pick the nodes whose jobs have run longest -- the slo
 (on the synthetic workload with half the production work in 8-core jobs, 50 x 8 slots, seeds
 1-4 and 60-s or event-driven cycles, the mixed run's occupancy rose 1.6 points on average and
 the 8-core mean wait fell from 14.7 h to 13.2 h). A node drained far enough for a waiting
-multi-core job is kept for such jobs `drain.keep` seconds; it leaves the partition when the keep runs out with no
-multi-core job started there (a node running multi-core jobs stays: when they end it is free
-for the next), or at once when no multi-core job waits any more.
+multi-core job is kept for such jobs `drain.keep` seconds; it leaves the partition when the
+keep runs out with no multi-core job started there (a node running multi-core jobs stays:
+when they end it is free for the next), or at once when no multi-core job waits any more.
 
 The drain state is carried from plan to plan (`Plan.drains` in, the next plan's `drains`
 argument), as reservations are; the planner holds no state of its own.
@@ -58,7 +58,7 @@ class Draining:
 
     def _drain_setup(self, previous: dict[str, Drain] | None) -> None:
         d = self.cfg.drain
-        self.drain_on = d.rate > 0 and d.max_draining > 0 and self.policy != "fifo"
+        self.drain_on = d.on and self.policy != "fifo"
         self.mc_min = d.min_cores
         self.draining: dict[str, Drain] = {}
         self._drain_prev = previous or {}
@@ -85,10 +85,10 @@ class Draining:
 
     def _drain_blocks(self, job: Job, name: str) -> bool:
         """Does a draining node refuse this job? It takes multi-core jobs, and a smaller job
-        only if that ends -- by its requested walltime -- before the jobs already there do:
-        such a job delays the drain by nothing (EASY backfill inside the drain). A node with
-        room for a waiting multi-core job already, or running a job without a walltime, takes
-        no smaller job."""
+        only if that ends -- by its requested walltime -- before the jobs already there end
+        (`_drain_horizons`): such a job delays the drain by nothing (EASY backfill inside the
+        drain). A node with room for a waiting multi-core job already, or running a job
+        without a walltime, takes no smaller job."""
         if job.cores >= self.mc_min or name not in self.draining:
             return False
         if job.walltime is None:
@@ -97,10 +97,10 @@ class Draining:
         return self.now + job.walltime > horizon
 
     def _drain_horizons(self) -> dict[str, float]:
-        """Per draining node, when its current jobs end by their requested walltimes -- or,
-        with `drain.backfill = "expected"`, when they are expected to end (now for a node
-        that has room for a waiting multi-core job). Worked out once per plan, before any
-        backfill there (a backfilled job ends before it anyway)."""
+        """Per draining node, when its current jobs are expected to end (`drain.backfill =
+        "expected"`, the default) or end by their requested walltimes ("requested"); now for
+        a node that has room for a waiting multi-core job. Worked out once per plan, before
+        any backfill there (a backfilled job ends before it anyway)."""
         h = self._horizons
         if h is None:
             h = self._horizons = {}

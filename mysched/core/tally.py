@@ -176,7 +176,7 @@ def keeps_whole(cfg: Config) -> bool:
     the mixed run's occupancy 1.3 points on average (seed 3: 3.8) and cut the 8-core mean wait
     0.6 h; on 20 x 32 (seed 1) occupancy was 0.3 points lower. Diversity ranks next, among
     busy nodes: it moved by less than 0.01 in those runs."""
-    return cfg.drain.rate > 0 and cfg.drain.max_draining > 0
+    return cfg.drain.on
 
 
 def key_fn(policy: str, whole: bool = False) -> Callable[[Load], tuple]:
