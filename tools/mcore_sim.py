@@ -66,6 +66,9 @@ def main() -> int:
     print_occupancy(("single-core", "multi-core run"), single, multi, ("", ""))
     print(f"  mean wait 1 core {w1 / 3600:.2f} h, 2-8 cores {wm / 3600:.2f} h "
           f"(ratio {wm / w1 if w1 else float('inf'):.2f}; target <= 2)")
+    w0 = single["by_size"].get("1", {}).get("wait_mean", 0.0)
+    print(f"  against the single-core run's mean wait {w0 / 3600:.2f} h: ratio "
+          f"{wm / w0 if w0 else float('inf'):.2f}")
     both = {}  # the VOs that submit multi-core jobs: their own 1-core jobs beside them
     for v in multi["vo"].values():
         if "2-8" in v["wait_by_size"]:
