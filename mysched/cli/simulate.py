@@ -65,6 +65,9 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mcore-fraction", type=float, default=0.0, metavar="F",
                    help="synthetic workload: fraction of atlas/cms production jobs asking for 8 cores "
                         "(fewer if the nodes are smaller) on one node (default 0: single-core, as at DESY-HH)")
+    p.add_argument("--split-multicore", action="store_true",
+                   help="replay each job of N cores as N single-core jobs (same submit time, run time and "
+                        "owner): the same work without its shape, to set beside a run of the workload as is")
     p.add_argument("--bursts", type=int, default=0, metavar="N",
                    help="synthetic workload: bursts of N multi-core pilots (group atlasmc, 8 cores and 16 GB "
                         "each), the class a package guarantee (pools) is for (default 0: none)")
@@ -158,6 +161,11 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
                         for tj in workload]
             config = auto_vos(config, {g: v for g, v in vo_map.items()})
         label = f"synthetic DESY-HH-like workload, {args.duration:g} h, seed {args.seed}"
+    if args.split_multicore:
+        from mysched.sim.workloads import split_multicore
+
+        workload = split_multicore(workload)
+        label += ", multi-core jobs split into single-core ones"
     n = args.nodes or nodes_default or config.farm.nodes
     s = args.slots_per_node or slots_default or config.farm.slots_per_node
     nodes = make_nodes(n, s, config.farm.name_format)

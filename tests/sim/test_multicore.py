@@ -48,3 +48,42 @@ def test_each_vo_reports_its_waits_by_size_so_multicore_waits_compare_within_the
         assert sum(p["jobs"] for p in parts) == whole["jobs"]
         mean = sum(p["mean"] * p["jobs"] for p in parts) / whole["jobs"]
         assert abs(mean - whole["wait_mean"]) < 1.0
+
+
+def test_split_multicore_replays_the_same_work_as_single_core_jobs():
+    """The baseline for what the one-node shape costs: the same jobs, the same core-hours --
+    a workload drawn again with --mcore-fraction 0 is another draw, off by up to a fifth."""
+    from mysched.sim.workloads import split_multicore
+
+    wl = generate(SyntheticSpec(duration=24 * 3600, slots=160, seed=5, mcore_fraction=0.5))
+    wide = [tj for tj in wl if tj.job.cores > 1]
+    assert wide
+    split = split_multicore(wl)
+    assert all(tj.job.cores == 1 and tj.job.request is None for tj in split)
+    assert len(split) == len(wl) + sum(tj.job.cores - 1 for tj in wide)
+    assert len({tj.job.id for tj in split}) == len(split)
+    assert sum(tj.runtime * tj.job.cores for tj in split) == sum(tj.runtime * tj.job.cores for tj in wl)
+    one = wide[0]
+    parts = [tj for tj in split if tj.job.id.startswith(one.job.id + ":")]
+    assert len(parts) == one.job.cores
+    assert {(tj.job.submit_time, tj.runtime, tj.job.user, tj.job.walltime) for tj in parts} == {
+        (one.job.submit_time, one.runtime, one.job.user, one.job.walltime)}
+    assert sum(tj.job.mem for tj in parts) == one.job.mem
+    again = generate(SyntheticSpec(duration=24 * 3600, slots=160, seed=5, mcore_fraction=0.0))
+    assert sum(tj.runtime for tj in again) != sum(tj.runtime for tj in split)
+
+
+def test_simulate_split_multicore_reports_no_multicore_job(tmp_path, capsys):
+    import json
+
+    from mysched.cli.main import main
+
+    js = tmp_path / "s.json"
+    assert main(["simulate", "--duration", "4", "--mcore-fraction", "0.5", "--split-multicore",
+                 "--progress", "never", "--json", str(js)]) == 0
+    assert "multi-core jobs split into single-core ones" in capsys.readouterr().out
+    r = json.loads(js.read_text())
+    assert set(r["by_size"]) == {"1"} and r["started"] == r["jobs"]
+    wl = generate(SyntheticSpec(duration=4 * 3600, slots=400, seed=1, mcore_fraction=0.5))
+    wide = [tj.job.cores for tj in wl if tj.job.cores > 1]
+    assert wide and r["jobs"] == len(wl) + sum(wide) - len(wide)

@@ -53,3 +53,22 @@ def load_trace(path: str, *, fmt: str = "auto", first: int | None = None, start_
         info["nodes"] = tr.max_nodes
         info["slots_per_node"] = tr.max_procs // tr.max_nodes
     return tr.jobs, info
+
+
+def split_multicore(workload: list[TraceJob]) -> list[TraceJob]:
+    """Each job of N > 1 cores replayed as N single-core jobs with its submit time, run time,
+    owner and walltime, and 1/N of its memory: the same work without the shape (all cores on
+    one node, or a multi-node request), so that a run beside the unsplit one shows what the
+    shape alone costs. (A synthetic workload generated with another `--mcore-fraction` is
+    another draw: for one seed its core-hours differed by -14 % to +21 % on 50 x 8 and
+    20 x 32.)"""
+    out: list[TraceJob] = []
+    for tj in workload:
+        job = tj.job
+        if job.cores <= 1:
+            out.append(tj)
+            continue
+        mem = job.mem // job.cores if job.mem else job.mem
+        for k in range(1, job.cores + 1):
+            out.append(TraceJob(job._replace(id=f"{job.id}:{k}", cores=1, mem=mem, request=None), tj.runtime))
+    return out
