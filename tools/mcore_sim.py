@@ -35,8 +35,8 @@ def main() -> int:
     ap.add_argument("--fraction", type=float, default=0.5, help="--mcore-fraction of the multi-core run")
     ap.add_argument("--rate", type=float, default=120.0, help="drain.rate, nodes per hour (0: no partition)")
     ap.add_argument("--max-draining", type=int, default=None,
-                    help="drain.max_draining (default: half the nodes; at 25 on 20 nodes the whole farm "
-                         "drained at once and 20 x 32 lost 2.6 points against 1.4 at 10)")
+                    help="drain.max_draining (default: half the nodes; at 25 on 20 x 32 the whole farm "
+                         "drained at once: occupancy 95.8 %% against 97.0 %% at 10, seed 1, event-driven)")
     ap.add_argument("--keep", default="30m")
     ap.add_argument("--backfill", choices=("requested", "expected"), default="expected",
                     help="drain.backfill: how long a draining node's jobs are taken to run")
