@@ -87,3 +87,19 @@ def test_simulate_split_multicore_reports_no_multicore_job(tmp_path, capsys):
     wl = generate(SyntheticSpec(duration=4 * 3600, slots=400, seed=1, mcore_fraction=0.5))
     wide = [tj.job.cores for tj in wl if tj.job.cores > 1]
     assert wide and r["jobs"] == len(wl) + sum(wide) - len(wide)
+
+
+def test_mcore_sim_compares_with_the_same_jobs_split_and_drains_at_most_half_the_nodes():
+    """tools/mcore_sim.py, the issue's yardstick: its single-core run is the very workload with
+    the multi-core jobs split (not another draw), and by default at most half the nodes drain."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, str(REPO / "tools" / "mcore_sim.py"), "--nodes", "10",
+                          "--duration", "12", "--seed", "5"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    runs = [ln for ln in out.stdout.splitlines() if ln.startswith("$ mysched simulate")]
+    assert len(runs) == 2 and "--split-multicore" in runs[0] and "--split-multicore" not in runs[1]
+    assert runs[0].replace(" --split-multicore", "") == runs[1]
+    assert "summary 10 x 8, --mcore-fraction 0.5, drain 120/h, at most 5 draining:" in out.stdout
+    assert "mean wait 1 core" in out.stdout and "against the single-core run's mean wait" in out.stdout
