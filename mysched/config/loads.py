@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 from mysched.core.config import LOAD_KINDS, STALE_ACTIONS, LoadRule, LoadSource, NodeLoadLimits, QueueConfig, VOConfig
 from mysched.core.durations import parse_duration
 from mysched.core.sizes import parse_mem
-from mysched.config.values import DAY, kind, number, string, strings
+from mysched.config.values import DAY, kind, number, one_of, string, strings
 
 _SOURCE_KEYS = ["type", "url", "query", "path", "key", "command", "interval", "timeout", "max_age", "on_stale"]
 _NEEDS = {"prometheus": ("url", "query"), "file": ("path",), "command": ("command",)}
@@ -66,7 +66,7 @@ def build_loads(c: Any, top: dict[str, Any], vos: dict[str, VOConfig], queues: d
             interval=c.get(g, p, "interval", parse_duration, 60.0),
             timeout=c.get(g, p, "timeout", parse_duration, 10.0),
             max_age=c.get(g, p, "max_age", parse_duration, 300.0),
-            on_stale=c.get(g, p, "on_stale", string, "ignore"))
+            on_stale=c.get(g, p, "on_stale", one_of(*STALE_ACTIONS), "ignore"))
         if typ == "prometheus" and src.url:
             u = urlparse(src.url)
             if u.scheme not in ("http", "https") or not u.netloc:
@@ -82,8 +82,6 @@ def build_loads(c: Any, top: dict[str, Any], vos: dict[str, VOConfig], queues: d
         if src.max_age < src.interval:
             c.problem(p + ("max_age",), f"is shorter than the interval ({src.interval:g} s): every value would "
                       "go stale before the next one")
-        if src.on_stale not in STALE_ACTIONS:
-            c.problem(p + ("on_stale",), f"must be one of {', '.join(STALE_ACTIONS)}, got '{src.on_stale}'")
         sources[name] = src
 
     rules: list[LoadRule] = []

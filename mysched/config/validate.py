@@ -17,7 +17,7 @@ from mysched.config.loads import build_loads, size
 from mysched.config.pools import build_pools
 from mysched.config.parse import ParsedConfig, Path, at, dotted, parse_file, parse_text
 from mysched.config.values import (DAY, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
-                                    int_, kind, number, parse_address, string, strings)
+                                    int_, kind, number, one_of, parse_address, string, strings)
 from mysched.errors import ConfigError
 
 # ---------------------------------------------------------------------------------------
@@ -295,10 +295,7 @@ def build_config(parsed: ParsedConfig) -> Config:
     for name, raw in (praw or {}).items():
         p = ("packing", name)
         g = c.group(raw, p, dict.fromkeys(["policy", "queues", "vos", "groups", "users", "ttl"]))
-        policy = c.get(g, p, "policy", string, "none")
-        if policy not in PACKING_POLICIES:
-            c.problem(p + ("policy",), f"must be one of {', '.join(PACKING_POLICIES)}, got '{policy}'")
-            policy = "none"
+        policy = c.get(g, p, "policy", one_of(*PACKING_POLICIES), "none")
         ttl = c.get(g, p, "ttl", parse_duration, math.inf)
         if "ttl" in g and policy != "exclusive":
             c.problem(p + ("ttl",), "ttl applies only to the exclusive policy")
@@ -322,9 +319,7 @@ def build_config(parsed: ParsedConfig) -> Config:
                         max_draining=c.get(dr, ("drain",), "max_draining", int_(0, MAX_FARM_NODES), 0),
                         keep=c.get(dr, ("drain",), "keep", parse_duration, 1800.0),
                         min_cores=c.get(dr, ("drain",), "min_cores", int_(2, MAX_NODE_SLOTS), 2),
-                        backfill=c.get(dr, ("drain",), "backfill", string, "expected"))
-    if drain.backfill not in DRAIN_BACKFILL:
-        c.problem(("drain", "backfill"), f"must be one of {', '.join(DRAIN_BACKFILL)}, got '{drain.backfill}'")
+                        backfill=c.get(dr, ("drain",), "backfill", one_of(*DRAIN_BACKFILL), "expected"))
     if dr and (drain.rate > 0) != (drain.max_draining > 0):
         c.problem(("drain",), "set both rate (nodes per hour) and max_draining, or neither")
     if not 0 <= drain.keep <= DAY:

@@ -86,6 +86,15 @@ def string(v: Any) -> str:
     return v
 
 
+def one_of(*choices: str) -> Callable[[Any], str]:
+    """A string that must be one of `choices` (a policy or mode name)."""
+    def conv(v: Any) -> str:
+        if string(v) not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}, got '{v}'")
+        return v
+    return conv
+
+
 def boolean(v: Any) -> bool:
     if not isinstance(v, bool):
         raise ValueError(f"expected true or false, got {kind(v)} {v!r}")
