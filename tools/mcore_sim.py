@@ -27,6 +27,8 @@ import tempfile
 
 from pools_sim import config_text, print_occupancy, simulate_json
 
+from mysched.core.config import DRAIN_BACKFILL
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -38,7 +40,7 @@ def main() -> int:
                     help="drain.max_draining (default: half the nodes; at 25 on 20 x 32 the whole farm "
                          "drained at once: occupancy 95.8 %% against 97.0 %% at 10, seed 1, event-driven)")
     ap.add_argument("--keep", default="30m")
-    ap.add_argument("--backfill", choices=("requested", "expected"), default="expected",
+    ap.add_argument("--backfill", choices=DRAIN_BACKFILL, default="expected",
                     help="drain.backfill: how long a draining node's jobs are taken to run")
     ap.add_argument("--duration", type=float, default=48.0)
     ap.add_argument("--seed", type=int, default=1)
