@@ -239,15 +239,7 @@ class Guaranteeing:
     def _package_at(self, host: str, cores: int) -> float:
         """When held host `host` has `cores` free, by the requested walltimes of what runs
         there (inf: never, by what is known): a loan ending by then delays no package."""
-        ld = self.loads[host]
-        free = ld.free
-        if free >= cores:
-            return self.now
-        for end, c in self._node_ends().get(host, ()):
-            free += c
-            if free >= cores:
-                return end
-        return float("inf")
+        return self.loads[host].room_at(cores, self._node_ends().get(host, ()), self.now)
 
     def _pool_refuses(self, job: Job, vo: str, name: str, cores: int, mem: int = 0) -> str | None:
         b = self.pool_gate.get(name)

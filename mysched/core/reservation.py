@@ -213,17 +213,7 @@ class Reserving:
 
     def _room_at(self, name: str, cores: int, ends: dict[str, list[tuple[float, int]]]) -> float:
         """The earliest time node `name` has `cores` free (inf: never, by what is known)."""
-        ld = self.loads[name]
-        if not ld.usable or ld.cap < cores:
-            return math.inf
-        free = ld.free
-        if free >= cores:
-            return self.now
-        for end, c in ends.get(name, ()):
-            free += c
-            if free >= cores:
-                return end
-        return math.inf
+        return self.loads[name].room_at(cores, ends.get(name, ()), self.now)
 
     def _reserve(self, job: Job, vo: str) -> str:
         """Reserve nodes for a job that does not fit now; return what to add to its wait."""
@@ -301,13 +291,15 @@ class Reserving:
                     ) -> tuple[float, list[str]] | None:
         """The earliest time `procs` cores are free over `names`, and the nodes that give them."""
         free: dict[str, int] = {}
+        ended: dict[str, int] = {}
         events: list[tuple[float, int, str]] = []
         have = 0
+        loads = self.loads
         for n in names:
-            ld = self.loads[n]
-            if not ld.usable or ld.cap <= 0:
+            ld = loads[n]
+            if not ld.usable or ld.slots <= 0:
                 continue
-            free[n] = ld.free
+            free[n], ended[n] = ld.free, 0
             have += ld.free
             events.extend((end, c, n) for end, c in ends.get(n, ()) if math.isfinite(end))
         t = self.now
@@ -317,15 +309,17 @@ class Reserving:
             for end, c, n in events:
                 if end > t:
                     break
-                free[n] += c  # all that ends at t: the nodes left over are backfill room
-                have += c
+                # all that ends at t: the nodes left over are backfill room
+                ended[n] += c
+                now_free = max(free[n], loads[n].free_after(ended[n]))
+                have += now_free - free[n]
+                free[n] = now_free
                 if have >= procs:
                     t = end
             if have < procs:
                 return None
         # Nodes busy now first: the cores free now that the reservation leaves out are EASY's
         # "extra" nodes, where any job may backfill (however long it runs) without delaying it.
-        loads = self.loads
         left, out = procs, []
         for n, f in sorted(free.items(), key=lambda kv: (loads[kv[0]].free, -kv[1])):
             if f > 0 and left > 0:

@@ -12,6 +12,7 @@ fresh index (tests check it on random sequences of snapshots).
 from __future__ import annotations
 
 import bisect
+import math
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from mysched.core.model import Changes, Job, JobState, Node, NodeState, Snapshot
@@ -109,6 +110,30 @@ class Load:
             times.remove(start)
             if not times:
                 del self.class_times[cls]
+
+    def free_after(self, ended: int) -> int:
+        """Cores free once jobs holding `ended` of its used cores have ended. The node's
+        slots count, whatever TORQUE's state says now: a node it reports ``job-exclusive``
+        (every core assigned, `cap` 0) frees its cores as its jobs end like any other; one
+        running a job that asked for its node alone frees them only when all have ended."""
+        left = self.used - ended
+        if self.excl and left > 0:
+            return 0
+        return max(0, self.slots - left) if self.usable else 0
+
+    def room_at(self, cores: int, ends: Iterable[tuple[float, int]], now: float) -> float:
+        """The earliest time it has `cores` free, by `ends` -- (end, cores) of what runs here,
+        soonest first (inf: never, by what is known)."""
+        if not self.usable or self.slots < cores:
+            return math.inf
+        if self.free >= cores:
+            return now
+        ended = 0
+        for end, c in ends:
+            ended += c
+            if self.free_after(ended) >= cores:
+                return end
+        return math.inf
 
     def class_start(self, cls: str) -> float | None:
         times = self.class_times.get(cls)

@@ -4,7 +4,7 @@ nodes that free up first; later jobs use those nodes only if they end before."""
 from __future__ import annotations
 
 from mysched.config import config_from_text
-from mysched.core.model import Job, JobState, Node
+from mysched.core.model import Job, JobState, Node, NodeState
 from mysched.core.planner import plan
 from mysched.core.request import Request
 from mysched.core.reservation import Reservation
@@ -279,3 +279,24 @@ def test_a_wide_job_not_yet_due_does_not_take_the_depth_from_one_that_is():
                       vq("new-short", "cms", cores=4, walltime=300, submit=500)]
     p = plan(snap(jobs, nodes), config_from_text(TWO_VOS + "scheduler = { reservation_depth = 1; reservation_wait_factor = 1.0; };\n"), Usage(), NOW)
     assert set(p.reservations) == {"new-short"} and p.reservations["new-short"].nodes == ("wn01",)
+
+
+def test_nodes_torque_reports_job_exclusive_are_reserved_as_their_jobs_end():
+    # pbs_server flags every node whose cores are all assigned `job-exclusive`: on a full farm
+    # that is every node, and the wide job must still be promised the one that frees first.
+    running = [run(f"a{i}", "wn01", NOW + 100) for i in range(4)] + [run(f"b{i}", "wn02", NOW + 1000) for i in range(4)]
+    nodes = [Node("wn01", 4, NodeState.FULL), Node("wn02", 4, NodeState.FULL)]
+    cfg = config_from_text(CFG)
+    p = plan(snap(running + [q("big", cores=4, walltime=500, submit=1)], nodes), cfg, Usage(), NOW)
+    assert p.reservations["big"].nodes == ("wn01",) and p.reservations["big"].start == NOW + 100
+    mpi = Job("mpi", "q", "u", "atlas", 6, JobState.QUEUED, 1.0, None, 500, request=Request(procs=6))
+    p = plan(snap(running + [mpi], nodes), cfg, Usage(), NOW)
+    assert p.reservations["mpi"].start == NOW + 1000 and set(p.reservations["mpi"].nodes) == {"wn01", "wn02"}
+
+
+def test_a_node_running_a_job_that_asked_for_it_alone_is_whole_again_when_that_job_ends():
+    alone = Job("x", "q", "u", "atlas", 1, JobState.RUNNING, 0.0, NOW - 10, 110, placement=(("wn01", 1),),
+                request=Request(exclusive=True))
+    p = plan(snap([alone, q("big", cores=4, walltime=500, submit=1)], [Node("wn01", 4, NodeState.FULL)]),
+             config_from_text(CFG), Usage(), NOW)
+    assert p.reservations["big"].nodes == ("wn01",) and p.reservations["big"].start == NOW + 100
