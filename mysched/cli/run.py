@@ -11,7 +11,7 @@ import threading
 
 from mysched.cli.main import command
 from mysched.core.config import Config
-from mysched.errors import UsageError
+from mysched.errors import StoreError, UsageError
 from mysched.cli.common import config_or_default
 
 log = logging.getLogger("mysched")
@@ -122,12 +122,26 @@ def run(args: argparse.Namespace) -> int:
     from mysched.daemon.cycle import Daemon
     from mysched.daemon.service import Service
 
-    lead = None
-    if not args.dry_run:  # a dry run starts nothing, so it needs no leadership
-        from mysched.history.leader import leadership_for
+    from mysched.daemon.statusfile import ensure_state_dir
+    from mysched.history.leader import leadership_for
 
-        scale = 1.0 / float(getattr(server, "speed", 1.0) or 1.0)
+    if state_dir:
+        ensure_state_dir(state_dir)
+    scale = 1.0 / float(getattr(server, "speed", 1.0) or 1.0)
+    try:
         lead = leadership_for(store, state_dir, config.leadership_timeout(scale))
+    except StoreError:
+        if not args.dry_run:
+            raise
+        lead = None
+    if args.dry_run:  # a dry run starts nothing, so it needs no leadership ...
+        holder = lead.holder() if lead is not None and state_dir else None
+        if holder:  # ... but must not overwrite the status a running daemon publishes
+            log.warning("a daemon leads (pid %s on %s): this dry run writes no status file to %s "
+                        "(give it --state-dir of its own to see its plan with the status commands)",
+                        holder.get("pid"), holder.get("host"), state_dir)
+            state_dir = ""
+        lead = None
     from mysched.backends.loads import LoadSources
 
     loads = LoadSources(config.load_sources)  # empty: no threads; a reload may add sources

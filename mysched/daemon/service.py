@@ -192,7 +192,8 @@ class Service:
         with self._lock:
             out = self._cycle()
         if out.result == "standby":
-            log.error("another daemon leads (%s): --once ran no cycle", self.daemon.role.error or "lock held")
+            err = self.daemon.role.error  # the lock could not be tried at all, or another holds it
+            log.error("%s: --once ran no cycle", err or "another daemon leads (lock held)")
         elif out.result in ("error", "crash"):
             log.error("cycle failed: %s", out.error)
         else:

@@ -205,6 +205,20 @@ def with_key(data: bytes, key: str, value: Any) -> bytes:
     return data[:-1] + b"," + json.dumps(key).encode() + b":" + encode(value) + b"}"
 
 
+def ensure_state_dir(directory: str) -> None:
+    """Create the state directory, or fail now naming it: a daemon that cannot write there
+    would publish nothing and, when its leadership lock lives there too, stand by for ever
+    as if another daemon led."""
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise StatusError(f"state directory {directory}: not a directory")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise StatusError(f"state directory {directory}: cannot create it: {exc.strerror or exc}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise StatusError(f"state directory {directory}: not writable by this user (uid {os.getuid()})")
+
+
 def write_json(directory: str, name: str, doc: dict[str, Any] | bytes) -> str:
     """Write a JSON document atomically (temporary file, fsync, rename), mode 0644."""
     os.makedirs(directory, exist_ok=True)
