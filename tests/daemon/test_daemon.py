@@ -416,3 +416,20 @@ def test_an_outage_is_logged_once_and_the_status_says_it_is_stale(tmp_path, capl
     assert d.cycle().result == "ok"
     assert any("cycle ok again after" in r.getMessage() for r in caplog.records)
     assert "stale" not in read_status(str(tmp_path))
+
+
+def test_a_reload_refuses_an_empty_file_and_names_settings_only_a_restart_applies(tmp_path, caplog):
+    path = tmp_path / "mysched.cfg"
+    path.write_text(CFG + "scheduler = { max_starts_per_cycle = 1; };\n")
+    from mysched.config import load_config
+    d, server, farm = make()
+    d.config = load_config(str(path))
+    d.config_path = str(path)
+    path.write_text("# cut short\n")
+    assert d.reload() is False
+    assert "sets nothing" in caplog.text and d.config.max_starts_per_cycle == 1
+    assert d.cycle().started == 1
+    path.write_text(CFG + 'scheduler = { max_starts_per_cycle = 2; };\ndaemon = { state_dir = "/elsewhere"; };\n')
+    assert d.reload() is True
+    assert d.config.max_starts_per_cycle == 2
+    assert "daemon.state_dir changed" in caplog.text and "only when the daemon restarts" in caplog.text
