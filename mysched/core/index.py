@@ -13,7 +13,8 @@ import dataclasses
 from mysched.core.admission import admits, consumer_admits, node_key, node_type
 from mysched.core.config import Config, PackingClass
 from mysched.core.model import Node, NodeState
-from mysched.core.tally import Ranking, Tally, empty_key, keeps_whole
+from mysched.core.nodescore import empty_key, keeps_whole
+from mysched.core.tally import Ranking, Tally
 
 
 def _same_facts(a: tuple[Node, ...], b: tuple[Node, ...] | None) -> bool:

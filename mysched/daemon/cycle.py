@@ -14,8 +14,6 @@ from typing import Any, Callable, Protocol
 
 from mysched.core.config import Config
 
-from mysched.config import build_config
-from mysched.config.parse import parse_file
 from mysched.errors import (ConfigError, JobGone, JobStateError, MyschedError, RunRefused, ServerError,
                      ServerTimeout, ServerUnavailable, StoreError, Unauthorized)
 from mysched.core.model import FinishedJob, JobState, Snapshot
@@ -28,6 +26,7 @@ from mysched.core.usage import UsageLedger
 from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics, publish_farm
 from mysched.backends.loads import LoadSources
 from mysched.daemon.loadwatch import LoadWatch
+from mysched.daemon.reload import reread
 from mysched.daemon.role import Role, settle
 from mysched.history.leader import Leadership, LeadershipLost
 
@@ -43,14 +42,6 @@ class HistoryStore(Protocol):
     def finished_since(self, t: float) -> list[FinishedJob]: ...
     def add_finished(self, records: list[FinishedJob]) -> int: ...
     def record_cycle(self, **kw: Any) -> int: ...
-
-
-RESTART_ONLY = (("server.url", "server"), ("server.libtorque", "libtorque"), ("server.timeout", "server_timeout"),
-                ("history.database", "database"), ("history.accounting_dir", "accounting_dir"),
-                ("daemon.state_dir", "state_dir"), ("daemon.metrics_address", "metrics_address"),
-                ("daemon.event_address", "event_address"), ("daemon.leader_timeout", "leader_timeout"))
-"""(key, `Config` attribute) of the settings `mysched run` reads once, at start: a reload that
-changes them says so instead of appearing to apply them."""
 
 
 class Daemon:
@@ -108,19 +99,11 @@ class Daemon:
             log.warning("reload requested but the configuration came from no file")
             return False
         try:
-            parsed = parse_file(self.config_path)
-            if not parsed.data:
-                raise ConfigError(f"{self.config_path}: the file sets nothing (empty, or only comments): "
-                                  "taken for one cut short while being written")
-            new = build_config(parsed)
+            new = reread(self.config_path, self.config)
         except ConfigError as exc:
             log.error("configuration reload rejected, keeping the previous one:\n%s", exc)
             self.metrics.reload("error")
             return False
-        for key, attr in RESTART_ONLY:
-            if getattr(new, attr) != getattr(self.config, attr):
-                log.warning("configuration reload: %s changed (%r -> %r) but takes effect only when the "
-                            "daemon restarts", key, getattr(self.config, attr), getattr(new, attr))
         self.config = new
         if self.loads.sources is not None:
             self.loads.sources.update(new.load_sources)
