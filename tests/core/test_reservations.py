@@ -300,3 +300,14 @@ def test_a_node_running_a_job_that_asked_for_it_alone_is_whole_again_when_that_j
     p = plan(snap([alone, q("big", cores=4, walltime=500, submit=1)], [Node("wn01", 4, NodeState.FULL)]),
              config_from_text(CFG), Usage(), NOW)
     assert p.reservations["big"].nodes == ("wn01",) and p.reservations["big"].start == NOW + 100
+
+
+def test_a_kept_reservation_is_named_in_the_wait_every_cycle():
+    running, nodes = farm()
+    big = Job("big", "q", "u", "atlas", 4, JobState.QUEUED, 1.0, None, 500, request=Request(procs=4))
+    cfg = config_from_text(CFG)
+    first = plan(snap(running + [big], nodes), cfg, Usage(), NOW)
+    assert "reserved" in first.waits["big"].detail
+    again = plan(snap(running + [big], nodes), cfg, Usage(), NOW + 1, reservations=first.reservations)
+    assert again.reservations["big"].nodes == first.reservations["big"].nodes
+    assert "reserved " + "+".join(first.reservations["big"].nodes) in again.waits["big"].detail
