@@ -24,7 +24,7 @@ REASONS: dict[str, str] = {
     "vo_node_limit": "the nodes with room already run the VO's per-node maximum",
     "group_node_limit": "the nodes with room already run the group's per-node maximum",
     "packing": "the nodes with room are reserved for another job class (exclusive packing)",
-    "no_free_slot": "no usable node has enough free cores",
+    "no_free_slot": "no usable node has enough free cores (and the memory the job asks for)",
     "start_limit": "the cycle reached max_starts_per_cycle before this job's turn",
     "external_load": "an external load source (storage element, site probe) throttles the job's VO, group or "
                      "queue",

@@ -69,6 +69,8 @@ class RequestPlacing:
         total = req.cores
         chosen: dict[str, int] = {}
         cands = None
+        short_mem = set()
+        """Nodes that had all else the job asks for there, but not the memory."""
 
         def ok(ld: Load, cores: int, part: NodePart | None) -> bool:
             if ld.name in chosen or not ld.usable or ld.free < cores:
@@ -92,13 +94,20 @@ class RequestPlacing:
                 return False
             if part is not None and part.properties and not part.properties <= by_name[ld.name][0].properties:
                 return False
-            return ld.mem_free() >= req.mem_for(cores, total)
+            if ld.mem_free() < req.mem_for(cores, total):
+                short_mem.add(ld.name)
+                return False
+            return True
+
+        def lacking() -> str:
+            n = len(short_mem - chosen.keys())
+            return f" ({n} node(s) with the cores lack the memory)" if n else ""
 
         for part in req.parts:
             if part.host is not None:
                 e = by_name.get(part.host)
                 if e is None or self.pool_by_key[e[2]] not in rules.pools or not ok(loads[part.host], part.ppn, part):
-                    return f"{part}: host {part.host} has no room for it now"
+                    return f"{part}: host {part.host} has no room for it now{lacking()}"
                 chosen[part.host] = part.ppn
                 continue
             if cands is None:
@@ -112,7 +121,7 @@ class RequestPlacing:
                     if not left:
                         break
             if left:
-                return f"{part}: {part.count - left} of {part.count} node(s) with room now"
+                return f"{part}: {part.count - left} of {part.count} node(s) with room now{lacking()}"
         if req.procs:
             if cands is None:
                 cands = self._candidates(rules)
@@ -128,7 +137,7 @@ class RequestPlacing:
                     if not left:
                         break
             if left:
-                return f"procs={req.procs}: {req.procs - left} core(s) free now on the nodes it may use"
+                return f"procs={req.procs}: {req.procs - left} core(s) free now on the nodes it may use{lacking()}"
         return [(loads[name], cores) for name, cores in chosen.items()]
 
     def _try_request(self, job: Job, vo: str, reason: str, rules, pc: PackingClass | None) -> str | None:  # noqa: ANN001

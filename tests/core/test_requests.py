@@ -71,6 +71,7 @@ def test_memory_is_never_overcommitted():
            for j in jobs[:2]]
     p2 = plan(snap(run + jobs[2:], nodes), CFG, Usage(), 1000)
     assert p2.starts == [] and p2.waits["m2"].reason == "no_free_slot"
+    assert "2 node(s) with the cores lack the memory" in p2.waits["m2"].detail  # why says what is short
 
 
 def test_exclusive_nodes_take_an_empty_node_and_keep_it():
