@@ -45,11 +45,12 @@ def estimate_start(job: Job, vo: str, running: Iterable[Job], ahead: Sequence[tu
     for r in running:
         start = r.start_time if r.start_time is not None else now
         end = start + r.walltime if r.walltime else math.inf
+        alone = r.request is not None and r.request.exclusive  # its nodes run nothing else
         for name, c in r.placement:
             if name in free_at:
                 if math.isinf(end):
                     unknown += 1
-                free_at[name].extend([max(end, now)] * c)
+                free_at[name].extend([max(end, now)] * (usable[name] if alone else c))
     for name, slots in usable.items():
         ts = free_at[name]
         ts.extend([now] * max(0, slots - len(ts)))

@@ -60,3 +60,11 @@ def test_no_estimate_without_walltimes_or_nodes():
     # a node free now: starts now, even if other jobs lack walltimes
     est = estimate_start(want(), "atlas", [run("a", "wn01", 2, NOW, None)], [], NODES, CFG, NOW)
     assert est.start == NOW and not math.isinf(est.start)
+
+
+def test_a_node_running_a_job_that_asked_for_it_alone_has_no_free_core_until_that_job_ends():
+    from mysched.core.request import Request
+    alone = run("x", "wn01", 1, NOW - 100, 1000)._replace(request=Request(exclusive=True))
+    other = run("y", "wn02", 2, NOW, 2000)
+    est = estimate_start(want(), "atlas", [alone, other], [], NODES, CFG, NOW)
+    assert est.start == NOW + 900  # not now: wn01's second core is not free while x runs
