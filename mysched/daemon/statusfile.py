@@ -49,6 +49,8 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
     rejected_index: dict[int, int] = {}
     jobs = []
     node_jobs: dict[str, list] = {}
+    alone: set[str] = set()
+    """Nodes running a job that asked for its nodes alone."""
     vo_of: dict[str, str] = {}  # per group: the same few dozen groups, tens of thousands of jobs
     for job in snapshot.jobs:
         vo = job.vo
@@ -86,6 +88,8 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         if job.state.holds_slots or mark == "started":
             for n, c in placement:
                 node_jobs.setdefault(n, []).append((job.user, vo, c))
+            if job.request is not None and job.request.exclusive:
+                alone.update(n for n, _ in placement)
     types = {node.name: node_type(config, node.name, node.properties) or "" for node in snapshot.nodes}
     nodes = []
     for node in snapshot.nodes:
@@ -97,8 +101,9 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         used = sum(c for _, _, c in js)
         div = users / len(js) if js else None
         state = node.state.value
-        if node.state in (NodeState.FREE, NodeState.FULL):
-            state = "full" if used >= node.slots or node.state == NodeState.FULL else ("free" if not js else "partial")
+        if node.state in (NodeState.FREE, NodeState.FULL):  # full: the planner starts nothing more there
+            full = used >= node.slots or node.state == NodeState.FULL or node.name in alone
+            state = "full" if full else ("free" if not js else "partial")
         nodes.append([node.name, state, types[node.name], node.slots, used, len(js), vos, users,
                       round(div, 4) if div is not None else None, plan.node_classes.get(node.name, ""),
                       sorted(node.properties)])

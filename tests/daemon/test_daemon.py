@@ -433,3 +433,21 @@ def test_a_reload_refuses_an_empty_file_and_names_settings_only_a_restart_applie
     assert d.reload() is True
     assert d.config.max_starts_per_cycle == 2
     assert "daemon.state_dir changed" in caplog.text and "only when the daemon restarts" in caplog.text
+
+
+def test_a_node_running_a_job_that_asked_for_it_alone_is_published_full():
+    from mysched.config import config_from_text
+    from mysched.core.model import Job, JobState, Node, Snapshot
+    from mysched.core.planner import plan
+    from mysched.core.request import Request
+    from mysched.core.usage import Usage
+    from mysched.daemon.statusfile import build_status
+
+    alone = Job("x", "q", "u", "atlas", 1, JobState.RUNNING, 0.0, 900.0, 3600.0, placement=(("wn01", 1),),
+                request=Request(exclusive=True))
+    one = Job("y", "q", "u", "atlas", 1, JobState.RUNNING, 0.0, 900.0, 3600.0, placement=(("wn02", 1),))
+    snap = Snapshot(1000.0, (alone, one), (Node("wn01", 4), Node("wn02", 4)), ())
+    cfg = config_from_text(CFG)
+    doc = build_status(snap, plan(snap, cfg, Usage(), 1000.0), cfg)
+    states = {r["name"]: r["state"] for r in rows(doc, "nodes")}
+    assert states == {"wn01": "full", "wn02": "partial"}  # what `nodes` and `free` show
