@@ -124,6 +124,9 @@ class Node:
     """pbs_mom's load average (None: not reported)."""
     avail_mem: int | None = None
     """pbs_mom's available memory in bytes (None: not reported)."""
+    vmem: int | None = None
+    """Physical memory plus swap in bytes, pbs_mom's totmem (None: unknown, virtual memory
+    requests are not checked here)."""
 
 
 @dataclass(frozen=True, slots=True)

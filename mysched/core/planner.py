@@ -365,18 +365,19 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         req = job.request
         total = job.cores
         for ld, cores in places:
-            self._take_node(job, vo, pc, ld, cores, req.mem_for(cores, total), req.exclusive)
+            self._take_node(job, vo, pc, ld, cores, req.mem_for(cores, total), req.exclusive,
+                            req.vmem_for(cores, total))
         self._count_start(job, vo, tuple((ld.name, cores) for ld, cores in places), reason)
 
     def _take_node(self, job: Job, vo: str, pc: PackingClass | None, ld: Load, cores: int, mem: int,
-                   excl: bool) -> None:
+                   excl: bool, vmem: int = 0) -> None:
         """Book `cores` of node `ld` for the job: its counts, packing reservation and rank."""
         packing = self.packing
         cls = (pc.name if pc else DEFAULT_CLASS) if packing else None
         t_users, t_vos, t_groups = self.track
         before = ld.free
         ld.add(job.user if t_users else None, vo if t_vos else None, job.group if t_groups else None, cls, cores,
-               self.now, mem, excl)
+               self.now, mem, excl, vmem)
         self.free_total -= before - ld.free
         name = ld.name
         if self.pool_on:

@@ -37,6 +37,11 @@ class Request(NamedTuple):
     """Bytes per core (``pmem``); wins over `mem` where both are given."""
     exclusive: bool = False
     """Nodes that run nothing else (``naccesspolicy=singlejob``, ``qsub -n``)."""
+    vmem: int | None = None
+    """Virtual memory (RAM plus swap) in bytes for the whole job (``vmem``), split like `mem`;
+    checked against the nodes' totmem."""
+    pvmem: int | None = None
+    """Virtual memory per core (``pvmem``); wins over `vmem` where both are given."""
 
     @property
     def cores(self) -> int:
@@ -50,15 +55,15 @@ class Request(NamedTuple):
     def simple(self) -> bool:
         """Cores on one node of any kind, no memory or exclusivity: the planner's fast path."""
         return (self.nodes <= 1 and not self.procs and not self.exclusive and self.mem is None and self.pmem is None
-                and not any(p.host or p.properties for p in self.parts))
+                and self.vmem is None and self.pvmem is None and not any(p.host or p.properties for p in self.parts))
 
     def mem_for(self, cores: int, total_cores: int) -> int:
         """Bytes the job needs on a node where it gets `cores` of its `total_cores`."""
-        if self.pmem is not None:
-            return self.pmem * cores
-        if self.mem is not None:
-            return -(-self.mem * cores // max(1, total_cores))
-        return 0
+        return _share(self.mem, self.pmem, cores, total_cores)
+
+    def vmem_for(self, cores: int, total_cores: int) -> int:
+        """Bytes of virtual memory the job needs on such a node."""
+        return _share(self.vmem, self.pvmem, cores, total_cores)
 
     def __str__(self) -> str:
         out = ["nodes=" + "+".join(map(str, self.parts))] if self.parts else []
@@ -68,6 +73,20 @@ class Request(NamedTuple):
             out.append(f"mem={self.mem}b")
         if self.pmem is not None:
             out.append(f"pmem={self.pmem}b")
+        if self.vmem is not None:
+            out.append(f"vmem={self.vmem}b")
+        if self.pvmem is not None:
+            out.append(f"pvmem={self.pvmem}b")
         if self.exclusive:
             out.append("naccesspolicy=singlejob")
         return ",".join(out)
+
+
+def _share(whole: int | None, per_core: int | None, cores: int, total_cores: int) -> int:
+    """A job's memory on a node where it gets `cores` of its `total_cores`: the per-core figure
+    times the cores, else that part of the whole (rounded up), else nothing."""
+    if per_core is not None:
+        return per_core * cores
+    if whole is not None:
+        return -(-whole * cores // max(1, total_cores))
+    return 0

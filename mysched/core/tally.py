@@ -32,7 +32,7 @@ class Load:
     reads in this plan (no diversity score, no per-node limit, no packing): not counted."""
 
     __slots__ = ("name", "slots", "cap", "free", "used", "njobs", "users", "vos", "groups", "classes",
-                 "class_times", "key", "pool", "reserved", "usable", "mem", "mem_used", "excl")
+                 "class_times", "key", "pool", "reserved", "usable", "mem", "mem_used", "excl", "vmem", "vmem_used")
 
     def __init__(self, node: Node, key: tuple, usable: bool) -> None:
         self.name = node.name
@@ -58,6 +58,9 @@ class Load:
         """Memory the jobs here asked for."""
         self.excl = 0
         """Jobs here that asked for their nodes alone: while one runs, nothing else fits."""
+        self.vmem = node.vmem
+        """Memory plus swap in bytes (None: unknown, not checked)."""
+        self.vmem_used = 0
 
     def copy(self) -> "Load":
         c = Load.__new__(Load)
@@ -65,19 +68,25 @@ class Load:
         c.users, c.vos, c.groups, c.classes = dict(self.users), dict(self.vos), dict(self.groups), dict(self.classes)
         c.class_times = {k: list(v) for k, v in self.class_times.items()} if self.class_times else {}
         c.key, c.pool, c.reserved, c.usable = self.key, None, None, self.usable
-        c.mem, c.mem_used, c.excl = self.mem, self.mem_used, self.excl
+        c.mem, c.mem_used, c.excl, c.vmem, c.vmem_used = self.mem, self.mem_used, self.excl, self.vmem, self.vmem_used
         return c
 
     def mem_free(self) -> float:
         """Memory not yet asked for (infinite where the node's memory is unknown)."""
         return float("inf") if self.mem is None else self.mem - self.mem_used
 
+    def vmem_free(self) -> float:
+        """Virtual memory not yet asked for (infinite where unknown)."""
+        return float("inf") if self.vmem is None else self.vmem - self.vmem_used
+
     def add(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
-            start: float | None, mem: int = 0, excl: bool = False) -> None:
+            start: float | None, mem: int = 0, excl: bool = False, vmem: int = 0) -> None:
         self.used += cores
         self.njobs += 1
         if mem:
             self.mem_used += mem
+        if vmem:
+            self.vmem_used += vmem
         if excl:
             self.excl += 1
         self.free = 0 if self.excl else max(0, self.cap - self.used)
@@ -93,12 +102,14 @@ class Load:
                 self.class_times.setdefault(cls, []).append(start)
 
     def remove(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
-               start: float | None, mem: int = 0, excl: bool = False) -> None:
+               start: float | None, mem: int = 0, excl: bool = False, vmem: int = 0) -> None:
         """Undo an `add` with the same arguments."""
         self.used -= cores
         self.njobs -= 1
         if mem:
             self.mem_used -= mem
+        if vmem:
+            self.vmem_used -= vmem
         if excl:
             self.excl -= 1
         self.free = 0 if self.excl else max(0, self.cap - self.used)
@@ -381,11 +392,11 @@ class Tally:
                     else:
                         ld.remove(u, v, g, cls, cores, job.start_time)
                 else:
-                    mem = req.mem_for(cores, job.cores)
+                    mem, vmem = req.mem_for(cores, job.cores), req.vmem_for(cores, job.cores)
                     if sign > 0:
-                        ld.add(u, v, g, cls, cores, job.start_time, mem, req.exclusive)
+                        ld.add(u, v, g, cls, cores, job.start_time, mem, req.exclusive, vmem)
                     else:
-                        ld.remove(u, v, g, cls, cores, job.start_time, mem, req.exclusive)
+                        ld.remove(u, v, g, cls, cores, job.start_time, mem, req.exclusive, vmem)
         for name, ld in touched.items():
             if by_name[name][4]:
                 used += min(ld.used, ld.slots)

@@ -33,14 +33,16 @@ class RequestPlacing:
         why = None
         total = req.cores
         for part in req.parts:
-            need = req.mem_for(part.ppn, total)
+            need, vneed = req.mem_for(part.ppn, total), req.vmem_for(part.ppn, total)
             fit = sum(1 for n in nodes if n.slots >= part.ppn and part.properties <= n.properties
-                      and (part.host is None or n.name == part.host) and (n.mem is None or n.mem >= need))
+                      and (part.host is None or n.name == part.host) and (n.mem is None or n.mem >= need)
+                      and (n.vmem is None or n.vmem >= vneed))
             if fit < part.count:
                 what = f"host {part.host}" if part.host else f"{part.count} node(s)"
                 why = (f"{part}: {fit} node(s) of the farm it may use could ever serve it ({what} with "
                        f"{part.ppn} core(s)" + (f", properties {','.join(sorted(part.properties))}"
                                               if part.properties else "") + (f", {need >> 20} MB" if need else "")
+                       + (f", {vneed >> 20} MB virtual" if vneed else "")
                        + " needed)")
                 break
         if why is None and req.procs:
@@ -94,7 +96,7 @@ class RequestPlacing:
                 return False
             if part is not None and part.properties and not part.properties <= by_name[ld.name][0].properties:
                 return False
-            if ld.mem_free() < req.mem_for(cores, total):
+            if ld.mem_free() < req.mem_for(cores, total) or ld.vmem_free() < req.vmem_for(cores, total):
                 short_mem.add(ld.name)
                 return False
             return True

@@ -601,3 +601,10 @@ def test_whole_requests_are_read_as_torque_means_them():
     job = next(j for j in s.jobs if j.id == "20.srv")
     assert job.cores == 3 and job.request.parts == (NodePart(1, 2, "node04"), NodePart(1, 1, None, frozenset({"sw"})))
     assert next(n for n in s.nodes if n.name == "node04").mem == 16318924 << 10
+    # virtual memory: the job's vmem/pvmem, the node's totmem
+    r = request_from_attrs("1.s", {"Resource_List.nodes": "1:ppn=2", "Resource_List.vmem": "4gb"}, w, names)
+    assert r is not None and r.vmem == 4 << 30 and r.vmem_for(2, 2) == 4 << 30
+    r = request_from_attrs("1.s", {"Resource_List.nodes": "1:ppn=2", "Resource_List.pvmem": "3gb"}, w, names)
+    assert r.vmem_for(2, 2) == 6 << 30 and "pvmem=" in str(r)
+    ifl.nodes[1] = ("node04", {**ifl.nodes[1][1], "status": "rectime=1,physmem=16318924kb,totmem=20000000kb"})
+    assert next(n for n in TorqueServer(ifl=ifl).snapshot().nodes if n.name == "node04").vmem == 20000000 << 10

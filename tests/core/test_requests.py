@@ -131,3 +131,14 @@ def test_status_commands_show_the_request_and_its_reserved_start(tmp_path, capsy
     # two nodes: wn02 is free, wn01 frees when r's requested walltime ends (900 + 600)
     assert doc["start"] == 1500.0 and ("wn01+wn02" in doc["why"] or "wn02+wn01" in doc["why"])
     assert p.reservations["mpi"].start == 1500.0
+
+
+def test_virtual_memory_is_checked_against_totmem_and_never_overcommitted():
+    nodes = [Node(f"wn0{i}", 8, NodeState.FREE, vmem=8 * GB) for i in (1, 2)]  # pbs_mom's totmem
+    jobs = [want(f"v{i}", Request((NodePart(1, 1),), vmem=5 * GB), user=f"u{i}", submit=i) for i in range(3)]
+    p = plan(snap(jobs, nodes), CFG, Usage(), 1000)
+    assert sorted(next(iter(where(p, j))) for j in ("v0", "v1")) == ["wn01", "wn02"]
+    assert p.waits["v2"].reason == "no_free_slot" and "lack the memory" in p.waits["v2"].detail
+    huge = want("huge", Request((NodePart(1, 2),), pvmem=5 * GB))  # 10 GB virtual on one node
+    p = plan(snap([huge], nodes), CFG, Usage(), 1000)
+    assert p.waits["huge"].reason == "never_fits" and "10240 MB virtual" in p.waits["huge"].detail

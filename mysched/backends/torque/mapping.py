@@ -64,7 +64,8 @@ def request_from_attrs(name: str, a: dict[str, str], warnings: list[str],
     """The whole request where it is more than N cores on one node (None otherwise); `mem` is
     the job's already read ``mem`` (a malformed nodes spec was reported by `_cores`)."""
     key = (a.get("Resource_List.nodes"), a.get("Resource_List.procs"), mem, a.get("Resource_List.pmem"),
-           a.get("Resource_List.naccesspolicy"), a.get("node_exclusive"), node_names)
+           a.get("Resource_List.naccesspolicy"), a.get("node_exclusive"), a.get("Resource_List.vmem"),
+           a.get("Resource_List.pvmem"), node_names)
     try:
         return _REQUESTS[key]
     except KeyError:
@@ -97,7 +98,9 @@ def _read_request(name: str, a: dict[str, str], warnings: list[str], node_names:
     pmem = _value(name, a, "Resource_List.pmem", parse_mem, warnings)
     exclusive = (a.get("Resource_List.naccesspolicy", "").strip().lower() in ("singlejob", "singletask")
                  or _bool(a.get("node_exclusive"), False))
-    req = Request(parts, procs, mem, pmem, exclusive)
+    vmem = _value(name, a, "Resource_List.vmem", parse_mem, warnings)
+    pvmem = _value(name, a, "Resource_List.pvmem", parse_mem, warnings)
+    req = Request(parts, procs, mem, pmem, exclusive, vmem, pvmem)
     return None if req.simple else req
 
 
@@ -200,6 +203,7 @@ def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
     status = a.get("status", "")
     mem = _status_size(name, status, "physmem", "memory not checked there", warnings)
     avail = _status_size(name, status, "availmem", "its free memory not checked", warnings)
+    vmem = _status_size(name, status, "totmem", "virtual memory not checked there", warnings)
     load = None
     loadave = status_field(status, "loadave")
     if loadave:
@@ -211,7 +215,7 @@ def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
             load = None
             warnings.append(f"node {name}: bad loadave {loadave!r}; its load not checked")
     return Node(name, slots, NodeState.parse(a.get("state", "")), props, parse_node_jobs(a.get("jobs", "")), mem,
-                load, avail)
+                load, avail, vmem)
 
 
 def queue_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Queue | None:
