@@ -116,6 +116,8 @@ class Reserving:
         least-loaded) it takes a reservation if the depth allows. Under the share order only
         if no older multi-core job that has neither started nor a reservation (nor waits for
         something else) could take that depth first."""
+        if job.id in self.out.reservations:  # kept from the last cycle: it already took its depth
+            return self._reserve(job, vo)
         if self.resv_depth <= 0:
             return ""
         if self.shares and self._resv_due(job):
