@@ -417,6 +417,20 @@ def test_memory_requests_are_never_overcommitted(server, cleanup, tmp_path):
     assert len(used) == len(set(used)) == min(3, len(mems))  # one per node, whatever cores are free
 
 
+def test_a_vmem_request_beyond_every_nodes_totmem_never_starts(server, cleanup, tmp_path):
+    _quiet_farm(server)
+    tot = [n.vmem for n in server.snapshot().nodes if n.state == NodeState.FREE]
+    if not tot or None in tot:
+        pytest.skip("pbs_mom reports no totmem")
+    over = max(tot) + (1 << 30)
+    jid = qsub("alice", "atlas", f"nodes=1:ppn=1,vmem={over // 1024}kb,walltime=00:10:00", seconds=60)
+    cleanup.append(jid)
+    d = Daemon(REQ_CFG, server, state_dir=str(tmp_path))
+    p = d.cycle().plan
+    assert server.get_job(jid).state == JobState.QUEUED
+    assert p.waits[jid].reason == "never_fits" and "MB virtual" in p.waits[jid].detail
+
+
 def test_kill_9_during_cycles_never_starts_a_job_twice(server, cleanup, tmp_path):
     """The daemon is killed at random instants while it starts jobs, and restarted each time.
     pbs_server's accounting (one S record per start) and the history must agree: every job
