@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 from importlib import resources
 from typing import Callable
 
@@ -36,13 +37,24 @@ def int_up_to(maximum: int) -> Callable[[str], int]:
 
 
 def positive_float(text: str) -> float:
+    """A positive, finite number (inf and nan would only fail later, deep in a run)."""
     try:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
     return v
+
+
+def positive_up_to(maximum: float, unit: str = "") -> Callable[[str], float]:
+    """An argument type: a positive number of at most `maximum` (durations that would never end)."""
+    def conv(text: str) -> float:
+        v = positive_float(text)
+        if v > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:g}{unit}, got {text}")
+        return v
+    return conv
 
 
 def fraction(text: str) -> float:

@@ -19,11 +19,13 @@ from mysched.errors import InputError, UsageError
 from mysched.core.model import TraceJob
 from mysched.core.planner import POLICIES
 from mysched.sim.report import format_comparison, format_result
-from mysched.backends.sim.farm import make_nodes
+from mysched.sim.workloads.synthetic import MAX_BURST_JOBS, burst_count
+from mysched.backends.sim.farm import MAX_FARM_SLOTS, MAX_WORKLOAD_HOURS, make_nodes
 from mysched.sim.replay import simulate
 from mysched.sim.result import SimOptions, SimResult
-from mysched.cli.common import config_or_default, date_arg, int_up_to, positive_float, positive_int
-from mysched.config.values import MAX_FARM_NODES, MAX_NODE_SLOTS
+from mysched.cli.common import (config_or_default, date_arg, int_between, int_up_to, positive_float, positive_int,
+                                positive_up_to)
+from mysched.config.values import DAY, MAX_FARM_NODES, MAX_NODE_SLOTS
 
 
 @command("simulate", "replay a workload through the planner on a simulated farm")
@@ -54,13 +56,14 @@ def fill(p: argparse.ArgumentParser) -> None:
                         "least-loaded (FIFO onto the least-loaded node) or easy (FIFO with EASY backfill: "
                         "reservations as scheduler.reservation_depth, default 1)")
     p.add_argument("--compare", action="store_true", help="run every policy and print them side by side")
-    p.add_argument("--interval", type=positive_float, metavar="SECONDS",
-                   help="cycle interval (default: scheduler.interval of the config)")
+    p.add_argument("--interval", type=positive_up_to(DAY, " s (a day)"), metavar="SECONDS",
+                   help="cycle interval, at most a day (default: scheduler.interval of the config)")
     p.add_argument("--event-driven", action="store_true",
                    help="also run a cycle soon after each submission or job end (as with pbs_server "
                         "contacting the scheduler), rate-limited by scheduler.min_interval")
-    p.add_argument("--duration", type=positive_float, metavar="HOURS", default=48.0,
-                   help="synthetic workload: hours of submissions (default 48)")
+    p.add_argument("--duration", type=positive_up_to(MAX_WORKLOAD_HOURS, " hours (a year)"), metavar="HOURS",
+                   default=48.0, help=f"synthetic workload: hours of submissions, at most {MAX_WORKLOAD_HOURS} "
+                   "(default 48)")
     p.add_argument("--seed", type=int, default=1, help="synthetic workload: random seed (default 1)")
     p.add_argument("--mcore-fraction", type=float, default=0.0, metavar="F",
                    help="synthetic workload: fraction of atlas/cms production jobs asking for 8 cores "
@@ -68,9 +71,10 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split-multicore", action="store_true",
                    help="replay each job of N cores as N single-core jobs (same submit time, run time and "
                         "owner): the same work without its shape, to set beside a run of the workload as is")
-    p.add_argument("--bursts", type=int, default=0, metavar="N",
+    p.add_argument("--bursts", type=int_between(0, MAX_BURST_JOBS), default=0, metavar="N",
                    help="synthetic workload: bursts of N multi-core pilots (group atlasmc, 8 cores and 16 GB "
-                        "each), the class a package guarantee (pools) is for (default 0: none)")
+                        f"each), the class a package guarantee (pools) is for; at most {MAX_BURST_JOBS} "
+                        "pilots in all (default 0: none)")
     p.add_argument("--burst-every", type=positive_float, default=12.0, metavar="HOURS",
                    help="synthetic workload: hours between bursts, the first after half that (default 12)")
     p.add_argument("--pack", metavar="NAME", help="pack the jobs of VO or group NAME as a job class "
@@ -126,6 +130,7 @@ def _load_trace(args: argparse.Namespace, vo_map: dict[str, str] | None) -> tupl
 def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, str]:
     """Workload, configuration and farm from the arguments (shared with `bench`)."""
     vo_map = None
+    info: dict = {}
     if args.vo_map:
         from mysched.sim.workloads.vomap import parse_vo_map
 
@@ -138,21 +143,19 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
         groups = {tj.job.group: (tj.job.vo or tj.job.group) for tj in workload}
         config = auto_vos(config, groups)
         label = f"trace {args.trace}"
-        nodes_default = info.get("nodes")
-        slots_default = info.get("slots_per_node")
     else:
         if args.first or args.start_from is not None:
             raise UsageError("--first and --from apply to --trace")
         config = config_or_default(args.config)
         from mysched.sim.workloads.synthetic import SyntheticSpec, generate
 
-        nodes_default = slots_default = None
-        n = args.nodes or config.farm.nodes
-        s = args.slots_per_node or config.farm.slots_per_node
+        n, s = _farm_size(args, config, info)
         if not 0.0 <= args.mcore_fraction <= 1.0:
             raise UsageError(f"--mcore-fraction must be between 0 and 1, got {args.mcore_fraction:g}")
-        if args.bursts < 0:
-            raise UsageError(f"--bursts must not be negative, got {args.bursts}")
+        pilots = burst_count(args.duration, args.burst_every, args.bursts)
+        if pilots > MAX_BURST_JOBS:
+            raise UsageError(f"--bursts {args.bursts} every --burst-every {args.burst_every:g} h for --duration "
+                             f"{args.duration:g} h is {pilots:.3g} pilots, more than {MAX_BURST_JOBS}")
         workload = generate(SyntheticSpec(duration=args.duration * 3600.0, slots=n * s, seed=args.seed,
                                           mcore_fraction=args.mcore_fraction, mcore_cores=min(8, s),
                                           burst_jobs=args.bursts, burst_every=args.burst_every * 3600.0))
@@ -166,10 +169,30 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
 
         workload = split_multicore(workload)
         label += ", multi-core jobs split into single-core ones"
-    n = args.nodes or nodes_default or config.farm.nodes
-    s = args.slots_per_node or slots_default or config.farm.slots_per_node
+    n, s = _farm_size(args, config, info)
     nodes = make_nodes(n, s, config.farm.name_format)
     return workload, config, nodes, label
+
+
+def _farm_size(args: argparse.Namespace, config: Config, info: dict) -> tuple[int, int]:
+    """Nodes and slots per node: the options, else the trace's header, else the configuration's
+    farm; within the caps of sim://, which a trace header or two capped options could pass."""
+    picked = []
+    for option, given, header, configured in (("--nodes", args.nodes, info.get("nodes"), config.farm.nodes),
+                                              ("--slots-per-node", args.slots_per_node, info.get("slots_per_node"),
+                                               config.farm.slots_per_node)):
+        if given:
+            picked.append((given, option))
+        elif header:
+            picked.append((header, f"header MaxNodes/MaxProcs of {args.trace}"))
+        else:
+            picked.append((configured, f"farm of {config.source}"))
+    (n, n_from), (s, s_from) = picked
+    if n > MAX_FARM_NODES or s > MAX_NODE_SLOTS or n * s > MAX_FARM_SLOTS:
+        raise UsageError(f"a farm of {n} nodes ({n_from}) x {s} slots ({s_from}) is too large to simulate: at "
+                         f"most {MAX_FARM_NODES} nodes, {MAX_NODE_SLOTS} slots per node and {MAX_FARM_SLOTS} "
+                         "slots in all (--nodes, --slots-per-node)")
+    return n, s
 
 
 def _writable(path: str | None, option: str) -> None:

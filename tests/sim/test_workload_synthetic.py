@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from statistics import median
@@ -170,3 +171,10 @@ def test_example_config_knows_every_group_and_queue():
             for g in groups:
                 assert cfg.vo_of(g) == vo, (path, g)
         assert set(cfg.queues) == set(DESY_QUEUES), path
+
+
+@pytest.mark.parametrize("kw", [{"duration": math.inf}, {"duration": 1e308}, {"duration": 2 * 366 * 86400.0},
+                                {"burst_jobs": 5, "burst_every": 3.6e-6}])
+def test_spec_refuses_a_workload_that_would_never_finish_drawing(kw):
+    with pytest.raises(ValueError):
+        SyntheticSpec(**kw)

@@ -269,6 +269,13 @@ class SimulatedFarm:
 _arrival_order = attrgetter("job.submit_time", "job.id")
 
 
+MAX_FARM_SLOTS = 1_000_000
+"""The largest simulated farm, nodes x slots (`sim://` and `mysched simulate`): each dimension
+has its own cap, but their product could still take gigabytes before the first cycle."""
+MAX_WORKLOAD_HOURS = 24 * 366
+"""The longest synthetic workload `sim://` and `mysched simulate` draw: a year."""
+
+
 def make_nodes(count: int, slots: int, name_format: str = "wn{index:04d}") -> tuple[Node, ...]:
     """`count` identical nodes named by `name_format` (``{index}`` counts from 1)."""
     return tuple(Node(name_format.format(index=i + 1), slots) for i in range(count))

@@ -26,6 +26,7 @@ import math
 import random
 from dataclasses import dataclass
 
+from mysched.backends.sim.farm import MAX_WORKLOAD_HOURS
 from mysched.core.model import Job, JobState, TraceJob
 from mysched.core.request import NodePart, Request
 
@@ -171,12 +172,32 @@ class SyntheticSpec:
     """Unix time of the first possible submission."""
 
     def __post_init__(self) -> None:
-        if not (self.duration >= 0 and self.slots >= 0 and self.load >= 0 and self.ops_interval >= 0):
-            raise ValueError("duration, slots, load and ops_interval must not be negative")
+        # Finite and bounded: an infinite duration or a burst every nanosecond would never
+        # finish drawing (the command line names its options before it gets here).
+        if not (0 <= self.duration <= MAX_DURATION and self.slots >= 0 and 0 <= self.load < math.inf
+                and 0 <= self.ops_interval < math.inf):
+            raise ValueError("duration (at most a year), slots, load and ops_interval must be finite "
+                             "and not negative")
         if not 0 <= self.mcore_fraction <= 1 or self.mcore_cores < 1:
             raise ValueError("mcore_fraction must be within 0..1 and mcore_cores at least 1")
         if self.burst_jobs < 0 or not self.burst_every > 0:
             raise ValueError("burst_jobs must not be negative and burst_every must be positive")
+        if burst_count(self.duration, self.burst_every, self.burst_jobs) > MAX_BURST_JOBS:
+            raise ValueError(f"bursts of more than {MAX_BURST_JOBS} pilots in all")
+
+
+MAX_DURATION = MAX_WORKLOAD_HOURS * HOUR
+"""The longest workload drawn (a year of submissions)."""
+MAX_BURST_JOBS = 1_000_000
+"""The most burst pilots drawn in all (bursts x jobs per burst)."""
+
+
+def burst_count(duration: float, every: float, jobs: int) -> float:
+    """Burst pilots drawn in all: `jobs` at every/2, every/2 + every, ... before `duration`
+    (a float, so that a burst every nanosecond is counted, not enumerated)."""
+    if not jobs or every / 2 >= duration:
+        return 0.0
+    return float(jobs * math.ceil(min((duration - every / 2) / every, 1e18)))
 
 
 def _phi(x: float) -> float:
