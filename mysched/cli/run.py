@@ -26,8 +26,8 @@ def fill(p: argparse.ArgumentParser) -> None:
 
     --server sim:// runs a simulated farm at an accelerated clock with the synthetic workload
     (parameters: sim://?nodes=50&slots=8&speed=60&seed=1&hours=48&backlog=6: backlog hours of
-    jobs are waiting at the start), so the daemon, its metrics
-    and the status commands can be tried without TORQUE.
+    jobs are waiting at the start; at most 1,000,000 slots, a year of jobs and speed 1e6), so the
+    daemon, its metrics and the status commands can be tried without TORQUE.
 
     A second daemon on the same history store (PostgreSQL, or the same SQLite file on one
     host) waits as standby and takes over within daemon.leader_timeout and a quarter more of

@@ -5,6 +5,7 @@ cycles, history, metrics, status file and status commands — can be tried on a 
 without TORQUE. URL form: ``sim://?nodes=50&slots=8&speed=60&seed=1&hours=48&backlog=6``:
 `backlog` hours of the synthetic workload are already submitted when the server starts, so
 the first cycle finds a full farm and a queue to look at (``mysched jobs``, ``why``, ``when``).
+Each parameter is checked on its own (NaN and infinity included) and named when refused.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from urllib.parse import parse_qs, urlparse
 from mysched.core.config import Config
 from mysched.errors import UsageError
 from mysched.core.model import FinishedJob, Job, Placement, Snapshot
-from mysched.backends.sim.farm import SimulatedFarm, make_nodes
+from mysched.backends.sim.farm import MAX_FARM_SLOTS, MAX_WORKLOAD_HOURS, SimulatedFarm, make_nodes
+
+MAX_SPEED = 1e6
+"""The fastest virtual clock (a year in about half a minute); an infinite one would jump past every event."""
 
 
 class SimServer:
@@ -78,10 +82,20 @@ def sim_server_from_url(url: str, config: Config) -> SimServer:
         backlog = float(q.get("backlog", 6.0))
     except ValueError as exc:
         raise UsageError(f"{url}: bad parameter value ({exc})") from None
-    if nodes < 1 or slots < 1 or speed <= 0 or hours <= 0 or backlog < 0:
-        raise UsageError(f"{url}: nodes, slots, speed and hours must be positive, backlog not negative")
-    if nodes * slots > 1_000_000 or hours > 24 * 366:
-        raise UsageError(f"{url}: a farm of at most 1,000,000 slots and a workload of at most a year")
+    # Each checked on its own, NaN included (every comparison with it is false), so that the
+    # message names the parameter; an infinite speed would move the clock to infinity.
+    for name, value, ok, rule in (
+            ("nodes", nodes, nodes >= 1, "a positive whole number"),
+            ("slots", slots, slots >= 1, "a positive whole number"),
+            ("speed", speed, 0 < speed <= MAX_SPEED, f"a positive number of at most {MAX_SPEED:g}"),
+            ("hours", hours, 0 < hours <= MAX_WORKLOAD_HOURS, f"a positive number of at most {MAX_WORKLOAD_HOURS} "
+                                                                "(a year)"),
+            ("backlog", backlog, 0 <= backlog <= MAX_WORKLOAD_HOURS, f"a number of hours from 0 to "
+                                                                      f"{MAX_WORKLOAD_HOURS}")):
+        if not ok:
+            raise UsageError(f"{url}: {name} must be {rule}, got {q.get(name, value)}")
+    if nodes * slots > MAX_FARM_SLOTS:
+        raise UsageError(f"{url}: nodes x slots is {nodes * slots}: a farm of at most {MAX_FARM_SLOTS} slots")
     workload = generate(SyntheticSpec(duration=hours * 3600.0, slots=nodes * slots, seed=seed))
     start = time.time()
     # Shift the synthetic workload so that its first `backlog` hours were submitted before now:
