@@ -169,8 +169,12 @@ class Service:
                 if self._reload.is_set():
                     self._reload.clear()
                     sdnotify.reloading()
+                    before = self.daemon.config.interval
                     with self._lock:
                         self.daemon.reload()
+                        if self.daemon.config.interval < before:  # not after the wait the old one set
+                            since = time.monotonic() - self._last_cycle_start
+                            self._schedule(self.daemon.config.interval * self._scale - since)
                     sdnotify.ready("configuration reloaded")
         finally:
             sdnotify.stopping()

@@ -451,3 +451,33 @@ def test_a_node_running_a_job_that_asked_for_it_alone_is_published_full():
     doc = build_status(snap, plan(snap, cfg, Usage(), 1000.0), cfg)
     states = {r["name"]: r["state"] for r in rows(doc, "nodes")}
     assert states == {"wn01": "full", "wn02": "partial"}  # what `nodes` and `free` show
+
+
+def test_a_reload_that_shortens_the_interval_brings_the_next_cycle_forward(tmp_path):
+    import threading
+    import time
+
+    from mysched.config import load_config
+    from mysched.daemon.service import Service
+
+    path = tmp_path / "mysched.cfg"
+    path.write_text(CFG + "scheduler = { interval = 3600; min_interval = 1; };\n")
+    d, server, farm = make()
+    d.config, d.config_path = load_config(str(path)), str(path)
+    svc = Service(d)
+    t = threading.Thread(target=svc.run, daemon=True)
+    t.start()
+    try:
+        end = time.time() + 10
+        while svc.cycles < 1 and time.time() < end:
+            time.sleep(0.05)
+        assert svc.cycles == 1  # the first cycle at once; the next in an hour
+        path.write_text(CFG + "scheduler = { interval = 1; min_interval = 1; };\n")
+        svc._reload.set()
+        end = time.time() + 10
+        while svc.cycles < 2 and time.time() < end:
+            time.sleep(0.05)
+        assert svc.cycles >= 2  # within seconds, not after the hour the old interval set
+    finally:
+        svc._stop.set()
+        t.join(15)
