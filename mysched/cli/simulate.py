@@ -25,7 +25,7 @@ from mysched.sim.replay import simulate
 from mysched.sim.result import SimOptions, SimResult
 from mysched.cli.common import (config_or_default, date_arg, int_between, int_up_to, positive_float, positive_int,
                                 positive_up_to)
-from mysched.config.values import DAY, MAX_FARM_NODES, MAX_NODE_SLOTS
+from mysched.config.values import DAY, MAX_FARM_NODES, MAX_NODE_SLOTS, check_name_format
 
 
 @command("simulate", "replay a workload through the planner on a simulated farm")
@@ -170,6 +170,10 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
         workload = split_multicore(workload)
         label += ", multi-core jobs split into single-core ones"
     n, s = _farm_size(args, config, info)
+    try:  # the config checked its own farm size; --nodes or a trace may ask for more names
+        check_name_format(config.farm.name_format, n)
+    except ValueError as exc:
+        raise UsageError(f"farm.name_format of {config.source}: {exc}") from None
     nodes = make_nodes(n, s, config.farm.name_format)
     return workload, config, nodes, label
 

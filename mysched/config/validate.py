@@ -154,7 +154,7 @@ def build_config(parsed: ParsedConfig) -> Config:
     )
 
     try:
-        check_name_format(farm.name_format)
+        check_name_format(farm.name_format, farm.nodes)
     except ValueError as exc:
         c.problem(("farm", "name_format"), str(exc))
 

@@ -4,6 +4,8 @@ into a typed one or raises `ValueError` with a message an admin can act on."""
 from __future__ import annotations
 
 import math
+import re
+from string import Formatter
 from typing import Any, Callable
 
 
@@ -59,15 +61,40 @@ def parse_address(text: str) -> tuple[str, int] | None:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def check_name_format(fmt: str) -> None:
-    """A node-name pattern must take ``{index}`` and give each node its own name."""
+MAX_NAME_WIDTH = 64
+"""The widest field a node-name pattern may ask for (a host name label has at most 63 characters)."""
+
+
+def check_name_format(fmt: str, count: int = 2) -> None:
+    """A node-name pattern must take ``{index}`` and give each of the `count` nodes the farm
+    builds its own name. The fields are read before anything is formatted, so that a width of
+    99999999999 is refused here instead of exhausting memory; then every name is built once
+    (a set of at most `MAX_FARM_NODES` short strings), because a precision (``{index!s:.1}``)
+    or an exponent format (``{index:.0e}``) only repeats names from the tenth node on."""
+    example = f"expected a pattern such as \"wn{{index:04d}}\" (the only field is index), got {fmt!r}"
     try:
-        a, b = fmt.format(index=1), fmt.format(index=2)
-    except (KeyError, IndexError, ValueError, AttributeError) as exc:
-        raise ValueError(f"expected a pattern such as \"wn{{index:04d}}\" (the only field is index), got {fmt!r}: "
-                         f"{type(exc).__name__}: {exc}") from None
-    if a == b:
+        fields = [(name, spec or "") for _, name, spec, _ in Formatter().parse(fmt) if name is not None]
+    except ValueError as exc:
+        raise ValueError(f"{example}: {exc}") from None
+    for name, spec in fields:
+        if name != "index":
+            raise ValueError(f"{example}: field {{{name}}}")
+        if "{" in spec:
+            raise ValueError(f"{example}: a field inside the format of index")
+        if any(int(d) > MAX_NAME_WIDTH for d in re.findall(r"\d+", spec)):
+            raise ValueError(f"{example}: a width or precision of more than {MAX_NAME_WIDTH}")
+    if not fields:
         raise ValueError(f"must contain {{index}} so that nodes get different names, got {fmt!r}")
+    seen: dict[str, int] = {}
+    for i in range(1, max(2, count) + 1):
+        try:
+            name = fmt.format(index=i)
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+            raise ValueError(f"{example}: {type(exc).__name__}: {exc}") from None
+        first = seen.setdefault(name, i)
+        if first != i:
+            raise ValueError(f"gives nodes {first} and {i} the same name {name!r}"
+                             + (f" (of {count} nodes)" if count > 2 else "") + f", got {fmt!r}")
 
 
 def number(minimum: float = 0.0, maximum: float = math.inf) -> Callable[[Any], float]:

@@ -14,6 +14,7 @@ import time
 from typing import Callable
 from urllib.parse import parse_qs, urlparse
 
+from mysched.config.values import check_name_format
 from mysched.core.config import Config
 from mysched.errors import UsageError
 from mysched.core.model import FinishedJob, Job, Placement, Snapshot
@@ -96,6 +97,10 @@ def sim_server_from_url(url: str, config: Config) -> SimServer:
             raise UsageError(f"{url}: {name} must be {rule}, got {q.get(name, value)}")
     if nodes * slots > MAX_FARM_SLOTS:
         raise UsageError(f"{url}: nodes x slots is {nodes * slots}: a farm of at most {MAX_FARM_SLOTS} slots")
+    try:  # the config checked its own farm size; nodes= may ask for more names
+        check_name_format(config.farm.name_format, nodes)
+    except ValueError as exc:
+        raise UsageError(f"{url}: farm.name_format of {config.source}: {exc}") from None
     workload = generate(SyntheticSpec(duration=hours * 3600.0, slots=nodes * slots, seed=seed))
     start = time.time()
     # Shift the synthetic workload so that its first `backlog` hours were submitted before now:
