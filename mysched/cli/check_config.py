@@ -7,8 +7,9 @@ import argparse
 from mysched.cli.main import command
 from mysched.config import load_config
 from mysched.core.config import Config
+from mysched.core.admission import node_key, node_type
 from mysched.core.index import NodeIndex
-from mysched.core.model import Node
+from mysched.core.model import Node, Snapshot
 
 
 @command("check-config", "validate a configuration file")
@@ -18,11 +19,13 @@ def fill(p: argparse.ArgumentParser) -> None:
     printed as FILE:LINE: key: message; the exit status is 1 if there is any. With guarantee
     pools it also works out each pool's hosts and packages -- on pbs_server's nodes with
     --server, else on the simulated farm of the `farm` section -- and reports pools that promise
-    more packages than they hold (overcommitted: exit status 1) and hosts in no pool."""
+    more packages than they hold (overcommitted: exit status 1) and hosts in no pool. With
+    --server it also warns of what the server does not have: configured queues it lacks, node
+    types and queue node lists that match none of its nodes (likely typos; exit status unchanged)."""
     p.add_argument("-c", "--config", required=True, metavar="FILE", help="configuration file to check")
     p.add_argument("--server", nargs="?", const="", metavar="URL",
-                   help="read the nodes from this batch server (default URL: server.url of the file) to check "
-                        "the pools against the real farm")
+                   help="read the queues and nodes from this batch server (default URL: server.url of the "
+                        "file) to check the pools, queues and node types against the real farm")
     p.set_defaults(run=run)
 
 
@@ -57,22 +60,42 @@ def pool_report(cfg: Config, nodes: tuple[Node, ...]) -> tuple[list[str], list[s
     return lines, problems
 
 
+def farm_warnings(cfg: Config, snap: Snapshot) -> list[str]:
+    """What the configuration names that the server's farm does not have."""
+    out = []
+    if snap.queues:
+        have = {q.name for q in snap.queues}
+        out += [f"{cfg.source}: queues.{q}: pbs_server has no such queue" for q in cfg.queues if q not in have]
+    types = [node_type(cfg, n.name, n.properties) for n in snap.nodes]
+    out += [f"{cfg.source}: node_types.{nt.name}: matches none of the server's {len(snap.nodes)} node(s)"
+            for nt in cfg.node_types if nt.name not in types]
+    for q in cfg.queues.values():
+        if q.restricted and not any(q.name in node_key(cfg, n.name, t).queues for n, t in zip(snap.nodes, types)):
+            out.append(f"{cfg.source}: queues.{q.name}: its nodes/node_types match none of the server's nodes: "
+                       "its jobs can never start")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     lines: list[str] = []
     problems: list[str] = []
-    if cfg.pools:
-        if args.server is not None:
-            from mysched.cli.run import make_server
+    warnings: list[str] = []
+    nodes: tuple[Node, ...] | None = None
+    if args.server is not None:
+        from mysched.cli.run import make_server
 
-            url = args.server or cfg.server
-            server = make_server(url, cfg)
-            try:
-                nodes = server.snapshot().nodes
-            finally:
-                server.close()
-            where = f"pbs_server {url}: {len(nodes)} node(s)"
-        else:
+        url = args.server or cfg.server
+        server = make_server(url, cfg)
+        try:
+            snap = server.snapshot()
+        finally:
+            server.close()
+        nodes = snap.nodes
+        where = f"pbs_server {url}: {len(nodes)} node(s)"
+        warnings = farm_warnings(cfg, snap)
+    if cfg.pools:
+        if nodes is None:
             from mysched.backends.sim.farm import make_nodes
 
             f = cfg.farm
@@ -88,4 +111,6 @@ def run(args: argparse.Namespace) -> int:
           + ("" if cfg.default_vo in cfg.vos else " (not declared under vos: no share, no limits)"))
     for line in lines + problems:
         print(line)
+    for line in warnings:
+        print("warning: " + line)
     return 1 if problems else 0

@@ -1,0 +1,32 @@
+"""`check-config --server`: what the configuration names that the real farm does not have."""
+
+from __future__ import annotations
+
+from mysched.cli.check_config import farm_warnings
+from mysched.cli.main import main
+from mysched.config import config_from_text
+from mysched.core.model import Node, Queue, Snapshot
+
+CFG = ('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
+       'node_types = { big = { properties = ["bigmemx"]; }; };\n'
+       'queues = { nosuch = { max_running = 3; }; atlas = { nodes = ["wn9*"]; }; cms = { }; };\n')
+
+
+def test_queues_and_node_types_the_server_lacks_are_named():
+    snap = Snapshot(0.0, (), (Node("wn01", 4, properties=frozenset({"bigmem"})), Node("wn02", 4)),
+                    (Queue("atlas"), Queue("cms")))
+    got = farm_warnings(config_from_text(CFG, "site.cfg"), snap)
+    assert got == ["site.cfg: queues.nosuch: pbs_server has no such queue",
+                   "site.cfg: node_types.big: matches none of the server's 2 node(s)",
+                   "site.cfg: queues.atlas: its nodes/node_types match none of the server's nodes: its jobs can "
+                   "never start"]
+    ok = CFG.replace("bigmemx", "bigmem").replace("wn9*", "wn0*").replace("nosuch", "cms")
+    assert farm_warnings(config_from_text(ok.replace("cms = { }; ", ""), "site.cfg"), snap) == []
+
+
+def test_check_config_server_prints_them_and_keeps_exit_status_0(tmp_path, capsys):
+    cfg = tmp_path / "site.cfg"
+    cfg.write_text(CFG)
+    assert main(["check-config", "-c", str(cfg), "--server", "sim://?nodes=3"]) == 0
+    out = capsys.readouterr().out
+    assert f"warning: {cfg}: node_types.big: matches none of the server's 3 node(s)" in out
