@@ -70,16 +70,24 @@ class Request(NamedTuple):
         if self.procs:
             out.append(f"procs={self.procs}")
         if self.mem is not None:
-            out.append(f"mem={self.mem}b")
+            out.append(f"mem={_size(self.mem)}")
         if self.pmem is not None:
-            out.append(f"pmem={self.pmem}b")
+            out.append(f"pmem={_size(self.pmem)}")
         if self.vmem is not None:
-            out.append(f"vmem={self.vmem}b")
+            out.append(f"vmem={_size(self.vmem)}")
         if self.pvmem is not None:
-            out.append(f"pvmem={self.pvmem}b")
+            out.append(f"pvmem={_size(self.pvmem)}")
         if self.exclusive:
             out.append("naccesspolicy=singlejob")
         return ",".join(out)
+
+
+def _size(n: int) -> str:
+    """Bytes in TORQUE's notation, in the largest unit that keeps them exact (``16gb``)."""
+    for unit, shift in (("tb", 40), ("gb", 30), ("mb", 20), ("kb", 10)):
+        if n and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return f"{n}b"
 
 
 def _share(whole: int | None, per_core: int | None, cores: int, total_cores: int) -> int:

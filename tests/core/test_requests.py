@@ -142,3 +142,8 @@ def test_virtual_memory_is_checked_against_totmem_and_never_overcommitted():
     huge = want("huge", Request((NodePart(1, 2),), pvmem=5 * GB))  # 10 GB virtual on one node
     p = plan(snap([huge], nodes), CFG, Usage(), 1000)
     assert p.waits["huge"].reason == "never_fits" and "10240 MB virtual" in p.waits["huge"].detail
+
+
+def test_a_request_reads_back_in_torques_units():
+    r = Request((NodePart(2, 4, None, frozenset({"ib"})),), mem=16 * GB, pmem=1500 << 20, vmem=3)
+    assert str(r) == "nodes=2:ppn=4:ib,mem=16gb,pmem=1500mb,vmem=3b"  # what `why` and `jobs` show
