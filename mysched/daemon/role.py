@@ -66,8 +66,9 @@ class Role:
             was = self.name
             self.name = "leader"
             self._standby_since = None
-            log.warning("leader now (%s): starting jobs; intents left by %s are settled first",
-                        _what(lead), "the previous leader" if was else "an earlier run")
+            # A takeover from a standby is news; leading from the start is the normal case.
+            log.log(logging.WARNING if was else logging.INFO, "leader now (%s): starting jobs; intents left by %s "
+                    "are settled first", _what(lead), "the previous leader" if was else "an earlier run")
             self.metrics.set_role(True)
             self._drop_standby_file()
             return True, True

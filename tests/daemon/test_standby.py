@@ -149,3 +149,20 @@ def test_status_commands_name_the_standby_and_point_to_the_leader(tmp_path):
         assert "is the standby; the leader is pid" in str(exc)
     else:
         raise AssertionError("the standby's host has no status of its own")
+
+
+def test_leading_from_the_start_is_logged_as_info_and_a_takeover_as_a_warning(tmp_path, caplog):
+    import logging
+
+    from mysched.daemon.metrics import NullMetrics
+    from mysched.daemon.role import Role
+
+    caplog.set_level(logging.INFO, logger="mysched")
+    first = Role(FileLeadership(str(tmp_path / "l.lock"), 4.0), NullMetrics(), None)
+    assert first.leading() == (True, True)
+    assert [r.levelname for r in caplog.records if "leader now" in r.getMessage()] == ["INFO"]
+    second = Role(FileLeadership(str(tmp_path / "l.lock"), 4.0), NullMetrics(), None)
+    assert second.leading() == (False, False)
+    first.lead.release()
+    assert second.leading() == (True, True)
+    assert [r.levelname for r in caplog.records if "leader now" in r.getMessage()] == ["INFO", "WARNING"]
