@@ -193,7 +193,8 @@ def _farm_size(args: argparse.Namespace, config: Config, info: dict) -> tuple[in
             picked.append((configured, f"farm of {config.source}"))
     (n, n_from), (s, s_from) = picked
     if n > MAX_FARM_NODES or s > MAX_NODE_SLOTS or n * s > MAX_FARM_SLOTS:
-        raise UsageError(f"a farm of {n} nodes ({n_from}) x {s} slots ({s_from}) is too large to simulate: at "
+        src = n_from if n_from == s_from else f"nodes from {n_from}, slots from {s_from}"
+        raise UsageError(f"a farm of {n} nodes x {s} slots ({src}) is too large to simulate: at "
                          f"most {MAX_FARM_NODES} nodes, {MAX_NODE_SLOTS} slots per node and {MAX_FARM_SLOTS} "
                          "slots in all (--nodes, --slots-per-node)")
     return n, s

@@ -289,3 +289,30 @@ def test_vo_map_file_errors_name_the_line(tmp_path):
     f.write_text("g2 atlas\ng6 cms extra\n")
     with pytest.raises(InputError, match=f"{f}:2: expected GROUP=VO"):
         parse_vo_map(str(f))
+
+
+@pytest.mark.parametrize("header, where", [
+    ("; MaxNodes: -5\n; MaxProcs: -10\n", "t.swf:1: MaxNodes '-5' is not a positive count: ignored"),
+    ("; MaxNodes: 4\n; MaxProcs: -10\n", "t.swf:2: MaxProcs '-10' is not a positive count: ignored"),
+    ("; UnixStartTime: 1e20\n", "t.swf:1: UnixStartTime '1e20' is not a Unix time"),
+])
+def test_a_header_no_farm_could_have_is_ignored_with_its_line(tmp_path, capsys, header, where):
+    from mysched.cli.main import main
+
+    f = write(tmp_path, header + line(1, 0) + line(2, 600))
+    assert main(["simulate", "--trace", str(f), "--progress", "never", "--json", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert f"warning: {f.parent}/{where}" in err
+    assert "2 jobs on 50 nodes x 8 slots" in out  # the configuration's farm
+    assert "simulated" in out and " 0s simulated" not in out  # 1e20 rounded both submit times to one
+
+
+@pytest.mark.parametrize("header", ["; MaxNodes: 1000000\n; MaxProcs: 1000000\n",
+                                    "; MaxNodes: 1\n; MaxProcs: 1000000000\n"])
+def test_a_header_farm_over_the_caps_is_refused_before_the_run(tmp_path, capsys, header):
+    from mysched.cli.main import main
+
+    f = write(tmp_path, header + line(1, 0))
+    assert main(["simulate", "--trace", str(f), "--progress", "never"]) == 2
+    out, err = capsys.readouterr()
+    assert "header MaxNodes/MaxProcs of" in err and "too large to simulate" in err and "simulating" not in out

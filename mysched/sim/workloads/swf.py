@@ -58,6 +58,9 @@ LPC_QUEUES: dict[int, str] = {1: "test", 2: "short", 3: "long", 4: "day", 5: "in
 MAX_PROBLEMS = 20
 """Malformed lines kept as messages (all are counted in ``skipped["malformed"]``)."""
 
+MAX_UNIX_START = 1e11
+"""The latest header UnixStartTime taken (the year 5138; dates stay printable)."""
+
 NOT_SWF_AFTER = 100
 """Malformed lines before the first good one after which the file is declared not SWF."""
 
@@ -175,8 +178,11 @@ class _Reader:
         r[kind] = r.get(kind, 0) + 1
         self.report(lineno, message)
 
-    def header(self, line: str) -> bool:
-        """Take what we use from a ``;`` line; True if it changes how job lines are read."""
+    def header(self, line: str, lineno: int) -> bool:
+        """Take what we use from a ``;`` line; True if it changes how job lines are read.
+
+        A start time or farm size no farm could have is reported and ignored: a start of 1e20
+        would round every submit time to the same second, a negative size build no node."""
         key, sep, value = line.lstrip()[1:].partition(":")
         if not sep:
             return False
@@ -184,9 +190,11 @@ class _Reader:
         tr = self.tr
         if key == "UnixStartTime":
             v = _first_int(value)
-            if v is not None:
+            if v is not None and 0 <= v <= MAX_UNIX_START:
                 tr.unix_start = float(v)
                 return True
+            self.report(lineno, f"UnixStartTime {value.strip()!r} is not a Unix time from 0 to {MAX_UNIX_START:.0e}: "
+                        "ignored (submit times taken as absolute)")
         elif key == "TimeZoneString":
             tr.timezone = value.split("#")[0].strip() or tr.timezone
         elif key == "TimeZone" and tr.timezone is None:
@@ -194,10 +202,12 @@ class _Reader:
             if v is not None:
                 sign = "-" if v < 0 else "+"
                 tr.timezone = f"UTC{sign}{abs(v) // 3600:02d}:{abs(v) % 3600 // 60:02d}"
-        elif key == "MaxNodes":
-            tr.max_nodes = _first_int(value)
-        elif key == "MaxProcs":
-            tr.max_procs = _first_int(value)
+        elif key in ("MaxNodes", "MaxProcs"):
+            v = _first_int(value)
+            if v is not None and v >= 1:
+                setattr(tr, "max_nodes" if key == "MaxNodes" else "max_procs", v)
+            else:
+                self.report(lineno, f"{key} {value.strip()!r} is not a positive count: ignored")
         elif key == "Queue":
             words = value.split()
             try:
@@ -305,7 +315,7 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
                 if n == 0:
                     continue
                 if parts[0][0] == ";":
-                    if rd.header(line):
+                    if rd.header(line, lineno):
                         cache.clear()
                         base = tr.unix_start or 0.0
                     continue
