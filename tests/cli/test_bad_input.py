@@ -100,6 +100,12 @@ CASES = [
     _trace("binary trace", b"\x00\xff\xfe" * 100, "t.swf", expect=REFUSED),
     _trace("absurd submit time", SWF_OK + "2 99999999999999 10 100 2 -1 -1 2 200 -1 1 1 1 -1 1 -1 -1 -1\n",
            "t.swf:2"),
+    *(Case(f"accounting trace qtime={q}", "trace", WARNED,
+           lambda d: ["simulate", "--trace", str(d / "20261122"), "--nodes", "2", "--slots-per-node", "2",
+                      "--progress", "never"],
+           {"20261122": E.format(id="1.s") + f"user=u group=g qtime={q} start=1795300000 end=1795300600\n"
+            + E.format(id="2.s") + GOOD_E + "\n"}, f"20261122:1: job 1.s: qtime={q}")
+      for q in ("nan", "-inf", "-99999999999")),
     Case("missing trace", "trace", REFUSED, lambda d: ["simulate", "--trace", str(d / "none.swf")], {}, "none.swf"),
     # -- accounting -------------------------------------------------------------------------
     _acct("bad time stamp", "yesterday;E;1.s;" + GOOD_E + "\n", "20261122:1"),

@@ -1,11 +1,13 @@
 """A TORQUE accounting log as a workload: each `E` record becomes a job to replay.
 
-Submit time is the record's ``qtime`` (else ``ctime``, else its start); runtime is
+Submit time is the record's ``qtime`` (else ``ctime``, else its start); a record whose
+time is no number or more than a year before its start is reported and skipped. Runtime is
 ``end - start``; cores, walltime and memory requests come from the record.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Callable, Mapping
 
@@ -16,6 +18,16 @@ from mysched.core.model import Job, JobState, TraceJob
 from mysched.sim.workloads.swf import open_text
 
 MAX_PROBLEMS = 20
+MAX_WAIT = 366 * 86400.0
+"""The longest wait taken from a record: an older qtime (-99999999999 was 1,178,186 days of
+simulated farm) or one that is no number is reported and the record not replayed."""
+
+
+def _time_or_nan(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
 
 
 def read_accounting_trace(path: str, *, first: int | None = None, start_from: float | None = None,
@@ -47,19 +59,23 @@ def read_accounting_trace(path: str, *, first: int | None = None, start_from: fl
                     continue
                 seen.add((fj.id, fj.start))
                 a = rec.attrs
-                submit = fj.start
-                for key in ("qtime", "ctime"):
-                    try:
-                        submit = min(float(a[key]), fj.start)
-                        break
-                    except (KeyError, ValueError):
-                        continue
+                key = "qtime" if "qtime" in a else "ctime" if "ctime" in a else None
+                submit = fj.start if key is None else _time_or_nan(a[key])
+                if not fj.start - MAX_WAIT <= submit:  # also NaN and -inf
+                    malformed += 1
+                    if warn is not None and malformed <= MAX_PROBLEMS:
+                        warn(f"{fname}:{lineno}: job {fj.id}: {key}={a[key]} is not a time within a year before "
+                             "its start: not replayed")
+                    continue
+                submit = min(submit, fj.start)
                 if start_from is not None and submit < start_from:
                     continue
                 walltime = duration_or_none(a.get("Resource_List.walltime"))
                 vo = vo_map.get(fj.group) if vo_map else None
                 jobs.append(TraceJob(Job(fj.id, fj.queue, fj.user, fj.group, fj.cores, JobState.QUEUED, submit,
                                          None, walltime, None, (), vo), fj.end - fj.start))
+    if warn is not None and malformed > MAX_PROBLEMS:
+        warn(f"{path}: {malformed} records not replayed in all (first {MAX_PROBLEMS} shown)")
     if not jobs and malformed:
         raise InputError(f"{path}: no usable E record ({malformed} malformed lines)")
     jobs.sort(key=lambda t: (t.job.submit_time, t.job.id))
