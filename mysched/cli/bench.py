@@ -11,7 +11,7 @@ import time
 
 from mysched.cli.main import command
 from mysched.errors import InputError
-from mysched.cli.common import fraction, non_negative_int, positive_int
+from mysched.cli.common import fraction, non_negative_int, output_path, positive_int
 
 
 @command("bench", "measure the planner at a given farm size (and how it scales)")
@@ -98,6 +98,7 @@ def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, pack
 
 
 def run(args: argparse.Namespace) -> int:
+    output_path(args.json, "--json")  # before the minutes of measuring, not after
     if args.running > args.nodes * args.slots_per_node:
         raise InputError(f"--running {args.running} is more than the farm's {args.nodes * args.slots_per_node} slots")
     r = measure(args.nodes, args.slots_per_node, args.running, args.queued, args.repeat, not args.no_packing,

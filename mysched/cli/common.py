@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
+import os
 from importlib import resources
 from typing import Callable
 
 from mysched.core.config import Config
+from mysched.errors import UsageError
 
 from mysched.config import config_from_text, load_config
 
@@ -80,6 +82,17 @@ def date_arg(text: str) -> float:
         except ValueError:
             continue
     raise argparse.ArgumentTypeError(f"expected a date like 2004-11-01 or 2004-11-01T12:00 (UTC), got {text!r}")
+
+
+def output_path(path: str | None, option: str) -> None:
+    """Fail before a long run, not after it, if an output file cannot be written there."""
+    if path is None or path == "-":
+        return
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a directory; give a file name")
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d) or not os.access(d, os.W_OK):
+        raise UsageError(f"{option} {path}: directory {d} does not exist or is not writable")
 
 
 def default_config_text() -> str:

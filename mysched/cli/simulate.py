@@ -23,8 +23,8 @@ from mysched.sim.workloads.synthetic import MAX_BURST_JOBS, burst_count
 from mysched.backends.sim.farm import MAX_FARM_SLOTS, MAX_WORKLOAD_HOURS, make_nodes
 from mysched.sim.replay import simulate
 from mysched.sim.result import SimOptions, SimResult
-from mysched.cli.common import (config_or_default, date_arg, int_between, int_up_to, positive_float, positive_int,
-                                positive_up_to)
+from mysched.cli.common import (config_or_default, date_arg, int_between, int_up_to, output_path, positive_float,
+                                positive_int, positive_up_to)
 from mysched.config.values import DAY, MAX_FARM_NODES, MAX_NODE_SLOTS, check_name_format
 
 
@@ -93,9 +93,11 @@ def fill(p: argparse.ArgumentParser) -> None:
                    "every --frame-every planner cycles")
     p.add_argument("--frame-every", type=positive_int, default=60, metavar="K",
                    help="cycles between farm pictures (default 60)")
-    p.add_argument("--farm-movie", metavar="FILE.gif", help="string the farm pictures together as a GIF")
+    p.add_argument("--farm-movie", metavar="FILE.gif", help="string the farm pictures together as a GIF (.gif is "
+                   "added to a name without extension; .png, .webp, .tiff, .pdf also animate)")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-' for stdout)")
-    p.add_argument("--plot", metavar="FILE.png", help="plot running/queued jobs per VO and occupancy")
+    p.add_argument("--plot", metavar="FILE.png", help="plot running/queued jobs per VO and occupancy (.png is added "
+                   "to a name without extension; .pdf, .svg and other matplotlib formats by their extension)")
     from mysched.cli.progress import add_progress_option
 
     add_progress_option(p)
@@ -200,30 +202,45 @@ def _farm_size(args: argparse.Namespace, config: Config, info: dict) -> tuple[in
     return n, s
 
 
-def _writable(path: str | None, option: str) -> None:
-    """Fail before a long simulation, not after it, if an output cannot be written."""
-    if not path or path == "-":
-        return
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d) or not os.access(d, os.W_OK):
-        raise UsageError(f"{option} {path}: directory {d} does not exist or is not writable")
-
-
-def run(args: argparse.Namespace) -> int:
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Fail before a long simulation, not after it, if an output cannot be written; settle the
+    file names the plot and the movie really get, so that the report says where they are."""
     for option, value in (("--plot", args.plot), ("--farm-frames", args.farm_frames)):
         if value and importlib.util.find_spec("matplotlib") is None:
             raise UsageError(f"{option} needs matplotlib, which is not installed: pip install 'mysched[plot]'")
-    _writable(args.json, "--json")
-    _writable(args.plot, "--plot")
-    _writable(args.farm_movie, "--farm-movie")
+    if args.farm_movie and not args.farm_frames:
+        raise UsageError("--farm-movie needs --farm-frames DIR (the pictures it is made of)")
+    if args.plot or args.farm_movie:
+        from mysched.sim.plot import movie_file, plot_file
+
+        for option, attr, settle in (("--plot", "plot", plot_file), ("--farm-movie", "farm_movie", movie_file)):
+            if getattr(args, attr):
+                output_path(getattr(args, attr), option)  # a directory, before a name is made of it
+                try:
+                    setattr(args, attr, settle(getattr(args, attr)))
+                except InputError as exc:
+                    raise UsageError(f"{option} {exc}") from None
+    output_path(args.json, "--json")
+    output_path(args.plot, "--plot")
+    output_path(args.farm_movie, "--farm-movie")
+    if args.farm_frames:
+        d = os.path.abspath(args.farm_frames)
+        if os.path.exists(d) and not os.path.isdir(d):
+            raise UsageError(f"--farm-frames {args.farm_frames}: not a directory")
+        while not os.path.exists(d):  # the pictures' directory is created, with its parents
+            d = os.path.dirname(d)
+        if not os.path.isdir(d) or not os.access(d, os.W_OK | os.X_OK):
+            raise UsageError(f"--farm-frames {args.farm_frames}: cannot create or write in {d}")
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_outputs(args)
     workload, config, nodes, label = prepare(args)
     interval = args.interval or config.interval
     if args.compare and args.compare_packing:
         raise UsageError("--compare and --compare-packing cannot be combined; run them one after the other")
     if args.compare_packing and not (args.pack or config.packing):
         raise UsageError("--compare-packing needs a packed class: --pack NAME or packing classes in the config")
-    if args.farm_movie and not args.farm_frames:
-        raise UsageError("--farm-movie needs --farm-frames DIR (the pictures it is made of)")
     runs: list[tuple[str, Config, str]] = []
     if args.compare_packing:
         for pol in PACKING_POLICIES:

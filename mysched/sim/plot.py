@@ -30,6 +30,40 @@ def _pyplot():  # noqa: ANN202 - the matplotlib.pyplot module
 
 MISSING = "plots need matplotlib: pip install 'mysched[plot]'"
 
+
+def plot_file(path: str) -> str:
+    """The file a plot named `path` goes to, known before the run: matplotlib adds its default
+    extension to a name without one and cannot write an extension it does not know."""
+    import os
+
+    import matplotlib
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    ext = os.path.splitext(path)[1][1:].lower()
+    if not ext:
+        return path.rstrip(".") + "." + matplotlib.rcParams["savefig.format"]
+    known = FigureCanvasBase.get_supported_filetypes()
+    if ext not in known:
+        raise InputError(f"{path}: cannot write a plot as .{ext}; use one of ." + ", .".join(sorted(known)))
+    return path
+
+
+def movie_file(path: str) -> str:
+    """The file a farm movie named `path` goes to, known before the run: a GIF where the name
+    has no extension; refused where Pillow cannot write an animation of that kind."""
+    import os
+
+    from PIL import Image
+
+    ext = os.path.splitext(path)[1].lower()
+    if not ext:
+        return path.rstrip(".") + ".gif"
+    Image.init()
+    animated = sorted(e for e, f in Image.registered_extensions().items() if f in Image.SAVE_ALL)
+    if ext not in animated:
+        raise InputError(f"{path}: cannot write a movie as {ext}; use .gif (or " + ", ".join(animated) + ")")
+    return path
+
 REAL_DATES_AFTER = 100_000_000.0
 """Replays whose clock starts after 1973 carry real dates (traces); earlier: synthetic hours."""
 

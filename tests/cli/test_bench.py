@@ -31,3 +31,11 @@ def test_simulate_refuses_a_farm_that_would_exhaust_memory(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["simulate", "--nodes", "1000000000"])
     assert exc.value.code == 2 and "at most 100000" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["no/such/x.json", "."])
+def test_bench_refuses_a_json_file_it_cannot_write_before_measuring(tmp_path, capsys, name):
+    assert main(["bench", "--nodes", "20", "--running", "10", "--queued", "10", "--repeat", "1",
+                 "--json", str(tmp_path / name)]) == 2
+    out, err = capsys.readouterr()
+    assert f"--json {tmp_path / name}" in err and "farm" not in out
