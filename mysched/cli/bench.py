@@ -10,8 +10,13 @@ import statistics
 import time
 
 from mysched.cli.main import command
-from mysched.errors import InputError
-from mysched.cli.common import fraction, non_negative_int, output_path, positive_int
+from mysched.errors import InputError, UsageError
+from mysched.backends.sim.farm import MAX_FARM_SLOTS
+from mysched.cli.common import fraction, int_between, int_up_to, non_negative_int, output_path
+from mysched.config.values import MAX_FARM_NODES, MAX_NODE_SLOTS
+
+MAX_QUEUED = 1_000_000
+"""The longest queue benchmarked: 20 times a large site's (more only measures the swap)."""
 
 
 @command("bench", "measure the planner at a given farm size (and how it scales)")
@@ -21,11 +26,13 @@ def fill(p: argparse.ArgumentParser) -> None:
     snapshot build from server replies (TORQUE attribute dictionaries through the TORQUE
     adapter's conversion), and the peak memory. --scaling adds a table from 1k to 50k queued
     jobs and 1k to 20k slots."""
-    p.add_argument("--nodes", type=positive_int, default=2500)
-    p.add_argument("--slots-per-node", type=positive_int, default=8)
-    p.add_argument("--running", type=non_negative_int, default=18000)
-    p.add_argument("--queued", type=non_negative_int, default=50000)
-    p.add_argument("--repeat", type=positive_int, default=7, help="planner cycles to time (default 7)")
+    p.add_argument("--nodes", type=int_up_to(MAX_FARM_NODES), default=2500, metavar="N",
+                   help=f"worker nodes (default 2500; at most {MAX_FARM_NODES}, and {MAX_FARM_SLOTS} slots in all)")
+    p.add_argument("--slots-per-node", type=int_up_to(MAX_NODE_SLOTS), default=8, metavar="S", help="default 8")
+    p.add_argument("--running", type=non_negative_int, default=18000, metavar="N", help="default 18000, at most the farm's slots")
+    p.add_argument("--queued", type=int_between(0, MAX_QUEUED), default=50000, metavar="N",
+                   help=f"default 50000, at most {MAX_QUEUED}")
+    p.add_argument("--repeat", type=int_between(1, 1000), default=7, metavar="K", help="planner cycles to time (default 7)")
     p.add_argument("--no-packing", action="store_true", help="leave the packing class out")
     p.add_argument("--mcore-fraction", type=fraction, default=None, metavar="F",
                    help="fraction of the queued jobs asking for 8 cores (default: 5 %% of one production "
@@ -99,6 +106,9 @@ def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, pack
 
 def run(args: argparse.Namespace) -> int:
     output_path(args.json, "--json")  # before the minutes of measuring, not after
+    if args.nodes * args.slots_per_node > MAX_FARM_SLOTS:
+        raise UsageError(f"--nodes {args.nodes} x --slots-per-node {args.slots_per_node} is "
+                         f"{args.nodes * args.slots_per_node} slots: at most {MAX_FARM_SLOTS}")
     if args.running > args.nodes * args.slots_per_node:
         raise InputError(f"--running {args.running} is more than the farm's {args.nodes * args.slots_per_node} slots")
     r = measure(args.nodes, args.slots_per_node, args.running, args.queued, args.repeat, not args.no_packing,

@@ -39,3 +39,17 @@ def test_bench_refuses_a_json_file_it_cannot_write_before_measuring(tmp_path, ca
                  "--json", str(tmp_path / name)]) == 2
     out, err = capsys.readouterr()
     assert f"--json {tmp_path / name}" in err and "farm" not in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--nodes", "100000000"], "--nodes: must be at most 100000"),
+    (["--queued", "1000000000"], "--queued: must be at most 1000000"),
+    (["--nodes", "100000", "--slots-per-node", "4096"], "--nodes 100000 x --slots-per-node 4096"),
+])
+def test_bench_refuses_a_farm_or_queue_that_would_exhaust_memory(argv, message, capsys):
+    try:
+        rc = main(["bench", "--running", "0", "--queued", "0", "--repeat", "1", *argv])
+    except SystemExit as exc:
+        rc = exc.code
+    assert rc == 2
+    assert message in capsys.readouterr().err
