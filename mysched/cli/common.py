@@ -70,12 +70,22 @@ def fraction(text: str) -> float:
     return v
 
 
+MAX_DATE = 253402300799.0
+"""9999-12-31T23:59:59 UTC, the last time a date can name."""
+
+
 def date_arg(text: str) -> float:
-    """Unix seconds from ``YYYY-MM-DD``, ``YYYY-MM-DDTHH:MM[:SS]`` (UTC) or a number."""
+    """Unix seconds from ``YYYY-MM-DD``, ``YYYY-MM-DDTHH:MM[:SS]`` (UTC) or a number.
+
+    A number must be a finite time a date could name (nan would compare false and filter nothing)."""
     try:
-        return float(text)
+        v = float(text)
     except ValueError:
         pass
+    else:
+        if not (math.isfinite(v) and abs(v) <= MAX_DATE):
+            raise argparse.ArgumentTypeError(f"expected a date or Unix seconds up to {MAX_DATE:.0f}, got {text!r}")
+        return v
     for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"):
         try:
             return dt.datetime.strptime(text, fmt).replace(tzinfo=dt.timezone.utc).timestamp()

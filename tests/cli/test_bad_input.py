@@ -157,6 +157,10 @@ CASES = [
          "no/such"),
     _cli("no status file", ["jobs", "--state-dir", "{d}/nothing"], "nothing"),
     _cli("unknown job", ["why", "--state-dir", "{d}/nothing", "42"], "nothing"),
+    _cli("usage since nan", ["usage", "--db", "sqlite:///{d}/h.db", "--since", "nan"], "--since"),
+    _cli("usage until inf", ["usage", "--db", "sqlite:///{d}/h.db", "--until", "inf"], "--until"),
+    Case("simulate from nan", "cli", REFUSED, lambda d: ["simulate", "--trace", str(d / "t.swf"), "--from", "nan",
+                                                         "--progress", "never"], {"t.swf": SWF_OK}, "--from"),
     _cli("bad usage window", ["usage", "--db", "sqlite:///{d}/h.db", "--since", "last tuesday"], "--since"),
 ]
 
