@@ -70,8 +70,8 @@ def fraction(text: str) -> float:
     return v
 
 
-MAX_DATE = 253402300799.0
-"""9999-12-31T23:59:59 UTC, the last time a date can name."""
+MIN_DATE, MAX_DATE = -62135596800.0, 253402300799.0
+"""0001-01-01 and 9999-12-31T23:59:59 UTC, the times a date can name."""
 
 
 def date_arg(text: str) -> float:
@@ -83,8 +83,9 @@ def date_arg(text: str) -> float:
     except ValueError:
         pass
     else:
-        if not (math.isfinite(v) and abs(v) <= MAX_DATE):
-            raise argparse.ArgumentTypeError(f"expected a date or Unix seconds up to {MAX_DATE:.0f}, got {text!r}")
+        if not MIN_DATE <= v <= MAX_DATE:  # also nan
+            raise argparse.ArgumentTypeError(f"expected a date or Unix seconds from {MIN_DATE:.0f} to {MAX_DATE:.0f} "
+                                             f"(years 1 to 9999), got {text!r}")
         return v
     for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"):
         try:
