@@ -129,6 +129,9 @@ def find_job(doc: dict[str, Any], job_id: str) -> dict[str, Any]:
     matches = [j for j in jobs if j["id"].split(".")[0] == job_id]
     if len(matches) == 1:
         return matches[0]
+    if matches:  # the same number on two servers: guessing would explain the wrong job
+        ids = ", ".join(j["id"] for j in matches[:10]) + (", ..." if len(matches) > 10 else "")
+        raise StatusError(f"job {job_id}: ambiguous: {ids} (give the full id)")
     raise StatusError(f"job {job_id} is not in the status of the last cycle (finished, deleted, or a typo?)")
 
 

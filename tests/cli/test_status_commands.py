@@ -178,3 +178,34 @@ def test_usage_reads_the_history_beside_the_status_file_and_says_so(tmp_path, ca
     assert main(["usage", "--state-dir", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert f"{tmp_path}/history.db" in err and "state directory" in err
+
+
+# -- damaged status files: one located line, never a traceback -----------------------------------
+
+def _damage(tmp_path, change):
+    """The status file of `make_status`, changed in place by `change(doc)`."""
+    make_status(tmp_path)
+    path = tmp_path / "status.json"
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+    return doc
+
+
+def _refused(capsys, argv, where):
+    """`argv` fails with one line naming `where` and no internal error."""
+    assert main(argv) == 1, argv
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error" not in err, err
+    assert where in err, (where, err)
+    return err
+
+
+def test_a_short_job_id_of_two_jobs_is_ambiguous(tmp_path, capsys):
+    def rename(d):
+        d["jobs"][3][0], d["jobs"][4][0] = "1.sim", "1.other"
+    _damage(tmp_path, rename)
+    for cmd in ("why", "when"):
+        err = _refused(capsys, [cmd, "--state-dir", str(tmp_path), "1"], "job 1: ambiguous: 1.sim, 1.other")
+        assert "not in the status" not in err
+    assert run_json(capsys, "why", "--state-dir", str(tmp_path), "1.other")["job"]["id"] == "1.other"
