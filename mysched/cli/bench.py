@@ -12,7 +12,7 @@ import time
 from mysched.cli.main import command
 from mysched.errors import InputError, UsageError
 from mysched.backends.sim.farm import MAX_FARM_SLOTS
-from mysched.cli.common import fraction, int_between, int_up_to, non_negative_int, output_path
+from mysched.cli.common import fraction, int_between, int_up_to, non_empty, non_negative_int, output_path
 from mysched.config.values import MAX_FARM_NODES, MAX_NODE_SLOTS
 
 MAX_QUEUED = 1_000_000
@@ -29,10 +29,12 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", type=int_up_to(MAX_FARM_NODES), default=2500, metavar="N",
                    help=f"worker nodes (default 2500; at most {MAX_FARM_NODES}, and {MAX_FARM_SLOTS} slots in all)")
     p.add_argument("--slots-per-node", type=int_up_to(MAX_NODE_SLOTS), default=8, metavar="S", help="default 8")
-    p.add_argument("--running", type=non_negative_int, default=18000, metavar="N", help="default 18000, at most the farm's slots")
+    p.add_argument("--running", type=non_negative_int, default=18000, metavar="N",
+                   help="default 18000, at most the farm's slots")
     p.add_argument("--queued", type=int_between(0, MAX_QUEUED), default=50000, metavar="N",
                    help=f"default 50000, at most {MAX_QUEUED}")
-    p.add_argument("--repeat", type=int_between(1, 1000), default=7, metavar="K", help="planner cycles to time (default 7)")
+    p.add_argument("--repeat", type=int_between(1, 1000), default=7, metavar="K",
+                   help="planner cycles to time (default 7)")
     p.add_argument("--no-packing", action="store_true", help="leave the packing class out")
     p.add_argument("--mcore-fraction", type=fraction, default=None, metavar="F",
                    help="fraction of the queued jobs asking for 8 cores (default: 5 %% of one production "
@@ -40,8 +42,9 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pools", action="store_true", help="add a package guarantee pool over every worker node "
                    "(10 %% and 20 packages of 8 slots for two production groups)")
     p.add_argument("--scaling", action="store_true", help="also print the scaling table")
-    p.add_argument("--json", metavar="FILE", help='write {"plan_s": {"p50","max"}, "build_s": {"p50","first"}, '
-                   '"peak_rss_mb", "starts", ...} (\'-\' for stdout)')
+    p.add_argument("--json", type=non_empty, metavar="FILE",
+                   help='write {"plan_s": {"p50","max"}, "build_s": {"p50","first"}, "peak_rss_mb", "starts", ...} '
+                        '(\'-\' for stdout)')
     p.set_defaults(run=run)
 
 

@@ -59,6 +59,13 @@ def positive_up_to(maximum: float, unit: str = "") -> Callable[[str], float]:
     return conv
 
 
+def non_empty(text: str) -> str:
+    """A file, name or URL that must be given: an empty value is a mistake, not "use the default"."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
 def fraction(text: str) -> float:
     """An argument between 0 and 1."""
     try:

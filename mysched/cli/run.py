@@ -12,7 +12,7 @@ import threading
 from mysched.cli.main import command
 from mysched.core.config import Config
 from mysched.errors import StoreError, UsageError
-from mysched.cli.common import config_or_default
+from mysched.cli.common import config_or_default, non_empty
 
 log = logging.getLogger("mysched")
 
@@ -32,14 +32,17 @@ def fill(p: argparse.ArgumentParser) -> None:
     A second daemon on the same history store (PostgreSQL, or the same SQLite file on one
     host) waits as standby and takes over within daemon.leader_timeout and a quarter more of
     the leader's end; only the leader starts jobs. --once exits 1 when another daemon leads."""
-    p.add_argument("-c", "--config", metavar="FILE", help="configuration file (default: embedded example; "
-                   "a production daemon should always name its file so SIGHUP can reload it)")
-    p.add_argument("--server", metavar="URL", help="torque://HOST (default: server.url of the config) or sim://")
+    p.add_argument("-c", "--config", type=non_empty, metavar="FILE",
+                   help="configuration file (default: embedded example; a production daemon should always name its "
+                        "file so SIGHUP can reload it)")
+    p.add_argument("--server", type=non_empty, metavar="URL",
+                   help="torque://HOST (default: server.url of the config) or sim://")
     p.add_argument("--once", action="store_true", help="run one cycle and exit (status 1 if it failed)")
     p.add_argument("--dry-run", action="store_true", help="plan and log what would start; start nothing")
-    p.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
+    p.add_argument("--db", type=non_empty, metavar="URL", help="history database URL (default: history.database)")
     p.add_argument("--no-db", action="store_true", help="keep no history (usage then counts running jobs only)")
-    p.add_argument("--state-dir", metavar="DIR", help="where to write status.json (default: daemon.state_dir)")
+    p.add_argument("--state-dir", type=non_empty, metavar="DIR",
+                   help="where to write status.json (default: daemon.state_dir)")
     p.add_argument("--metrics-address", metavar="HOST:PORT",
                    help="Prometheus endpoint (default: daemon.metrics_address; 'off' disables)")
     p.add_argument("--event-address", metavar="HOST:PORT",

@@ -23,8 +23,8 @@ from mysched.sim.workloads.synthetic import MAX_BURST_JOBS, burst_count
 from mysched.backends.sim.farm import MAX_FARM_SLOTS, MAX_WORKLOAD_HOURS, make_nodes
 from mysched.sim.replay import simulate
 from mysched.sim.result import SimOptions, SimResult
-from mysched.cli.common import (config_or_default, date_arg, int_between, int_up_to, output_path, positive_float,
-                                positive_int, positive_up_to)
+from mysched.cli.common import (config_or_default, date_arg, int_between, int_up_to, non_empty, output_path,
+                                positive_float, positive_int, positive_up_to)
 from mysched.config.values import DAY, MAX_FARM_NODES, MAX_NODE_SLOTS, check_name_format
 
 
@@ -38,12 +38,13 @@ def fill(p: argparse.ArgumentParser) -> None:
     With --trace an SWF trace (Parallel Workloads Archive, gzip or plain) or a TORQUE
     accounting log is replayed; each SWF group becomes a VO with an equal share unless the
     configuration or --vo-map maps groups to VOs."""
-    p.add_argument("-c", "--config", metavar="FILE", help="configuration file (default: embedded example)")
-    p.add_argument("--trace", metavar="FILE", help="SWF trace or TORQUE accounting log to replay")
+    p.add_argument("-c", "--config", type=non_empty, metavar="FILE",
+                   help="configuration file (default: embedded example)")
+    p.add_argument("--trace", type=non_empty, metavar="FILE", help="SWF trace or TORQUE accounting log to replay")
     p.add_argument("--format", choices=("auto", "swf", "accounting"), default="auto",
                    help="trace format (default: guess from the content)")
-    p.add_argument("--vo-map", metavar="MAP", help="group to VO mapping: 'g2=atlas,g6=cms' or a file of "
-                   "'GROUP VO' lines")
+    p.add_argument("--vo-map", type=non_empty, metavar="MAP",
+                   help="group to VO mapping: 'g2=atlas,g6=cms' or a file of 'GROUP VO' lines")
     p.add_argument("--first", type=positive_int, metavar="N", help="replay only the first N jobs")
     p.add_argument("--from", dest="start_from", type=date_arg, metavar="DATE",
                    help="skip jobs submitted before DATE (YYYY-MM-DD[THH:MM], UTC)")
@@ -77,11 +78,11 @@ def fill(p: argparse.ArgumentParser) -> None:
                         "pilots in all (default 0: none)")
     p.add_argument("--burst-every", type=positive_float, default=12.0, metavar="HOURS",
                    help="synthetic workload: hours between bursts, the first after half that (default 12)")
-    p.add_argument("--pack", metavar="NAME", help="pack the jobs of VO or group NAME as a job class "
+    p.add_argument("--pack", type=non_empty, metavar="NAME", help="pack the jobs of VO or group NAME as a job class "
                    "(adds to the configuration's packing classes)")
     p.add_argument("--pack-policy", choices=PACKING_POLICIES, default="exclusive",
                    help="packing policy for --pack (default exclusive)")
-    p.add_argument("--load-series", metavar="FILE",
+    p.add_argument("--load-series", type=non_empty, metavar="FILE",
                    help="replay recorded load-source values (CSV time,source,value; time in seconds from the "
                         "start or a UTC date) through the configuration's load_rules; the report shows the "
                         "slot-hours each VO was held back")
@@ -89,15 +90,17 @@ def fill(p: argparse.ArgumentParser) -> None:
                    help="exclusive: release a node that got no new class job for this long (default inf)")
     p.add_argument("--compare-packing", action="store_true",
                    help="run the packed class under none, relaxed and exclusive side by side")
-    p.add_argument("--farm-frames", metavar="DIR", help="write the farm as a picture (one cell per slot) "
-                   "every --frame-every planner cycles")
+    p.add_argument("--farm-frames", type=non_empty, metavar="DIR",
+                   help="write the farm as a picture (one cell per slot) every --frame-every planner cycles")
     p.add_argument("--frame-every", type=positive_int, default=60, metavar="K",
                    help="cycles between farm pictures (default 60)")
-    p.add_argument("--farm-movie", metavar="FILE.gif", help="string the farm pictures together as a GIF (.gif is "
-                   "added to a name without extension; .png, .webp, .tiff, .pdf also animate)")
-    p.add_argument("--json", metavar="FILE", help="write the figures as JSON ('-' for stdout)")
-    p.add_argument("--plot", metavar="FILE.png", help="plot running/queued jobs per VO and occupancy (.png is added "
-                   "to a name without extension; .pdf, .svg and other matplotlib formats by their extension)")
+    p.add_argument("--farm-movie", type=non_empty, metavar="FILE.gif",
+                   help="string the farm pictures together as a GIF (.gif is added to a name without extension; "
+                        ".png, .webp, .tiff, .pdf also animate)")
+    p.add_argument("--json", type=non_empty, metavar="FILE", help="write the figures as JSON ('-' for stdout)")
+    p.add_argument("--plot", type=non_empty, metavar="FILE.png",
+                   help="plot running/queued jobs per VO and occupancy (.png is added to a name without extension; "
+                        ".pdf, .svg and other matplotlib formats by their extension)")
     from mysched.cli.progress import add_progress_option
 
     add_progress_option(p)
