@@ -22,7 +22,7 @@ def fill_nodes(p: argparse.ArgumentParser) -> None:
     options(p, json_keys="summary{nodes,by_state,slots,used_slots,diversity}, nodes[{name,state,type,slots,used,"
             "jobs,vos,users,diversity,class,properties}], drains{NODE: {since,ready}}, "
             "reservations{JOBID: {start,nodes}}")
-    p.add_argument("--state", help="only nodes in this state (free, partial, full, down, offline, busy)")
+    p.add_argument("--state", choices=statusdoc.NODE_STATES, help="only nodes in this state")
     p.add_argument("--type", help="only nodes of this node type")
     p.set_defaults(run=run_nodes)
 

@@ -146,6 +146,8 @@ def rules(doc: dict[str, Any]) -> Config:
 
 
 _NODE_STATES = {"free": NodeState.FREE, "partial": NodeState.FREE, "full": NodeState.FULL}
+NODE_STATES = (*_NODE_STATES, *(s.value for s in NodeState if not s.usable))
+"""The states `mysched nodes` shows: a usable node's by its jobs, else TORQUE's (down, ...)."""
 
 
 def nodes(doc: dict[str, Any]) -> list[Node]:

@@ -209,3 +209,14 @@ def test_a_short_job_id_of_two_jobs_is_ambiguous(tmp_path, capsys):
         err = _refused(capsys, [cmd, "--state-dir", str(tmp_path), "1"], "job 1: ambiguous: 1.sim, 1.other")
         assert "not in the status" not in err
     assert run_json(capsys, "why", "--state-dir", str(tmp_path), "1.other")["job"]["id"] == "1.other"
+
+
+def test_nodes_state_filter_offers_the_states_nodes_shows(tmp_path, capsys):
+    make_status(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["nodes", "--state-dir", str(tmp_path), "--state", "weird"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'weird'" in err and all(s in err for s in ("free", "partial", "full", "down", "offline"))
+    assert [n["name"] for n in run_json(capsys, "nodes", "--state-dir", str(tmp_path), "--state", "down")["nodes"]] \
+        == ["wn04"]
