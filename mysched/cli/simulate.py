@@ -86,8 +86,9 @@ def fill(p: argparse.ArgumentParser) -> None:
                    help="replay recorded load-source values (CSV time,source,value; time in seconds from the "
                         "start or a UTC date) through the configuration's load_rules; the report shows the "
                         "slot-hours each VO was held back")
-    p.add_argument("--pack-ttl", type=parse_duration_arg, default=math.inf, metavar="DURATION",
-                   help="exclusive: release a node that got no new class job for this long (default inf)")
+    p.add_argument("--pack-ttl", type=parse_duration_arg, metavar="DURATION",
+                   help="with --pack and --pack-policy exclusive: release a node that got no new class job for "
+                        "this long (default inf)")
     p.add_argument("--compare-packing", action="store_true",
                    help="run the packed class under none, relaxed and exclusive side by side")
     p.add_argument("--farm-frames", type=non_empty, metavar="DIR",
@@ -236,8 +237,20 @@ def _check_outputs(args: argparse.Namespace) -> None:
             raise UsageError(f"--farm-frames {args.farm_frames}: cannot create or write in {d}")
 
 
+def _pack_ttl(args: argparse.Namespace) -> float:
+    """--pack-ttl, refused where it would be ignored (as the config refuses ttl for a class that is not exclusive)."""
+    if args.pack_ttl is None:
+        return math.inf
+    if not args.pack:
+        raise UsageError("--pack-ttl applies to the class of --pack NAME")
+    if args.pack_policy != "exclusive" and not args.compare_packing:
+        raise UsageError(f"--pack-ttl applies only to --pack-policy exclusive, not {args.pack_policy}")
+    return args.pack_ttl
+
+
 def run(args: argparse.Namespace) -> int:
     _check_outputs(args)
+    pack_ttl = _pack_ttl(args)
     workload, config, nodes, label = prepare(args)
     interval = args.interval or config.interval
     if args.compare and args.compare_packing:
@@ -248,13 +261,13 @@ def run(args: argparse.Namespace) -> int:
     if args.compare_packing:
         for pol in PACKING_POLICIES:
             if args.pack:
-                c = _with_pack(config, args.pack, pol, args.pack_ttl)
+                c = _with_pack(config, args.pack, pol, pack_ttl)
             else:
                 c = replace(config, packing=tuple(replace(pc, policy=pol) for pc in config.packing))
             runs.append((pol, c, "mysched"))
     else:
         if args.pack:
-            config = _with_pack(config, args.pack, args.pack_policy, args.pack_ttl)
+            config = _with_pack(config, args.pack, args.pack_policy, pack_ttl)
         for policy in (list(POLICIES) if args.compare else [args.policy]):
             runs.append((policy, config, policy))
     from mysched.cli.progress import ProgressBar, wanted
