@@ -34,7 +34,7 @@ def run_nodes(args: argparse.Namespace) -> int:
     by_state: dict[str, int] = {}
     for n in nodes:
         by_state[n["state"]] = by_state.get(n["state"], 0) + 1
-    busy = [n for n in nodes if n["jobs"]]
+    busy = [n for n in nodes if n["jobs"] and n["diversity"] is not None]
     div = sum(n["diversity"] for n in busy) / len(busy) if busy else None
     summary = {"nodes": len(nodes), "by_state": by_state, "slots": sum(n["slots"] for n in nodes),
                "used_slots": sum(n["used"] for n in nodes), "diversity": round(div, 4) if div is not None else None}

@@ -118,8 +118,9 @@ def run_why(args: argparse.Namespace) -> int:
         text = (f"dry run: the last cycle would have started it on {j['nodes']} (position {j['rank']}: "
                 f"{START_REASONS.get(j['reason'], j['reason'])}); nothing was started")
     else:
-        text = (f"waiting, position {j['rank']} in the last cycle's order ({n_waiting} waiting), VO priority "
-                f"{j['priority']:.3f}: {REASONS.get(j['reason'], j['reason'])}")
+        prio = f"{j['priority']:.3f}" if j["priority"] is not None else "-"  # not ordered by the cycle
+        text = (f"waiting, position {j['rank'] if j['rank'] is not None else '-'} in the last cycle's order "
+                f"({n_waiting} waiting), VO priority {prio}: {REASONS.get(j['reason'], j['reason'])}")
     if args.json:
         dump_json({"job": j, "class": cls, "explanation": text, "reason_text": REASONS.get(j["reason"], ""),
                    "limits": limits, "nodes_rejected": rejected})

@@ -8,15 +8,17 @@ to the database or the batch server.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
+import re
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from mysched.core.config import Config, NodeType, QueueConfig
 from mysched.core.model import Job, JobState, Node, NodeState
 from mysched.core.reasons import BLOCKING
-from mysched.daemon.statusfile import read_status, rows
+from mysched.daemon.statusfile import FILENAME, read_status, rows
 from mysched.errors import StatusError
 
 RUNNING = ("R", "E", "S")
@@ -49,13 +51,18 @@ def _wall(t: float | None) -> str:
 
 
 def standby(directory: str, max_age: float) -> dict[str, Any] | None:
-    """The standby daemon's note in `directory` (`standby.json`), if it is fresh."""
+    """The standby daemon's note in `directory` (`standby.json`), if it is fresh. A note that
+    is there but wrong is refused like a wrong status file: it decides what the commands say."""
+    path = os.path.join(directory, "standby.json")
     try:
-        with open(os.path.join(directory, "standby.json"), encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             sb = json.load(f)
     except (OSError, ValueError):
         return None
-    if not isinstance(sb, dict) or time.time() - float(sb.get("checked") or 0) > max_age:
+    if not isinstance(sb, dict):
+        return None
+    validate(sb, _STANDBY, path)
+    if time.time() - (sb.get("checked") or 0) > max_age:
         return None
     return sb
 
@@ -100,6 +107,7 @@ def load(args: argparse.Namespace) -> dict[str, Any]:
         if sb is None:
             raise
         raise StatusError(f"{exc}\n{_leader_elsewhere(sb)}") from None
+    validate_status(doc, os.path.join(path, FILENAME) if os.path.isdir(path) else path)
     max_age = args.max_age if args.max_age is not None else max(300.0, 3 * float(doc.get("interval", 60)))
     sb = standby(path, max_age) if os.path.isdir(path) else None
     # a daemon that republishes a stale status is alive: the age counts from its last check
@@ -180,3 +188,230 @@ def clock(doc: dict[str, Any], t: float | None) -> str:
         return "-"
     text = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t))
     return text + (" simulated" if clock_kind(doc) == "simulated" else "")
+
+
+# -- validation -------------------------------------------------------------------------------
+# Every user's commands read these files: one check where they are loaded turns a truncated,
+# hand-edited or foreign file into one line naming the file and key, instead of a traceback in
+# whichever command first trips over it. Keys the daemon added over time stay optional.
+
+class _Bad(Exception):
+    def __init__(self, key: str, what: str) -> None:
+        super().__init__(f"{key}: {what}")
+
+
+def _show(v: Any) -> str:
+    text = json.dumps(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class Spec:
+    """What one value of the file must be; `null` allows null."""
+
+    what = "a value"
+    null = False
+
+    def check(self, v: Any, key: str) -> None:
+        if v is None:
+            if not self.null:
+                raise _Bad(key, f"expected {self.what}, got null")
+        elif not self.fits(v, key):
+            raise _Bad(key, f"expected {self.what}, got {_show(v)}")
+
+    def fits(self, v: Any, key: str) -> bool:
+        return True
+
+    @property
+    def n(self) -> "Spec":
+        """The same, or null."""
+        other = copy.copy(self)
+        other.null = True
+        return other
+
+
+class Kind(Spec):
+    """A scalar: its JSON types and its range, values or pattern."""
+
+    def __init__(self, what: str, types: tuple[type, ...], lo: float | None = None, hi: float | None = None,
+                 values: tuple[str, ...] | None = None, pattern: str | None = None) -> None:
+        self.what, self.types, self.lo, self.hi = what, types, lo, hi
+        self.values = frozenset(values) if values is not None else None
+        self.pattern = re.compile(pattern) if pattern is not None else None
+
+    def fits(self, v: Any, key: str) -> bool:
+        return self.column_fits([v])
+
+    def column_fits(self, col: Sequence[Any]) -> bool:
+        """All of a column right, fast (a farm's status holds tens of thousands of jobs)."""
+        vals = [v for v in col if v is not None] if self.null else col
+        if not vals:
+            return True
+        if not set(map(type, vals)) <= set(self.types):  # bool is not int here: type(), not isinstance
+            return False
+        if self.lo is not None:
+            if not (self.lo <= min(vals) and max(vals) <= self.hi):
+                return False
+            total = sum(vals)  # NaN in, NaN out (min and max may step over it)
+            if total != total:
+                return False
+        if self.values is not None and not self.values.issuperset(vals):
+            return False
+        return self.pattern is None or all(map(self.pattern.fullmatch, filter(None, vals)))
+
+
+class Rec(Spec):
+    """An object with these keys (`need`) and maybe these (`may`); other keys are not read."""
+
+    what = "an object"
+
+    def __init__(self, need: dict[str, Spec], may: dict[str, Spec] | None = None) -> None:
+        self.need, self.may = need, may or {}
+
+    def fits(self, v: Any, key: str) -> bool:
+        if type(v) is not dict:
+            return False
+        for k, spec in self.need.items():
+            if k not in v:
+                raise _Bad(_at(key, k), "missing")
+            spec.check(v[k], _at(key, k))
+        for k, spec in self.may.items():
+            if k in v:
+                spec.check(v[k], _at(key, k))
+        return True
+
+
+class Map(Spec):
+    """An object of names (VOs, nodes, pools, ...) to values alike."""
+
+    what = "an object"
+
+    def __init__(self, of: Spec) -> None:
+        self.of = of
+
+    def fits(self, v: Any, key: str) -> bool:
+        if type(v) is not dict:
+            return False
+        for k, x in v.items():
+            self.of.check(x, _at(key, k))
+        return True
+
+
+class Seq(Spec):
+    what = "a list"
+
+    def __init__(self, of: Spec) -> None:
+        self.of = of
+
+    def fits(self, v: Any, key: str) -> bool:
+        if type(v) is not list:
+            return False
+        for i, x in enumerate(v):
+            self.of.check(x, f"{key}[{i}]")
+        return True
+
+
+def _at(key: str, k: str) -> str:
+    return f"{key}.{k}" if key else k
+
+
+LIMIT = 1e15
+STR = Kind("a string", (str,))
+BOOL = Kind("true or false", (bool,))
+INT = Kind("a whole number", (int,), -LIMIT, LIMIT)
+COUNT = Kind("a whole number of at least 0", (int,), 0, LIMIT)
+NUM = Kind("a number", (int, float), -LIMIT, LIMIT)
+TIME = Kind("a Unix time", (int, float), -1e11, 1e11)  # 1e300 or NaN: no date to show
+SECONDS = Kind("seconds (0 to 1e11)", (int, float), 0, 1e11)
+LIST = Kind("a list", (list,))
+NAMES = Seq(STR)
+JOB_STATE = Kind(f"a job state ({', '.join(s.value for s in JobState)})", (str,), values=tuple(s.value for s in JobState))
+NODE_STATE = Kind(f"a node state ({', '.join(NODE_STATES)})", (str,), values=NODE_STATES)
+PLACEMENT = Kind("NODE:CORES[+NODE:CORES...]", (str,), pattern=r"(?:[^+]+:[0-9]+(?:\+[^+]+:[0-9]+)*)?")
+
+_JOB = {"id": STR, "vo": STR, "group": STR, "user": STR, "queue": STR, "cores": COUNT, "state": JOB_STATE,
+        "submit": TIME, "start": TIME.n, "walltime": SECONDS.n, "nodes": PLACEMENT.n, "rank": COUNT.n,
+        "priority": NUM.n, "reason": STR, "detail": STR.n, "rejected": COUNT.n, "cycle": STR.n, "request": STR.n}
+_NODE = {"name": STR, "state": NODE_STATE, "type": STR.n, "slots": COUNT, "used": COUNT, "jobs": COUNT,
+         "vos": Map(COUNT), "users": COUNT, "diversity": NUM.n, "class": STR.n, "properties": NAMES.n}
+_LIMITS = {"max_running": COUNT.n, "max_per_node": COUNT.n}
+_POOL = Rec({"package": Rec({"slots": COUNT.n, "mem": NUM.n}), "hosts": INT, "status": STR, "total": INT,
+             "free": INT, "guaranteed": INT, "owner_use": INT, "loan_use": INT, "other_use": INT,
+             "held_hosts": NAMES,
+             "consumers": Seq(Rec({"consumer": STR, "kind": STR, **dict.fromkeys(
+                 ("guaranteed", "allocated", "owner_use", "loaned", "pending", "owed"), INT)}))})
+_STATUS = Rec({
+    "published": TIME, "snapshot_time": TIME, "farm": Rec({"total_slots": COUNT, "used_slots": COUNT}),
+    "vos": Map(Rec({"share": NUM, "guarantee": INT, "running_slots": INT, "running_jobs": INT,
+                    "queued_jobs": INT, "usage_s": NUM, "priority": NUM, "below_guarantee": BOOL},
+                   {**_LIMITS, "throttled": NAMES.n})),
+    "job_columns": NAMES, "jobs": LIST, "node_columns": NAMES, "nodes": LIST,
+}, {
+    "interval": SECONDS, "server": STR.n, "dry_run": BOOL.n,
+    "stale": Rec({}, {"since": TIME.n, "error": STR.n, "checked": TIME.n}).n,
+    "cycle": Rec({}, {"history_ok": BOOL.n, "history_error": STR.n}).n,
+    "role": Rec({}, {"pid": INT.n, "host": STR.n, "since": TIME.n}).n,
+    "rejected": Seq(Map(COUNT)),
+    "limits": Rec({}, {"groups": Map(Rec({}, _LIMITS))}),
+    "usage": Rec({}, {"window_s": SECONDS.n, "group": Map(NUM), "user": Map(NUM)}),
+    "queues": Map(Spec().n),
+    "queue_config": Map(Rec({}, {"max_running": COUNT.n, "nodes": NAMES, "node_types": NAMES,
+                                 "exclusive": BOOL.n})),
+    "node_types": Map(Rec({}, dict.fromkeys(("nodes", "properties", "groups", "vos"), NAMES))),
+    "throttles": Seq(Rec({"rule": STR, "source": STR, "level": STR, "factor": NUM, "low": NUM, "high": NUM,
+                          "vos": NAMES, "groups": NAMES, "queues": NAMES, "detail": STR}, {"value": NUM.n})).n,
+    "load_sources": Seq(Rec({"name": STR, "type": STR, "value": NUM.n, "age_s": NUM.n, "state": STR,
+                             "on_stale": STR, "error": STR.n})).n,
+    "node_load": Map(STR).n,
+    "reservations": Map(Rec({"start": TIME, "nodes": NAMES})).n,
+    "drains": Map(Rec({"since": TIME.n, "ready": BOOL})).n,
+    "pools": Map(_POOL).n,
+})
+_STANDBY = Rec({}, {"host": STR.n, "pid": INT.n, "since": TIME.n, "checked": TIME.n, "error": STR.n,
+                    "leader": Rec({}, {"host": STR.n, "pid": INT.n, "since": TIME.n}).n})
+
+
+def validate(doc: dict[str, Any], spec: Spec, path: str) -> None:
+    """Raise `StatusError` "PATH: KEY: what is wrong" unless `doc` fits `spec`."""
+    try:
+        spec.check(doc, "")
+    except _Bad as exc:
+        raise StatusError(f"{path}: {exc}") from None
+
+
+def validate_status(doc: dict[str, Any], path: str) -> None:
+    """Check a status document once, where it is loaded: the keys the commands read and
+    every job and node row, column by column."""
+    validate(doc, _STATUS, path)
+    try:
+        refs = _table(doc, "jobs", _JOB)["rejected"]  # which of the rejected sets: an index
+        _table(doc, "nodes", _NODE)
+        sets = len(doc.get("rejected") or ())
+        if max((v for v in refs if v is not None), default=-1) >= sets:
+            bad = next(i for i, v in enumerate(refs) if v is not None and v >= sets)
+            raise _Bad(f"jobs[{bad}].rejected", f"no rejected[{refs[bad]}] ({sets} in the file)")
+    except _Bad as exc:
+        raise StatusError(f"{path}: {exc}") from None
+
+
+def _table(doc: dict[str, Any], kind: str, specs: dict[str, Spec]) -> dict[str, Sequence[Any]]:
+    """Check the rows of `kind` ("jobs", "nodes") and return their columns by name."""
+    ckey = f"{kind[:-1]}_columns"
+    cols, rows_ = doc[ckey], doc[kind]
+    lacking = [c for c in specs if c not in cols]
+    if lacking:
+        raise _Bad(ckey, f"lacks {', '.join(lacking)}")
+    if len(set(cols)) < len(cols):
+        raise _Bad(ckey, "names a column twice")
+    if rows_ and (set(map(type, rows_)) != {list} or set(map(len, rows_)) != {len(cols)}):
+        bad = next(i for i, r in enumerate(rows_) if type(r) is not list or len(r) != len(cols))
+        r = rows_[bad]
+        got = f"{len(r)}" if type(r) is list else _show(r)
+        raise _Bad(f"{kind}[{bad}]", f"expected a row of {len(cols)} values (one per {ckey}), got {got}")
+    columns = dict(zip(cols, zip(*rows_))) if rows_ else dict.fromkeys(cols, ())
+    for name, spec in specs.items():
+        col = columns[name]
+        if isinstance(spec, Kind) and spec.column_fits(col):
+            continue
+        for i, v in enumerate(col):
+            spec.check(v, f"{kind}[{i}].{name}")
+    return columns

@@ -182,6 +182,9 @@ def test_usage_reads_the_history_beside_the_status_file_and_says_so(tmp_path, ca
 
 # -- damaged status files: one located line, never a traceback -----------------------------------
 
+STATUS_COMMANDS = (["jobs"], ["why", "r1"], ["when", "r1"], ["nodes"], ["shares"], ["free"], ["pools"], ["loads"])
+
+
 def _damage(tmp_path, change):
     """The status file of `make_status`, changed in place by `change(doc)`."""
     make_status(tmp_path)
@@ -199,6 +202,69 @@ def _refused(capsys, argv, where):
     assert err.count("\n") == 1 and "internal error" not in err, err
     assert where in err, (where, err)
     return err
+
+
+def _set(key, value):
+    return lambda d: d.__setitem__(key, value)
+
+
+def _cell(kind, row, col, value):
+    return lambda d: d[kind][row].__setitem__(d[f"{kind[:-1]}_columns"].index(col), value)
+
+
+DAMAGED = [  # (what a hand edit, a truncated copy or another program left, the key the error names)
+    (lambda d: [d.clear(), d.update(format=2, published=time.time())], "snapshot_time: missing"),
+    (lambda d: d.pop("job_columns"), "job_columns: missing"),
+    (lambda d: d.pop("node_columns"), "node_columns: missing"),
+    (lambda d: d.pop("vos"), "vos: missing"),
+    (_set("interval", "x"), 'interval: expected seconds'),
+    (_set("stale", "x"), 'stale: expected an object, got "x"'),
+    (_set("published", None), "published: expected a Unix time, got null"),
+    (_set("snapshot_time", 1e300), "snapshot_time: expected a Unix time, got 1e+300"),
+    (_set("snapshot_time", float("nan")), "snapshot_time: expected a Unix time, got NaN"),
+    (_cell("jobs", 0, "state", "X"), 'jobs[0].state: expected a job state (Q, R, H, W, E, C, T, S), got "X"'),
+    (lambda d: d["jobs"].__setitem__(1, d["jobs"][1][:5]), "jobs[1]: expected a row of 18 values"),
+    (_cell("jobs", 0, "nodes", "wn01:x"), "jobs[0].nodes: expected NODE:CORES"),
+    (_cell("jobs", 3, "rejected", 7), "jobs[3].rejected: no rejected[7]"),
+    (_cell("nodes", 0, "slots", "2"), 'nodes[0].slots: expected a whole number of at least 0, got "2"'),
+    (_cell("nodes", 0, "state", "weird"), 'nodes[0].state: expected a node state'),
+    (lambda d: d["vos"]["cms"].pop("share"), "vos.cms.share: missing"),
+    (lambda d: d["job_columns"].remove("state"), "job_columns: lacks state"),
+]
+
+
+@pytest.mark.parametrize("change, where", DAMAGED, ids=[w.split(":")[0] + ":" + w.split(":")[1][:20]
+                                                        for _, w in DAMAGED])
+def test_a_damaged_status_file_is_refused_naming_its_key_in_every_command(tmp_path, capsys, change, where):
+    _damage(tmp_path, change)
+    for argv in STATUS_COMMANDS:
+        _refused(capsys, [*argv, "--state-dir", str(tmp_path)], f"{tmp_path / 'status.json'}: {where}")
+
+
+def test_nulls_the_daemon_may_write_are_shown_not_crashed_on(tmp_path, capsys):
+    # a waiting job the cycle did not order (no rank, no priority); a busy node without a diversity
+    doc = _damage(tmp_path, lambda d: [_cell("jobs", 3, "priority", None)(d), _cell("nodes", 0, "diversity", None)(d)])
+    jid = doc["jobs"][3][0]
+    assert main(["why", "--state-dir", str(tmp_path), jid]) == 0
+    assert "VO priority -" in capsys.readouterr().out
+    assert main(["nodes", "--state-dir", str(tmp_path)]) == 0
+    assert "mean diversity" in capsys.readouterr().out
+
+
+def _standby(tmp_path, **doc):
+    (tmp_path / "standby.json").write_text(json.dumps({"role": "standby", "host": "b", "pid": 4242,
+                                                       "since": time.time(), "checked": time.time(), **doc}))
+
+
+@pytest.mark.parametrize("bad, where", [({"checked": "abc"}, 'checked: expected a Unix time, got "abc"'),
+                                        ({"leader": "x"}, 'leader: expected an object, got "x"'),
+                                        ({"since": [1]}, "since: expected a Unix time, got [1]")])
+def test_a_damaged_standby_note_is_refused_naming_its_key(tmp_path, capsys, bad, where):
+    make_status(tmp_path)
+    _standby(tmp_path, **bad)
+    _refused(capsys, ["jobs", "--state-dir", str(tmp_path)], f"{tmp_path / 'standby.json'}: {where}")
+    (tmp_path / "status.json").unlink()  # the standby's host: no status of its own
+    _refused(capsys, ["jobs", "--state-dir", str(tmp_path)], f"{tmp_path / 'standby.json'}: {where}")
 
 
 def test_a_short_job_id_of_two_jobs_is_ambiguous(tmp_path, capsys):
