@@ -40,9 +40,10 @@ def fill(p: argparse.ArgumentParser) -> None:
     configuration or --vo-map maps groups to VOs."""
     p.add_argument("-c", "--config", type=non_empty, metavar="FILE",
                    help="configuration file (default: embedded example)")
-    p.add_argument("--trace", type=non_empty, metavar="FILE", help="SWF trace or TORQUE accounting log to replay")
+    p.add_argument("--trace", type=non_empty, metavar="FILE",
+                   help="SWF trace, TORQUE accounting log or directory of accounting logs to replay")
     p.add_argument("--format", choices=("auto", "swf", "accounting"), default="auto",
-                   help="trace format (default: guess from the content)")
+                   help="trace format (default: guess from the content; a directory is read as accounting logs)")
     p.add_argument("--vo-map", type=non_empty, metavar="MAP",
                    help="group to VO mapping: 'g2=atlas,g6=cms' or a file of 'GROUP VO' lines")
     p.add_argument("--first", type=positive_int, metavar="N", help="replay only the first N jobs")
@@ -129,7 +130,10 @@ def _with_pack(config: Config, name: str, policy: str, ttl: float) -> Config:
 def _load_trace(args: argparse.Namespace, vo_map: dict[str, str] | None) -> tuple[list[TraceJob], dict]:
     from mysched.sim.workloads import load_trace
 
-    return load_trace(args.trace, fmt=args.format, first=args.first, start_from=args.start_from,
+    fmt = args.format
+    if fmt == "auto" and os.path.isdir(args.trace):  # a directory of accounting logs, as TORQUE keeps them
+        fmt = "accounting"
+    return load_trace(args.trace, fmt=fmt, first=args.first, start_from=args.start_from,
                       vo_map=vo_map, warn=lambda msg: print(f"mysched: warning: {msg}", file=sys.stderr))
 
 

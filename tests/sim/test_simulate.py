@@ -197,3 +197,12 @@ def test_occupancy_until_the_last_submission_leaves_out_the_drain_out():
     assert r.occupancy_submitting == 1.0
     assert r.occupancy < 0.85
     assert r.to_json()["occupancy_submitting"] == 1.0
+
+
+def test_a_directory_of_accounting_logs_is_read_without_format(tmp_path, capsys):
+    logs = tmp_path / "accounting"
+    logs.mkdir()
+    (logs / "20261122").write_text("11/22/2026 10:00:00;E;1.s;user=u group=g queue=q qtime=1795299900 "
+                                   "start=1795300000 end=1795300600\n")
+    assert main(["simulate", "--trace", str(logs), "--nodes", "2", "--progress", "never"]) == 0
+    assert f"simulating trace {logs}: 1 jobs" in capsys.readouterr().out
