@@ -10,6 +10,7 @@ from mysched.cli import statusdoc
 from mysched.cli.statusdoc import RUNNING, load, options
 from mysched.cli.textout import dump_json, table
 from mysched.core.admission import node_key, node_type, queue_admits
+from mysched.core.model import NodeState
 from mysched.daemon.statusfile import rows
 
 
@@ -149,7 +150,8 @@ def run_free(args: argparse.Namespace) -> int:
     doc = load(args)
     cfg = statusdoc.rules(doc)
     used = {n["name"]: n["used"] for n in rows(doc, "nodes")}
-    nodes = [n for n in statusdoc.nodes(doc) if n.state.usable and n.slots > used[n.name]]
+    # full: every core taken, a job holding the node alone, or pbs_server says job-exclusive
+    nodes = [n for n in statusdoc.nodes(doc) if n.state is NodeState.FREE and n.slots > used[n.name]]
     keys = {n.name: node_key(cfg, n.name, node_type(cfg, n.name, n.properties)) for n in nodes}
     queues: list[str | None] = sorted(set(doc.get("queues", {})) | set(cfg.queues)) or [None]
     types = {t.name: t for t in cfg.node_types}

@@ -172,7 +172,8 @@ def run_when(args: argparse.Namespace) -> int:
         est = Estimate(r["start"], False, f"nodes {'+'.join(r['nodes'])} are reserved for it from then (by the "
                        "requested walltimes of the jobs running there; later jobs may only backfill before)", 0)
     elif j.get("request"):
-        est = Estimate(None, False, f"no estimate yet for a request beyond one node's cores ({j['request']})", 0)
+        est = Estimate(None, False, f"no estimate for this request ({j['request']}): estimates cover cores on "
+                       "one node of any kind; its wait reason says what it waits for", 0)
     else:
         all_rows = rows(doc, "jobs")
         running = [statusdoc.job(r) for r in all_rows if r["state"] in RUNNING and r["nodes"]]

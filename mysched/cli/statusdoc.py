@@ -18,6 +18,7 @@ from typing import Any, Sequence
 from mysched.core.config import Config, NodeType, QueueConfig
 from mysched.core.model import Job, JobState, Node, NodeState
 from mysched.core.reasons import BLOCKING
+from mysched.core.request import Request
 from mysched.daemon.statusfile import FILENAME, read_status, rows
 from mysched.errors import StatusError
 
@@ -172,8 +173,11 @@ def job(row: dict[str, Any]) -> Job:
         if name:
             placement.append((name, int(c or 1)))
     state = JobState.RUNNING if row["state"] in RUNNING else JobState.parse(row["state"])
+    # Of the request, what start estimates read: a job holding its nodes alone.
+    alone = "naccesspolicy=singlejob" in (row.get("request") or "")
     return Job(row["id"], row["queue"], row["user"], row["group"], row["cores"], state, row["submit"] or 0.0,
-               row["start"], row["walltime"], None, tuple(placement), row["vo"])
+               row["start"], row["walltime"], None, tuple(placement), row["vo"],
+               request=Request(exclusive=True) if alone else None)
 
 
 def clock_kind(doc: dict[str, Any]) -> str:
