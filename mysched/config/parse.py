@@ -135,21 +135,43 @@ def parse_text(text: str, filename: str = "<config>", includedir: str | None = N
         elif "include" in msg:
             where = filename
             msg = msg.replace("Could not open include file", f"@include: cannot open (relative to {includedir})")
+        elif "end of input" in msg:  # an unclosed brace or list: the file ends inside it
+            where = f"{filename}:{text.count(chr(10)) + (not text.endswith(chr(10)))}"
+            msg += " (a '{', '(' or '[' left open above)"
         else:
             where = filename
         msg = re.sub(r" in '[^']*',? row \d+, column \d+", "", msg)
         raise ConfigError(f"{where}: syntax error: {msg}") from None
     except RecursionError:
         raise ConfigError(f"{filename}: settings nested too deeply to be a configuration") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:  # raised reading an @include: name the included file
+        raise ConfigError(f"{_undecodable(text, includedir) or filename}: cannot read: {exc}") from None
+    except OSError as exc:
         raise ConfigError(f"{filename}: cannot read: {exc}") from None
     return ParsedConfig(_plain(data), filename, parser.lines, parser.duplicates)
+
+
+def _undecodable(text: str, includedir: str, depth: int = 0) -> str | None:
+    """The first file @included from `text` (at any depth) that is not UTF-8."""
+    for name in re.findall(r'^\s*@include\s+"([^"]*)"', text, re.M):
+        path = os.path.join(includedir, name)
+        try:
+            with open(path, "rb") as f:
+                inner = f.read().decode("utf-8")
+        except UnicodeDecodeError:
+            return path
+        except OSError:
+            continue
+        got = _undecodable(inner, os.path.dirname(path), depth + 1) if depth < 10 else None
+        if got:
+            return got
+    return None
 
 
 def parse_file(path: str) -> ParsedConfig:
     """Read and parse a configuration file (its ``@include``s relative to its directory)."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # a byte order mark some editors write is no setting
             text = f.read()
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
