@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 from urllib.parse import urlparse
 
@@ -69,10 +70,22 @@ def build_loads(c: Any, top: dict[str, Any], vos: dict[str, VOConfig], queues: d
             on_stale=c.get(g, p, "on_stale", one_of(*STALE_ACTIONS), "ignore"))
         if typ == "prometheus" and src.url:
             u = urlparse(src.url)
+            try:
+                u.port  # raises on a port out of range or not a number
+            except ValueError:
+                u = u._replace(netloc="")
             if u.scheme not in ("http", "https") or not u.netloc:
                 c.problem(p + ("url",), f"expected the Prometheus server's http(s)://HOST:PORT, got {src.url!r}")
-        if typ == "command" and "command" in g and not src.command:
-            c.problem(p + ("command",), "needs the program to run (a list: [\"/path/to/probe\", \"arg\"])")
+        for key in ("query", "path"):
+            if key in g and key in _NEEDS[typ] and not getattr(src, key).strip():
+                c.problem(p + (key,), "must not be empty")
+        if typ == "command" and "command" in g:
+            prog = src.command[0] if src.command else ""
+            if not prog.strip():
+                c.problem(p + ("command",), "needs the program to run (a list: [\"/path/to/probe\", \"arg\"])")
+            elif len(src.command) == 1 and " " in prog.strip() and not os.path.exists(prog):
+                c.problem(p + ("command",), f"no program {prog!r}: give the program and its arguments as a list, "
+                          f"{list(prog.split())!r} (no shell runs it)")
         for key, value, hi in (("interval", src.interval, DAY), ("timeout", src.timeout, 3600.0),
                                ("max_age", src.max_age, 7 * DAY)):
             if not 0 < value <= hi:
