@@ -22,6 +22,16 @@ from mysched.core.model import FinishedJob, Job
 Key = tuple[int, str]
 VO, GROUP, USER = 0, 1, 2
 _LN2 = math.log(2.0)
+_MAX_EXP = 64.0
+"""Largest power of two a weight may take. A sound history never needs more than 2**20 (the
+ledger re-anchors every 20 half-lives, records end before the read); a record or clock
+years ahead would ask 2**1000 and more, which overflows. 2**64 even times a million cores
+over years stays a finite float."""
+
+
+def _pow2(x: float) -> float:
+    """``2**x`` with the exponent clamped to `_MAX_EXP`: never OverflowError, whatever the data."""
+    return 2.0 ** (x if x < _MAX_EXP else _MAX_EXP)
 
 
 @dataclass
@@ -50,7 +60,7 @@ def decayed(a: float, b: float, now: float, half_life: float) -> float:
     """Integral over [a, b] of the weight ``2**(-(now - t) / half_life)`` (no decay if infinite)."""
     if math.isinf(half_life):
         return b - a
-    return half_life / _LN2 * (2.0 ** ((b - now) / half_life) - 2.0 ** ((a - now) / half_life))
+    return half_life / _LN2 * (_pow2((b - now) / half_life) - _pow2((a - now) / half_life))
 
 
 def _add_running(out: Usage, running: Iterable[Job], now: float, window: float, half_life: float,
@@ -70,8 +80,10 @@ class UsageLedger:
     """Finished jobs reduced to decayed sums per VO, group and user, updated incrementally.
 
     `usage(now)` equals `usage_from_records` of the jobs added so far (to rounding), as long
-    as reads do not go back in time and each job is added once it has ended (``end <= now``
-    of the next read; a job arriving late still counts exactly its part inside the window).
+    as reads do not go back in time (a job arriving late still counts exactly its part inside
+    the window). A job that has not ended by the next read is held back until a read it has
+    ended by, as the definition does not count it: a record ending years ahead (a wrong time
+    stamp) then counts nothing, rather than anchoring every weight in the future.
 
     How: sums are kept *anchored* at time `_t0`, as ``c * (W(b) - W(a))`` with
     ``W(t) = 2**((t - t0)/h)``, so decay is one factor at read time. Each job's interval is
@@ -100,11 +112,15 @@ class UsageLedger:
         """Per key with jobs that straddle the edge: [their cores, sum of cores x W(start)]."""
         self._jobs: dict[Key, int] = {}
         """Jobs of the key still (partly) inside the window."""
+        self._now = -math.inf
+        """The latest read: a job ending after it waits in `_later` for a read past its end."""
+        self._later: list[tuple[float, int, str, str, str, float, int]] = []
+        """Heap of (end, sequence, vo, group, user, start, cores) of jobs held back."""
 
     # -- anchored arithmetic ---------------------------------------------------------------
     def _w(self, t: float) -> float:
         """W(t): the anchored primitive of the weight (up to the factor `_c`)."""
-        return 2.0 ** ((t - self._t0) / self.half_life) if self._decays else t - self._t0
+        return _pow2((t - self._t0) / self.half_life) if self._decays else t - self._t0
 
     def _reanchor(self, t: float) -> None:
         """Move the anchor to `t` once it is 20 half-lives behind, so weights stay finite."""
@@ -113,7 +129,7 @@ class UsageLedger:
             return
         if not self._decays or t - self._t0 < 20 * self.half_life:
             return
-        f = 2.0 ** (-(t - self._t0) / self.half_life)
+        f = _pow2(-(t - self._t0) / self.half_life)
         self._t0 = t
         for k in self._sums:
             self._sums[k] *= f
@@ -126,6 +142,10 @@ class UsageLedger:
         of the last read never counts)."""
         lo = max(start, self._edge)
         if end <= lo or cores <= 0:
+            return
+        if end > self._now:  # not ended by the last read: counts from the first read it has ended by
+            self._seq += 1
+            heapq.heappush(self._later, (end, self._seq, vo, group, user, start, cores))
             return
         self._reanchor(end)
         keys = ((VO, vo), (GROUP, group), (USER, user))
@@ -147,7 +167,10 @@ class UsageLedger:
         """Take off exactly what lies before ``now - window``: whole jobs that ended before
         it, and the early part of jobs that straddle it. The edge never moves back."""
         edge = now - self.window
+        if now > self._now:
+            self._now = now
         if edge <= self._edge:
+            self._take_ended()
             return
         if self._t0 is not None:
             self._reanchor(edge)
@@ -180,6 +203,14 @@ class UsageLedger:
                 else:  # none straddles the edge any more
                     del straddle[k]
         self._edge = edge
+        self._take_ended()
+
+    def _take_ended(self) -> None:
+        """Count the held-back jobs that have ended by the latest read."""
+        later = self._later
+        while later and later[0][0] <= self._now:
+            end, _, vo, group, user, start, cores = heapq.heappop(later)
+            self.add(vo, group, user, start, end, cores)
 
     # -- reads ----------------------------------------------------------------------------
     def usage(self, now: float, running: Iterable[Job] = (),
@@ -188,7 +219,7 @@ class UsageLedger:
         self.expire(now)
         out = Usage()
         if self._t0 is not None:
-            f = 2.0 ** (-(now - self._t0) / self.half_life) if self._decays else 1.0
+            f = _pow2(-(now - self._t0) / self.half_life) if self._decays else 1.0
             dicts = (out.vo, out.group, out.user)
             for (kind, name), v in self._sums.items():
                 dicts[kind][name] = v * f

@@ -128,6 +128,11 @@ class Daemon:
                     self.ingest()
                 except MyschedError as exc:
                     self._history_failed(f"accounting ingestion: {exc}")
+                except Exception as exc:  # noqa: BLE001 - a bug must not stop scheduling: logged whole, once
+                    msg = f"accounting ingestion: unexpected {type(exc).__name__}: {exc} (a mysched bug: report it)"
+                    if msg != self._history_logged:
+                        log.error("accounting ingestion hit a mysched bug (please report it):", exc_info=exc)
+                    self._history_failed(msg)
             self._pending += new
             if self._pending:
                 try:

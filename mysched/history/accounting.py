@@ -16,10 +16,11 @@ instead, as they are exact and zone-free.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Collection, Iterator
 
 from mysched.core.model import FinishedJob
@@ -33,6 +34,27 @@ restarted, ended, deleted, aborted. Other letters (PBS Pro's ``L``, ``a``, ...) 
 MAX_WALL = 366 * 86400.0
 """A job record claiming more wall-clock than this has a wrong start or end (e.g.
 ``end=99999999999``) and would swamp every VO's decayed usage."""
+
+MAX_AHEAD = 86400.0
+"""How far a job's end may lie after its line's own time stamp. TORQUE writes the `E` line
+when the job ends, so the two agree to the second but for the zone the stamp is read in
+(at most 14 h off): an end days or years ahead is a wrong value, and would make every
+weight of the decayed usage astronomically large."""
+
+MAX_CORES = 1_000_000
+"""Cores one record may charge. The largest TORQUE farms have ~10^5 cores, so a job on
+more is a garbled count (``total_execution_slots=99999999999``, ``exec_host=wn1/0-99999999``)
+that would charge its VO more than the whole farm can deliver in years."""
+
+MAX_NAME = 255
+"""Longest job id, user, group or queue the history store's columns take (PostgreSQL
+refuses a longer one, and with it every record of the same batch)."""
+
+_INT32 = 2 ** 31
+"""TORQUE's exit status is a C int: a value outside it is garbled (and larger than the
+database's 64-bit INTEGER would refuse the whole batch)."""
+
+log = logging.getLogger("mysched")
 
 _STAMP = re.compile(r"(\d\d)/(\d\d)/(\d{4}) (\d\d):(\d\d):(\d\d)")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
@@ -49,6 +71,9 @@ class AccountingRecord:
     time: float
     job_id: str
     attrs: dict[str, str]
+    stamp: float | None = field(default=None, compare=False)
+    """The line's own date stamp: `time` is the record's epoch field where it has one, and
+    a value far after the stamp is a wrong one (`MAX_AHEAD`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +90,19 @@ class LineProblem:
 
 class NotRun(ValueError):
     """An `E` record of a job that never started (TORQUE writes ``start=0``): no wall-clock."""
+
+
+LINE_BUGS = (ArithmeticError, LookupError, TypeError)
+"""What a value in one line can provoke in the parsing code, besides the ValueError raised on
+purpose: such a line is skipped as malformed. Anything else (an interrupt, a full memory, a
+RuntimeError) stops the read as before, with what was committed kept."""
+
+
+def unexpected(exc: Exception) -> str:
+    """The message for a line that broke the reader itself: skipped like a malformed line, so
+    one line never stops an import or a daemon, but said to be a bug (traceback at debug)."""
+    log.debug("accounting line could not be read", exc_info=exc)
+    return f"skipped: unexpected {type(exc).__name__}: {exc} (a mysched bug: please report this line)"
 
 
 def parse_stamp(text: str) -> float:
@@ -135,23 +173,30 @@ def parse_line(line: str, types: Collection[str] | None = None) -> AccountingRec
     if rtype not in RECORD_TYPES or (types is not None and rtype not in types):
         return None
     attrs = parse_attrs(parts[3]) if len(parts) > 3 else {}
+    stamp = t
     epoch = attrs.get("end" if rtype == "E" else "start" if rtype == "S" else "")
     if epoch and epoch.isdigit() and int(epoch) > 0:
         t = float(epoch)
-    return AccountingRecord(rtype, t, job_id, attrs)
+    return AccountingRecord(rtype, t, job_id, attrs, stamp)
 
 
 def _cores(a: dict[str, str], placement: tuple[tuple[str, int], ...]) -> int:
-    """total_execution_slots, else slots counted in exec_host, else the nodes request, else 1."""
+    """total_execution_slots, else slots counted in exec_host, else the nodes request, else 1;
+    ValueError if the one taken exceeds `MAX_CORES`."""
     slots = a.get("total_execution_slots", "")
     if slots.isdigit() and int(slots) > 0:
-        return int(slots)
-    if placement:
-        return max(1, sum(c for _, c in placement))
-    try:
-        return parse_nodes(a["Resource_List.nodes"]) if a.get("Resource_List.nodes") else 1
-    except ValueError:
-        return 1
+        cores, source = int(slots), f"total_execution_slots={slots[:40]}"
+    elif placement:
+        cores, source = max(1, sum(c for _, c in placement)), f"exec_host={a['exec_host'][:40]}"
+    else:
+        try:
+            cores = parse_nodes(a["Resource_List.nodes"]) if a.get("Resource_List.nodes") else 1
+        except ValueError:
+            cores = 1
+        source = f"Resource_List.nodes={a.get('Resource_List.nodes', '')[:40]}"
+    if cores > MAX_CORES:
+        raise ValueError(f"{source} makes {cores:.3g} cores, more than {MAX_CORES:,}: a garbled count")
+    return cores
 
 
 def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> FinishedJob:
@@ -182,6 +227,9 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
         raise ValueError(f"end ({end:.0f}) before start ({start:.0f})")
     if end - start > MAX_WALL:
         raise ValueError(f"ran {(end - start) / 86400:.0f} days (start={start:.0f}, end={end:.0f}): a wrong time stamp")
+    if rec.stamp is not None and end > rec.stamp + MAX_AHEAD:
+        raise ValueError(f"end={end:.0f} is {(end - rec.stamp) / 86400:,.0f} days after the line's time stamp: "
+                         "a wrong time stamp")
     # Whose wall-clock it was decides fair share: a record that does not say is damaged, and
     # is reported rather than charged to a made-up "unknown".
     user = a.get("user") or a.get("owner", "").split("@")[0]
@@ -191,6 +239,9 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
     if not group:
         raise ValueError("E record without group=: its VO is unknown")
     queue = a.get("queue") or "unknown"
+    for what, name in (("job id", rec.job_id), ("user", user), ("group", group), ("queue", queue)):
+        if len(name) > MAX_NAME:
+            raise ValueError(f"{what} {name[:40]!r}... longer than {MAX_NAME} characters")
     try:
         placement = parse_exec_host(a["exec_host"]) if a.get("exec_host") else ()
     except ValueError:
@@ -202,6 +253,8 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
         said.append(f"resources_used.cput={a['resources_used.cput'][:40]!r}")
     status_text = a.get("Exit_status", "")
     status = int(status_text) if status_text.lstrip("-").isdigit() else None
+    if status is not None and not -_INT32 <= status < _INT32:
+        status = None
     if status_text and status is None:
         said.append(f"Exit_status={status_text[:40]!r}")
     return FinishedJob(rec.job_id, user, group, queue, start, end, _cores(a, placement), None, cput, status,
@@ -232,5 +285,7 @@ def iter_file(path: str, start_offset: int = 0, *, first_line: int = 1, types: C
                                                                          types)
             except ValueError as exc:
                 item = LineProblem(path, lineno, str(exc))
+            except LINE_BUGS as exc:  # one line never stops a read; said as a bug
+                item = LineProblem(path, lineno, unexpected(exc))
             yield item, offset
             lineno += 1

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 
 from mysched.core.model import FinishedJob
 from mysched.errors import InputError
-from mysched.history.accounting import LineProblem, NotRun, iter_file, to_finished_job
+from mysched.history.accounting import LINE_BUGS, LineProblem, NotRun, iter_file, to_finished_job, unexpected
 from mysched.history.store import Store
 
 MAX_PROBLEMS = 20
@@ -165,6 +165,8 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
                     rep.ignored += 1
                 except ValueError as exc:
                     _problem(rep, str(LineProblem(path, line + n, str(exc))), on_problem)
+                except LINE_BUGS as exc:  # one line never stops an import or a daemon
+                    _problem(rep, str(LineProblem(path, line + n, unexpected(exc))), on_problem)
             if n % BATCH_LINES == 0:
                 flush(False)
             if meter is not None and n % PROGRESS_LINES == 0:

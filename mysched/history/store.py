@@ -114,7 +114,7 @@ class Store:
             self._check_file(what)
         try:
             yield
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, OverflowError) as exc:  # Overflow: a number too large for the driver
             raise self._fail(what, exc) from None
 
     def _check_file(self, what: str) -> None:

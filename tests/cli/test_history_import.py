@@ -67,3 +67,18 @@ def test_nothing_new_draws_no_bar(logs, tmp_path, capsys, monkeypatch):
     assert main(["history", "import", str(logs), "--db", db, "--progress", "always"]) == 0
     out, err = capsys.readouterr()
     assert err == "" and "0 new line(s)" in out
+
+
+def test_absurd_values_are_skipped_with_their_line_and_the_good_ones_stored(tmp_path, capsys):
+    f = tmp_path / "20261122"
+    first, last = lines(2).splitlines(True)
+    bad = [ln.replace("Exit_status=0", extra) for ln, extra in zip(lines(3, first=10).splitlines(True), (
+        "total_execution_slots=999999999999999999999999", "Exit_status=99999999999999999999",
+        "total_execution_slots=99999999999"))]
+    f.write_text(first + "".join(bad) + last)
+    db = f"sqlite:///{tmp_path}/h.db"
+    assert main(["history", "import", str(f), "--db", db]) == 0
+    out, err = capsys.readouterr()
+    assert "internal error" not in out + err
+    assert [ln.split(": ")[2] for ln in err.splitlines()] == [f"{f}:2", f"{f}:3", f"{f}:4"]
+    assert "3 job record(s) added" in out and "2 malformed line(s) skipped" in out
