@@ -15,6 +15,7 @@ import re
 import time
 from typing import Any, Sequence
 
+from mysched.cli.common import positive_float
 from mysched.core.config import Config, NodeType, QueueConfig
 from mysched.core.model import Job, JobState, Node, NodeState
 from mysched.core.reasons import BLOCKING
@@ -80,7 +81,7 @@ def options(p: argparse.ArgumentParser, *, json_keys: str, table_: bool = True) 
     p.add_argument("--state-dir", metavar="DIR", help="where the daemon writes status.json (default: "
                    "$MYSCHED_STATE_DIR, else daemon.state_dir of -c FILE, else /var/lib/mysched)")
     p.add_argument("-c", "--config", metavar="FILE", help="configuration file (for daemon.state_dir)")
-    p.add_argument("--max-age", type=float, metavar="SECONDS",
+    p.add_argument("--max-age", type=positive_float, metavar="SECONDS",
                    help="refuse a status older than this (default: 3 cycle intervals, at least 300 s)")
     p.add_argument("--json", action="store_true", help=f"JSON output; keys: {json_keys}")
     if table_:

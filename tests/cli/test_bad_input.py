@@ -165,6 +165,8 @@ CASES = [
          "no/such"),
     _cli("no status file", ["jobs", "--state-dir", "{d}/nothing"], "nothing"),
     _cli("unknown job", ["why", "--state-dir", "{d}/nothing", "42"], "nothing"),
+    _cli("max-age nan", ["jobs", "--state-dir", "{d}/nothing", "--max-age", "nan"], "--max-age"),
+    _cli("max-age negative", ["jobs", "--state-dir", "{d}/nothing", "--max-age", "-1"], "--max-age"),
     _cli("usage since nan", ["usage", "--db", "sqlite:///{d}/h.db", "--since", "nan"], "--since"),
     _cli("usage until inf", ["usage", "--db", "sqlite:///{d}/h.db", "--until", "inf"], "--until"),
     Case("simulate from nan", "cli", REFUSED, lambda d: ["simulate", "--trace", str(d / "t.swf"), "--from", "nan",
