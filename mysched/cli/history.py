@@ -17,7 +17,12 @@ def fill(p: argparse.ArgumentParser) -> None:
     read, and a job is never counted twice, so it is safe to run while the daemon runs."""
     sub = p.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
-    imp = sub.add_parser("import", help="import accounting files or directories")
+    imp = sub.add_parser("import", help="import accounting files or directories",
+                         description="Import TORQUE accounting files (or directories of YYYYMMDD files) into the "
+                         "history store. Malformed or implausible records are skipped with a FILE:LINE warning. "
+                         "A last line without its newline is taken for one pbs_server is still writing: it is "
+                         "left for the next import, with a warning, unless the file has not changed for "
+                         "ten minutes (a finished file, a copy or a hand edit), which is then read to its end.")
     imp.add_argument("paths", nargs="+", metavar="PATH", help="accounting file or directory")
     imp.add_argument("-c", "--config", metavar="FILE", help="configuration file (for history.database)")
     imp.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
@@ -26,7 +31,7 @@ def fill(p: argparse.ArgumentParser) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from mysched.history.ingest import ingest_accounting
+    from mysched.history.ingest import FINISHED_AFTER, ingest_accounting
     from mysched.history.locate import database_url
     from mysched.history.store import Store
 
@@ -45,10 +50,13 @@ def run_import(args: argparse.Namespace) -> int:
         bar.interrupt()
         print(f"mysched: warning: {msg}", file=sys.stderr)
 
-    rep = ingest_accounting(store, args.paths, on_problem=warn, progress=progress if bar.enabled else None)
+    rep = ingest_accounting(store, args.paths, on_problem=warn, progress=progress if bar.enabled else None,
+                            finished_after=FINISHED_AFTER)
     print(f"{rep.files} file(s)" + (f" ({rep.unread_files} more not read)" if rep.unread_files else "") +
           f", {rep.lines} new line(s): {rep.records_added} job record(s) added, "
           f"{rep.duplicates} already known, {rep.malformed} malformed line(s) skipped, "
           f"{rep.repaired} kept without a garbled field, "
-          f"{rep.ignored} other record(s); {store.count_finished()} jobs in {store.masked}")
+          f"{rep.ignored} other record(s)" +
+          (f", {rep.waiting} last line(s) left for their newline" if rep.waiting else "") +
+          f"; {store.count_finished()} jobs in {store.masked}")
     return 0

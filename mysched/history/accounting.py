@@ -261,8 +261,8 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
                        tuple(n for n, _ in placement))
 
 
-def iter_file(path: str, start_offset: int = 0, *, first_line: int = 1, types: Collection[str] | None = None
-              ) -> Iterator[tuple[AccountingRecord | LineProblem | None, int]]:
+def iter_file(path: str, start_offset: int = 0, *, first_line: int = 1, types: Collection[str] | None = None,
+              partial: bool = False) -> Iterator[tuple[AccountingRecord | LineProblem | None, int]]:
     """``(item, byte offset after the line)`` for each complete line from `start_offset` on.
 
     The item is an `AccountingRecord`, a `LineProblem` (malformed line, numbered from
@@ -270,14 +270,15 @@ def iter_file(path: str, start_offset: int = 0, *, first_line: int = 1, types: C
     count lines and resume at any offset yielded.
 
     A last line without its newline is still being written: it is not returned, so a later
-    read picks it up whole. OSError propagates.
+    read picks it up whole -- unless `partial` (the caller knows the file is finished).
+    OSError propagates.
     """
     with open(path, "rb") as f:
         f.seek(start_offset)
         offset = start_offset
         lineno = first_line
         for raw in f:
-            if not raw.endswith(b"\n"):
+            if not raw.endswith(b"\n") and not partial:
                 return
             offset += len(raw)
             try:

@@ -28,6 +28,11 @@ BATCH_LINES = 5000
 HEAD_BYTES = 4096
 PROGRESS_LINES = 1000
 """Lines between two calls of the progress callback."""
+FINISHED_AFTER = 600.0
+"""Seconds without a change after which a file is finished (`mysched history import`):
+pbs_server writes the rest of a line within a second, so a last line still without its
+newline ten minutes on will never get one (a copy, a hand edit, a disk that was full) and is
+read as it is. Ten minutes also covers NFS attribute caches."""
 _DAY_FILE = re.compile(r"^\d{8}$")
 
 PathArg = str | os.PathLike[str]
@@ -51,23 +56,28 @@ class IngestReport:
     """Files skipped whole (gzip-compressed), each reported."""
     repaired: int = 0
     """Records kept without a garbled field that only refines them (cput, exec_host, exit status)."""
+    waiting: int = 0
+    """Files whose last line has no newline yet, left for a later read (said only when the
+    caller asked, with `finished_after`)."""
     problems: list[str] = field(default_factory=list)
 
 
 def ingest_accounting(store: Store, dir_or_files: PathArg | Iterable[PathArg], *, now: float | None = None,
-                      on_problem: Callable[[str], None] | None = None, progress: Progress | None = None
-                      ) -> IngestReport:
+                      on_problem: Callable[[str], None] | None = None, progress: Progress | None = None,
+                      finished_after: float | None = None) -> IngestReport:
     """Read new `E` records from accounting files into `store`; a directory means its
     ``YYYYMMDD`` files in name order (so after midnight yesterday's file is finished first).
 
     Incremental and idempotent: each file's inode, byte offset and line are remembered
     with the records they cover, in the same transaction; an unchanged file costs one
     stat; a file that shrank or was replaced is read again from the start (the unique
-    key drops what is already stored); a partial last line waits for its newline.
-    Malformed lines are counted, reported to `on_problem` and skipped. `now` stamps the
-    positions (default: the clock). `progress` hears every `PROGRESS_LINES` lines and at the
-    end how many of the bytes still unread at the start have been read (a long backfill
-    should not be silent).
+    key drops what is already stored); a partial last line waits for its newline (the
+    file is being written). With `finished_after` (seconds), a file unchanged that long is
+    finished and its last line is read without a newline; one still changing is reported to
+    `on_problem` and counted in `waiting`. Malformed lines are counted, reported to
+    `on_problem` and skipped. `now` stamps the positions (default: the clock). `progress`
+    hears every `PROGRESS_LINES` lines and at the end how many of the bytes still unread at
+    the start have been read (a long backfill should not be silent).
     """
     paths = [dir_or_files] if isinstance(dir_or_files, (str, os.PathLike)) else list(dir_or_files)
     files = _accounting_files([os.fspath(p) for p in paths])
@@ -75,7 +85,8 @@ def ingest_accounting(store: Store, dir_or_files: PathArg | Iterable[PathArg], *
     rep = IngestReport()
     meter = _Meter(progress, sum(_unread(f, known.get(f)) for f in files)) if progress else None
     for path in files:
-        _ingest_file(store, path, known.get(path), rep, time.time() if now is None else now, on_problem, meter)
+        _ingest_file(store, path, known.get(path), rep, time.time() if now is None else now, on_problem, meter,
+                     finished_after)
     if meter is not None:
         meter.finish(rep.lines)
     return rep
@@ -109,14 +120,17 @@ def _unread(path: str, row: Any) -> int:
 
 
 def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: float,
-                 on_problem: Callable[[str], None] | None, meter: _Meter | None = None) -> None:
+                 on_problem: Callable[[str], None] | None, meter: _Meter | None = None,
+                 finished_after: float | None = None) -> None:
     try:
         st = os.stat(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
     size = st.st_size
-    if row is not None and row.inode == st.st_ino and row.size == size:
-        return  # unchanged since last read
+    finished = finished_after is not None and now - st.st_mtime >= finished_after
+    if row is not None and row.inode == st.st_ino and row.size == size and (
+            finished_after is None or row.offset >= size):
+        return  # unchanged since last read (and no last line waiting for its newline to be said)
     offset = line = 0
     try:
         # Same inode, not shorter, same first bytes: the same file grown. Anything else
@@ -146,7 +160,7 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
         batch.clear()
 
     try:
-        for item, pos in iter_file(path, offset, first_line=line + 1, types=("E",)):
+        for item, pos in iter_file(path, offset, first_line=line + 1, types=("E",), partial=finished):
             n += 1
             rep.lines += 1
             if item is None:
@@ -174,6 +188,12 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
     flush(True)
+    if finished_after is not None and pos < size:
+        rep.waiting += 1
+        _problem(rep, str(LineProblem(path, line + n + 1, "the last line has no newline yet (pbs_server may be "
+                                      "writing it): left for the next import; once the file has not changed for "
+                                      f"{finished_after / 60:.0f} minutes it is read as it is")),
+                 on_problem, malformed=False)
     if meter is not None:
         meter.file_done(pos - offset)
 

@@ -4,7 +4,9 @@ quiet (one summary line) in scripts and logs."""
 from __future__ import annotations
 
 import io
+import os
 import sys
+import time
 
 import pytest
 
@@ -67,6 +69,29 @@ def test_nothing_new_draws_no_bar(logs, tmp_path, capsys, monkeypatch):
     assert main(["history", "import", str(logs), "--db", db, "--progress", "always"]) == 0
     out, err = capsys.readouterr()
     assert err == "" and "0 new line(s)" in out
+
+
+# -- what an admin gives it ---------------------------------------------------------------------
+
+def test_a_last_line_without_newline_is_said_and_read_once_the_file_is_finished(tmp_path, capsys):
+    f = tmp_path / "acct"
+    f.write_text(lines(2)[:-1])  # the newline of the last line missing
+    db = f"sqlite:///{tmp_path}/h.db"
+    assert main(["history", "import", str(f), "--db", db]) == 0
+    out, err = capsys.readouterr()
+    assert err == (f"mysched: warning: {f}:2: the last line has no newline yet (pbs_server may be writing it): "
+                   "left for the next import; once the file has not changed for 10 minutes it is read as it is\n")
+    assert "1 job record(s) added" in out and "1 last line(s) left for their newline" in out
+    assert main(["history", "import", str(f), "--db", db]) == 0  # still waiting: said again
+    assert f"{f}:2: the last line" in capsys.readouterr().err
+    old = time.time() - 11 * 60
+    os.utime(f, (old, old))
+    assert main(["history", "import", str(f), "--db", db]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "1 job record(s) added" in out and out.rstrip().endswith("2 jobs in " + db)
+    with pytest.raises(SystemExit):
+        main(["history", "import", "--help"])
+    assert "unless the file has not changed for ten minutes" in " ".join(capsys.readouterr().out.split())
 
 
 def test_absurd_values_are_skipped_with_their_line_and_the_good_ones_stored(tmp_path, capsys):
