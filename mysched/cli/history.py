@@ -33,11 +33,15 @@ def fill(p: argparse.ArgumentParser) -> None:
 def run_import(args: argparse.Namespace) -> int:
     from mysched.history.ingest import FINISHED_AFTER, ingest_accounting
     from mysched.history.locate import database_url
-    from mysched.history.store import Store
+    from mysched.history.store import Store, in_memory
 
-    url = database_url(args.db, args.config).url
+    choice = database_url(args.db, args.config)
+    url = choice.url
     if not url:
         raise UsageError("no database: give --db URL or history.database in the config")
+    if in_memory(url):
+        raise UsageError(f"{choice.source}: {choice.masked} is an in-memory database, which keeps nothing once "
+                         "the import ends: give a file (sqlite:////path/history.db) or a database server")
     store = Store(url)
     bar = ProgressBar("importing", wanted(args.progress))
 

@@ -37,15 +37,15 @@ def run_usage(args: argparse.Namespace) -> int:
     # SQLAlchemy costs 20 MB and a tenth of a second that `jobs` or `bench` should not pay
     from mysched.cli.common import config_or_default
     from mysched.history.locate import database_url
-    from mysched.history.store import Store
+    from mysched.history.store import Store, sqlite_file
 
     cfg = config_or_default(args.config)
     choice = database_url(args.db, args.config, args.state_dir or os.environ.get("MYSCHED_STATE_DIR"))
     if not choice.explicit:
         print(f"mysched: {choice.note()}", file=sys.stderr)
     url = choice.url
-    if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///"):]
+    path = sqlite_file(url)  # the file itself, without '?mode=ro' or a 'file:' URI's prefix
+    if path:
         if not os.path.exists(path):
             raise StatusError(f"{path}: no history database (the daemon creates it; or give --db URL)")
         if not os.access(path, os.R_OK):

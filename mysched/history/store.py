@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import unquote
 
 from sqlalchemy import Table, create_engine, event, func, insert, inspect, select, text
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
 from mysched.errors import StoreError
 from mysched.history.schema import (MIGRATIONS, SCHEMA_VERSION, cycles, finished_jobs, ingest_positions, metadata,
@@ -39,6 +40,26 @@ def mask_url(url: str) -> str:
     head, q, query = url.partition("?")
     m = _CREDENTIALS.match(head)
     return f"{m.group(1)}***@{head[m.end():]}{q}{query}" if m else url
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file a SQLite URL names, '' for an in-memory database, None for another kind of
+    database or a URL that does not parse (`Store` says what is wrong with it)."""
+    try:
+        u = make_url(url)
+    except (SQLAlchemyError, ValueError):
+        return None
+    if u.get_backend_name() != "sqlite":
+        return None
+    db = u.database or ""
+    if db.startswith("file:"):  # an SQLite URI (with uri=true)
+        db = "" if u.query.get("mode") == "memory" else db[len("file:"):].partition("?")[0]
+    return "" if db in ("", ":memory:") else db
+
+
+def in_memory(url: str) -> bool:
+    """True for ``sqlite://``, ``sqlite:///:memory:`` and the like: gone when closed."""
+    return sqlite_file(url) == ""
 
 
 class Store:
@@ -65,7 +86,15 @@ class Store:
                     kw["connect_args"] = {"connect_timeout": 10}
                 if u.get_driver_name() == "psycopg2":  # batched executemany (plain one is a round trip a row)
                     kw["executemany_mode"] = "values_plus_batch"
-            self.engine: Engine = create_engine(u, **kw)
+            with warnings.catch_warnings():  # e.g. '?mode=ro' without uri=true, ignored: say so, not a SAWarning
+                warnings.simplefilter("error", SAWarning)
+                self.engine: Engine = create_engine(u, **kw)
+        except SAWarning as exc:
+            msg = str(exc).split(" (Background on")[0]
+            if "uri=true" in msg:
+                msg = (f"SQLite takes query arguments ({', '.join(sorted(u.query))}) only in a URI URL, such as "
+                       "sqlite:///file:/path/history.db?mode=ro&uri=true")
+            raise StoreError(f"history database {self.masked}: {self._clean(msg)}") from None
         except ImportError as exc:
             raise StoreError(f"history database {self.masked}: database driver not installed ({exc})") from None
         except (SQLAlchemyError, ValueError) as exc:

@@ -94,6 +94,29 @@ def test_a_last_line_without_newline_is_said_and_read_once_the_file_is_finished(
     assert "unless the file has not changed for ten minutes" in " ".join(capsys.readouterr().out.split())
 
 
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:"])
+def test_an_in_memory_database_is_refused(tmp_path, capsys, url):
+    f = tmp_path / "20261122"
+    f.write_text(lines(2))
+    assert main(["history", "import", str(f), "--db", url]) != 0
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and f"{url} is an in-memory database, which keeps nothing" in err
+
+
+def test_sqlite_query_arguments_without_uri_get_a_clear_error(tmp_path, capsys):
+    f = tmp_path / "20261122"
+    f.write_text(lines(2))
+    assert main(["history", "import", str(f), "--db", f"sqlite:///{tmp_path}/h.db"]) == 0
+    capsys.readouterr()
+    for argv in (["usage"], ["history", "import", str(f)]):
+        assert main([*argv, "--db", f"sqlite:///{tmp_path}/h.db?mode=ro"]) != 0
+        err = capsys.readouterr().err
+        assert "SAWarning" not in err and err.count("\n") == 1
+        assert "SQLite takes query arguments (mode) only in a URI URL" in err
+    assert main(["usage", "--db", f"sqlite:///file:{tmp_path}/h.db?mode=ro&uri=true", "--noheader"]) == 0
+    assert capsys.readouterr().out.startswith("atlas")
+
+
 def test_absurd_values_are_skipped_with_their_line_and_the_good_ones_stored(tmp_path, capsys):
     f = tmp_path / "20261122"
     first, last = lines(2).splitlines(True)
