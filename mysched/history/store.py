@@ -12,6 +12,8 @@ never counted twice (also guarded by a unique key on job id and start). Methods 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import re
 import warnings
@@ -27,6 +29,8 @@ from mysched.errors import StoreError
 from mysched.history.schema import (MIGRATIONS, SCHEMA_VERSION, cycles, finished_jobs, ingest_positions, metadata,
                                     schema_version, start_attempts, start_intents, state)
 from mysched.core.model import FinishedJob
+
+log = logging.getLogger("mysched")
 
 _PG_MIGRATION_LOCK = 0x6D797363  # pg_advisory_xact_lock key: one migrator at a time
 _WRITE = "mysched_write"
@@ -71,6 +75,8 @@ class Store:
         self.masked = mask_url(url)
         self._file: str | None = None
         self._ident: tuple[int, int] | None = None
+        self._damaged: set[int] = set()
+        """Rows of finished_jobs already reported damaged."""
         m = _CREDENTIALS.match(url.partition("?")[0])
         self._secrets = {s for s in ((m.group(2), unquote(m.group(2))) if m else ()) if len(s) >= 3}
         if m and "@" in m.group(2):  # the driver would take part of the password for the host
@@ -163,11 +169,14 @@ class Store:
         elif c.execute(table.update().where(table.c[key] == values[key]).values(**values)).rowcount == 0:
             c.execute(insert(table).values(**values))
 
-    @staticmethod
-    def _read_version(c: Connection) -> int:
+    def _read_version(self, c: Connection) -> int:
         if not inspect(c).has_table("schema_version"):
             return 0
-        return c.execute(select(func.max(schema_version.c.version))).scalar() or 0
+        v = c.execute(select(func.max(schema_version.c.version))).scalar()
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise StoreError(f"history database {self.masked}: schema_version holds {v!r}, not a version number: "
+                             "the database is damaged or not mysched's")
+        return v or 0
 
     def _newer(self, v: int) -> StoreError:
         return StoreError(f"history database {self.masked} has schema version {v}, newer than this mysched "
@@ -252,7 +261,15 @@ class Store:
         with self._db("cannot read finished jobs"), self.engine.connect() as c:
             res = c.execute(select(finished_jobs).where(finished_jobs.c.end >= t)
                             .order_by(finished_jobs.c.end, finished_jobs.c.id))
-            return [_row_to_job(r) for r in res]
+            out = []
+            for r in res:
+                bad = _damage(r)
+                if bad is None:
+                    out.append(_row_to_job(r))
+                elif r.id not in self._damaged:  # once: the daemon reads its window every cycle
+                    self._damaged.add(r.id)
+                    log.warning("history database %s: %s: left out of the usage", self.masked, bad)
+            return out
 
     def count_finished(self) -> int:
         with self._db("cannot count finished jobs"), self.engine.connect() as c:
@@ -268,14 +285,18 @@ class Store:
         if by not in ("vo", "group", "user", "queue"):
             raise StoreError(f"cannot summarise by {by!r}: use vo, group, user or queue")
         fj = finished_jobs.c
-        q = select(fj.start, fj.end, fj.cores, fj.cput, fj.user, fj.grp, fj.queue, fj.vo)
+        q = select(fj.id, fj.job_id, fj.start, fj.end, fj.cores, fj.cput, fj.user, fj.grp, fj.queue, fj.vo)
         if since is not None:
             q = q.where(fj.end >= since)
         if until is not None:
             q = q.where(fj.start <= until)
         out: dict[Any, dict[str, Any]] = {}
         with self._db("cannot summarise usage"), self.engine.connect() as c:
-            for start, end, cores, cput, user, grp, queue, vo in c.execute(q):
+            for row in c.execute(q):
+                bad = _damage(row)
+                if bad is not None:
+                    raise StoreError(f"history database {self.masked}: {bad} (mend or delete that row)")
+                _, _, start, end, cores, cput, user, grp, queue, vo = row
                 if by == "vo":
                     key = vo or (vo_of(grp) if vo_of else grp)
                 else:
@@ -399,6 +420,18 @@ def _dialect_insert(dialect: str) -> Callable[[Table], Any]:
     else:
         from sqlalchemy.dialects.postgresql import insert as dinsert
     return dinsert
+
+
+def _damage(r: Any) -> str | None:
+    """What makes a finished_jobs row unusable (written by hand or another tool: mysched
+    writes numbers), naming the row; None if it is sound."""
+    for name in ("start", "end", "cores", "cput"):
+        v = getattr(r, name)
+        if v is None and name == "cput":
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return f"finished_jobs row {r.id} (job {r.job_id}): {name}={v!r} is not a number"
+    return None
 
 
 def _row_to_job(r: Any) -> FinishedJob:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import sqlite3
 import sys
 import time
 
@@ -130,3 +131,23 @@ def test_absurd_values_are_skipped_with_their_line_and_the_good_ones_stored(tmp_
     assert "internal error" not in out + err
     assert [ln.split(": ")[2] for ln in err.splitlines()] == [f"{f}:2", f"{f}:3", f"{f}:4"]
     assert "3 job record(s) added" in out and "2 malformed line(s) skipped" in out
+
+
+def test_a_damaged_database_is_a_one_line_error(tmp_path, capsys):
+    f = tmp_path / "20261122"
+    f.write_text(lines(2))
+    db = tmp_path / "h.db"
+    assert main(["history", "import", str(f), "--db", f"sqlite:///{db}"]) == 0
+    c = sqlite3.connect(db)
+    c.execute("UPDATE finished_jobs SET start = 'xyz' WHERE job_id = '1.srv'")
+    c.commit()
+    capsys.readouterr()
+    assert main(["usage", "--db", f"sqlite:///{db}"]) == 1
+    assert capsys.readouterr().err == (f"mysched: error: history database sqlite:///{db}: finished_jobs row 2 "
+                                       "(job 1.srv): start='xyz' is not a number (mend or delete that row)\n")
+    c.execute("UPDATE schema_version SET version = 'abc'")
+    c.commit()
+    for argv in (["usage"], ["history", "import", str(f)]):
+        assert main([*argv, "--db", f"sqlite:///{db}"]) == 1
+        assert capsys.readouterr().err == (f"mysched: error: history database sqlite:///{db}: schema_version holds "
+                                           "'abc', not a version number: the database is damaged or not mysched's\n")

@@ -1,16 +1,19 @@
-"""Accounting records no sound farm produces: each is skipped with a located warning, the good
-ones around it are kept, and nothing in the database can crash a scheduling cycle."""
+"""Accounting records and history rows no sound farm produces: each is skipped with a located
+warning (or refused with a one-line error naming the database), the good ones around it are
+kept, and nothing in the database can crash a scheduling cycle."""
 
 from __future__ import annotations
 
 import logging
 import math
+import sqlite3
 import time
 
 import pytest
 
 from mysched.core.model import FinishedJob
 from mysched.core.usage import UsageLedger, decayed, usage_from_records
+from mysched.errors import StoreError
 from mysched.history import ingest as ingest_mod
 from mysched.history.ingest import ingest_accounting
 from mysched.history.store import Store
@@ -135,3 +138,34 @@ def test_a_cycle_survives_an_ingestion_bug_and_logs_it(tmp_path, caplog):
     assert any(r.exc_info for r in caplog.records)  # the bug's traceback is in the log, once
     d.cycle()
     assert sum(1 for r in caplog.records if r.exc_info) == 1
+
+
+def _damage(path, sql):
+    c = sqlite3.connect(path)
+    c.execute(sql)
+    c.commit()
+    c.close()
+
+
+def test_a_schema_version_that_is_no_number_is_a_one_line_error(tmp_path):
+    db = tmp_path / "h.db"
+    Store(f"sqlite:///{db}").close()
+    _damage(db, "UPDATE schema_version SET version = 'abc'")
+    for create in (True, False):
+        with pytest.raises(StoreError, match=r"h\.db: schema_version holds 'abc', not a version number"):
+            Store(f"sqlite:///{db}", create=create)
+
+
+def test_a_damaged_finished_job_row_is_named_by_usage_and_left_out_by_the_daemon(tmp_path, caplog):
+    now = time.time()
+    d, store = _daemon_store(tmp_path, [FinishedJob("1.s", "u", "atlas", "q", now - 3600, now - 600, 8),
+                                        FinishedJob("2.s", "u", "cms", "q", now - 3600, now - 600, 8)])
+    _damage(tmp_path / "h.db", "UPDATE finished_jobs SET start = 'xyz' WHERE job_id = '2.s'")
+    with pytest.raises(StoreError, match=r"h\.db: finished_jobs row 2 \(job 2\.s\): start='xyz' is not a number"):
+        store.usage_summary()
+    caplog.set_level(logging.WARNING, logger="mysched")
+    assert d.cycle().result != "crash"
+    assert "cms" not in d.ledger.usage(time.time()).vo
+    assert [r.getMessage() for r in caplog.records if "xyz" in r.getMessage()] == [
+        f"history database sqlite:///{tmp_path}/h.db: finished_jobs row 2 (job 2.s): start='xyz' is not a number: "
+        "left out of the usage"]
