@@ -62,7 +62,8 @@ def run_nodes(args: argparse.Namespace) -> int:
         drains = doc.get("drains") or {}
         if drains:
             print("draining for multi-core jobs: " + ", ".join(
-                f"{n} (since {statusdoc.clock(doc, d['since'])}" + (", ready)" if d["ready"] else ")")
+                f"{n} (since {statusdoc.clock(doc, d['since'])}"
+                + (f", ready since {statusdoc.clock(doc, d['ready'])})" if d["ready"] is not None else ")")
                 for n, d in sorted(drains.items())))
         for jid, r in sorted((doc.get("reservations") or {}).items()):
             print(f"reserved for {jid}: {'+'.join(r['nodes'])} from {statusdoc.clock(doc, r['start'])}")

@@ -368,7 +368,7 @@ _STATUS = Rec({
                              "on_stale": STR, "error": STR.n})).n,
     "node_load": Map(STR).n,
     "reservations": Map(Rec({"start": TIME, "nodes": NAMES})).n,
-    "drains": Map(Rec({"since": TIME.n, "ready": BOOL})).n,
+    "drains": Map(Rec({"since": TIME.n, "ready": TIME.n})).n,
     "pools": Map(_POOL).n,
 })
 _STANDBY = Rec({}, {"host": STR.n, "pid": INT.n, "since": TIME.n, "checked": TIME.n, "error": STR.n,
