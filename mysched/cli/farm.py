@@ -142,8 +142,10 @@ def run_shares(args: argparse.Namespace) -> int:
 @command("free", "free slots now per node type and queue, and who may use them (showbf, spwhat)")
 def fill_free(p: argparse.ArgumentParser) -> None:
     """What could start right now: free slots per node type and queue (the largest per node, for
-    multi-core jobs), and which VOs and groups may use them."""
-    options(p, json_keys="total_free, rows[{type,queue,free_slots,nodes,max_per_node,vos,groups}]")
+    multi-core jobs), and which VOs and groups may use them. Idle slots on nodes that are
+    draining, reserved or held by a guarantee pool are not free to all: they are counted apart."""
+    options(p, json_keys="total_free, rows[{type,queue,free_slots,nodes,max_per_node,vos,groups}], "
+            "held{draining,reserved,pool_held}")
     p.set_defaults(run=run_free)
 
 
@@ -153,6 +155,15 @@ def run_free(args: argparse.Namespace) -> int:
     used = {n["name"]: n["used"] for n in rows(doc, "nodes")}
     # full: every core taken, a job holding the node alone, or pbs_server says job-exclusive
     nodes = [n for n in statusdoc.nodes(doc) if n.state is NodeState.FREE and n.slots > used[n.name]]
+    # Free cores the planner keeps for someone: not free to all (counted apart, by what keeps them).
+    kept: dict[str, str] = {h: "pool_held" for p in (doc.get("pools") or {}).values() for h in p["held_hosts"]}
+    kept.update((h, "reserved") for r in (doc.get("reservations") or {}).values() for h in r["nodes"])
+    kept.update((h, "draining") for h in doc.get("drains") or {})
+    held: dict[str, int] = {}
+    for n in nodes:
+        if n.name in kept:
+            held[kept[n.name]] = held.get(kept[n.name], 0) + n.slots - used[n.name]
+    nodes = [n for n in nodes if n.name not in kept]
     keys = {n.name: node_key(cfg, n.name, node_type(cfg, n.name, n.properties)) for n in nodes}
     queues: list[str | None] = sorted(set(doc.get("queues", {})) | set(cfg.queues)) or [None]
     types = {t.name: t for t in cfg.node_types}
@@ -170,7 +181,7 @@ def run_free(args: argparse.Namespace) -> int:
                         "vos": None if open_ else list(nt.vos), "groups": None if open_ else list(nt.groups)})
     total = sum(n.slots - used[n.name] for n in nodes)
     if args.json:
-        dump_json({"total_free": total, "rows": out})
+        dump_json({"total_free": total, "rows": out, "held": held})
         return 0
 
     def who(r: dict[str, Any], k: str) -> str:
@@ -180,4 +191,11 @@ def run_free(args: argparse.Namespace) -> int:
             who(r, "groups")] for r in out], noheader=args.noheader, right=(2, 3, 4))
     if not args.noheader:
         print(f"\n{total} slot(s) free on {len(nodes)} node(s)")
+        for what, n in sorted(held.items()):
+            print(f"{n} more idle on {what} nodes: {_HELD[what]}")
     return 0
+
+
+_HELD = {"draining": "for multi-core jobs, and shorter jobs that end before the node empties",
+         "reserved": "for a reserved job, and jobs that end before its reservation starts",
+         "pool_held": "for a guarantee pool's owners (mysched pools)"}

@@ -38,3 +38,17 @@ def test_when_waits_for_the_job_holding_the_node_alone(tmp_path, capsys):
     assert main(["when", "w", "--state-dir", str(tmp_path), "--max-age", "1e10", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["start"] == 900.0 + 3600.0  # when x ends (wn02's jobs end later), not now
+
+
+def test_free_counts_idle_slots_on_draining_nodes_apart(tmp_path, capsys):
+    from mysched.daemon.statusfile import read_status
+
+    _publish(tmp_path)
+    doc = read_status(str(tmp_path))
+    for name in ("wn03", "wn04"):  # two idle nodes; wn03 drains for a multi-core job
+        doc["nodes"].append([name, "free", "", 4, 0, 0, {}, 0, None, "", []])
+    doc["drains"] = {"wn03": {"since": NOW, "ready": None}}
+    write_status(str(tmp_path), doc)
+    assert main(["free", "--state-dir", str(tmp_path), "--max-age", "1e10", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["total_free"] == 4 and got["held"] == {"draining": 4}  # wn04 is free to all, wn03 kept
