@@ -18,8 +18,8 @@ def fill(p: argparse.ArgumentParser) -> None:
     two VOs, unknown queues, duplicate keys, pool consumers that do not exist. Every problem is
     printed as FILE:LINE: key: message; the exit status is 1 if there is any. With guarantee
     pools it also works out each pool's hosts and packages -- on pbs_server's nodes with
-    --server, else on the simulated farm of the `farm` section -- and reports pools that promise
-    more packages than they hold (overcommitted: exit status 1) and hosts in no pool. With
+    --server, else (for a sim:// server.url only) on the simulated farm of the `farm` section --
+    and reports pools that promise more packages than they hold (overcommitted: exit status 1) and hosts in no pool. With
     --server it also warns of what the server does not have: configured queues it lacks, node
     types and queue node lists that match none of its nodes (likely typos; exit status unchanged)."""
     p.add_argument("-c", "--config", required=True, metavar="FILE", help="configuration file to check")
@@ -94,7 +94,11 @@ def run(args: argparse.Namespace) -> int:
         nodes = snap.nodes
         where = f"pbs_server {url}: {len(nodes)} node(s)"
         warnings = farm_warnings(cfg, snap)
-    if cfg.pools:
+    if cfg.pools and nodes is None and not cfg.server.startswith("sim:"):
+        # The hosts a pool selects are pbs_server's: the simulated farm's names say nothing of them.
+        lines = [f"pools: not checked against a farm (server.url is {cfg.server}); --server checks them on "
+                 "pbs_server's nodes"]
+    elif cfg.pools:
         if nodes is None:
             from mysched.backends.sim.farm import make_nodes
 

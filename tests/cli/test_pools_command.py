@@ -85,14 +85,18 @@ def test_pool_metrics_follow_the_plan(tmp_path):
 
 
 def test_check_config_reports_pools_overcommitted_and_hosts_in_no_pool(tmp_path, capsys):
+    site = tmp_path / "site.cfg"  # a TORQUE site: its pools select pbs_server's hosts, not the farm section's
+    site.write_text(TEXT.replace("atlas = 1;", "atlas = 3;"))
+    assert main(["check-config", "-c", str(site)]) == 0
+    assert "pools: not checked against a farm (server.url is torque://localhost)" in capsys.readouterr().out
     ok = tmp_path / "ok.cfg"
-    ok.write_text(TEXT)
+    ok.write_text(TEXT + 'server = { url = "sim://"; };\n')
     assert main(["check-config", "-c", str(ok)]) == 0
     out = capsys.readouterr().out
     assert "pool mc: 2 host(s), 2 package(s) of 8 slot(s) + 16 GB; guaranteed 1 (vo atlas 1 = 1)" in out
     assert "hosts in no pool (1): wn03" in out
     over = tmp_path / "over.cfg"
-    over.write_text(TEXT.replace("atlas = 1;", "atlas = 3;"))
+    over.write_text(TEXT.replace("atlas = 1;", "atlas = 3;") + 'server = { url = "sim://"; };\n')
     assert main(["check-config", "-c", str(over)]) == 1
     out = capsys.readouterr().out
     assert "pools.mc: overcommitted: guarantees 3 package(s), its 2 host(s) hold 2" in out
