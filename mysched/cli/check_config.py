@@ -19,9 +19,10 @@ def fill(p: argparse.ArgumentParser) -> None:
     printed as FILE:LINE: key: message; the exit status is 1 if there is any. With guarantee
     pools it also works out each pool's hosts and packages -- on pbs_server's nodes with
     --server, else (for a sim:// server.url only) on the simulated farm of the `farm` section --
-    and reports pools that promise more packages than they hold (overcommitted: exit status 1) and hosts in no pool. With
-    --server it also warns of what the server does not have: configured queues it lacks, node
-    types and queue node lists that match none of its nodes (likely typos; exit status unchanged)."""
+    and reports pools that promise more packages than they hold (overcommitted: exit status 1)
+    and hosts in no pool. With --server it also warns of what the server does not have:
+    configured queues it lacks, node types and queue node lists that match none of its nodes
+    (likely typos; exit status unchanged)."""
     p.add_argument("-c", "--config", required=True, metavar="FILE", help="configuration file to check")
     p.add_argument("--server", nargs="?", const="", metavar="URL",
                    help="read the queues and nodes from this batch server (default URL: server.url of the "
