@@ -68,7 +68,8 @@ class Load:
         c.users, c.vos, c.groups, c.classes = dict(self.users), dict(self.vos), dict(self.groups), dict(self.classes)
         c.class_times = {k: list(v) for k, v in self.class_times.items()} if self.class_times else {}
         c.key, c.pool, c.reserved, c.usable = self.key, None, None, self.usable
-        c.mem, c.mem_used, c.excl, c.vmem, c.vmem_used = self.mem, self.mem_used, self.excl, self.vmem, self.vmem_used
+        c.mem, c.mem_used, c.excl = self.mem, self.mem_used, self.excl
+        c.vmem, c.vmem_used = self.vmem, self.vmem_used
         return c
 
     def mem_free(self) -> float:
