@@ -161,7 +161,9 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
                        "groups": sorted(t.groups), "queues": sorted(t.queues),
                        "detail": t.detail() if t.level != "open" else ""} for t in plan.throttles],
         "node_load": dict(plan.node_load),
-        "reservations": {j: {"start": r.start, "nodes": list(r.nodes)} for j, r in plan.reservations.items()},
+        # a reserved job started this cycle holds its nodes as a running job now, not by promise
+        "reservations": {j: {"start": r.start, "nodes": list(r.nodes)} for j, r in plan.reservations.items()
+                         if j not in started},
         "drains": {n: {"since": d.since, "ready": d.ready} for n, d in plan.drains.items()},
         "pools": plan.pools,
         "pool_gates": {h: list(g) for h, g in plan.pool_gates.items()},

@@ -311,3 +311,17 @@ def test_a_kept_reservation_is_named_in_the_wait_every_cycle():
     again = plan(snap(running + [big], nodes), cfg, Usage(), NOW + 1, reservations=first.reservations)
     assert again.reservations["big"].nodes == first.reservations["big"].nodes
     assert "reserved " + "+".join(first.reservations["big"].nodes) in again.waits["big"].detail
+
+
+def test_the_status_drops_a_reservation_in_the_cycle_its_job_starts():
+    from mysched.daemon.statusfile import build_status
+
+    _, nodes = farm()
+    cfg = config_from_text(CFG)
+    first = plan(snap(farm()[0] + [q("big", cores=4, walltime=500, submit=1)], nodes), cfg, Usage(), NOW)
+    later = snap([run(f"b{i}", "wn02", NOW + 1000) for i in range(2)] + [q("big", cores=4, walltime=500, submit=1)],
+                 nodes)
+    p = plan(later, cfg, Usage(), NOW + 100, reservations=first.reservations)
+    assert "big" in {s.job_id for s in p.starts} and "big" in p.reservations  # the plan keeps it this cycle
+    assert build_status(later, p, cfg)["reservations"] == {}  # `nodes` no longer lists it as reserved
+    assert build_status(later, p, cfg, dry_run=True)["reservations"]  # a dry run started nothing
