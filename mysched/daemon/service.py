@@ -42,6 +42,7 @@ class Service:
         self._lock = threading.Lock()
         self._event_pending = False
         self._last_cycle_start = 0.0
+        self._events_seen = False
         self.cycles = 0
         self.last: CycleOutcome | None = None
         self._sched: BackgroundScheduler | None = None
@@ -127,6 +128,10 @@ class Service:
         """pbs_server reported a job event: bring the next cycle forward (rate-limited)."""
         cfg = self.daemon.config
         self._event_pending = True
+        if not self._events_seen:  # says so once: scheduling may have been off when the daemon started
+            self._events_seen = True
+            log.info("pbs_server job events arrive (%s): a cycle follows each, at most every %g s", reason,
+                     cfg.min_interval)
         if self._lock.locked():
             return  # the running cycle will schedule the next one at min_interval
         since = time.monotonic() - self._last_cycle_start

@@ -481,3 +481,17 @@ def test_a_reload_that_shortens_the_interval_brings_the_next_cycle_forward(tmp_p
     finally:
         svc._stop.set()
         t.join(15)
+
+
+def test_the_first_job_event_is_logged_once(caplog):
+    import logging
+
+    from mysched.daemon.service import Service
+
+    caplog.set_level(logging.INFO, logger="mysched")
+    d, server, farm = make()
+    svc = Service(d)
+    svc.on_event("first")
+    svc.on_event("term")
+    assert [r.getMessage() for r in caplog.records if "job events arrive" in r.getMessage()] == [
+        "pbs_server job events arrive (first): a cycle follows each, at most every 5 s"]
