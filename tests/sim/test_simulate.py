@@ -206,3 +206,8 @@ def test_a_directory_of_accounting_logs_is_read_without_format(tmp_path, capsys)
                                    "start=1795300000 end=1795300600\n")
     assert main(["simulate", "--trace", str(logs), "--nodes", "2", "--progress", "never"]) == 0
     assert f"simulating trace {logs}: 1 jobs" in capsys.readouterr().out
+    swf_dir = tmp_path / "swf"  # a directory of SWF traces: no accounting log in it
+    swf_dir.mkdir()
+    (swf_dir / "KTH.swf").write_text("1 0 0 60 1 -1 -1 1 3600 -1 1 1 1 -1 1 -1 -1 -1\n")
+    assert main(["simulate", "--trace", str(swf_dir), "--nodes", "2", "--progress", "never"]) == 1
+    assert "a directory with no accounting log in it" in capsys.readouterr().err

@@ -37,6 +37,9 @@ def read_accounting_trace(path: str, *, first: int | None = None, start_from: fl
     files = [path]
     if os.path.isdir(path):
         files = sorted(os.path.join(path, n) for n in os.listdir(path) if n[:1].isdigit())
+        if not files:
+            raise InputError(f"{path}: a directory with no accounting log in it (TORQUE names them YYYYMMDD); "
+                             "give an SWF trace as a file")
     jobs: list[TraceJob] = []
     seen: set[tuple[str, float]] = set()
     malformed = 0
