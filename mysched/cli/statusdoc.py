@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import os
 import re
 import time
@@ -191,7 +192,10 @@ def clock(doc: dict[str, Any], t: float | None) -> str:
     """A time of the status as local date and time with its zone, marked when simulated."""
     if t is None:
         return "-"
-    text = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t))
+    try:
+        text = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t))
+    except (OverflowError, ValueError, OSError):  # beyond the dates the C library shows
+        text = f"{t:.0f} s after 1970"
     return text + (" simulated" if clock_kind(doc) == "simulated" else "")
 
 
@@ -319,14 +323,19 @@ def _at(key: str, k: str) -> str:
     return f"{key}.{k}" if key else k
 
 
-LIMIT = 1e15
+# Types and signs only, NaN refused: the daemon writes what its inputs hold -- a storage
+# metric of 4e15 bytes, a walltime of 1e11 s, an infinite history window -- and the commands
+# show any such value (`clock`, `duration`); a bound here would refuse a healthy farm's status.
+INF = math.inf
 STR = Kind("a string", (str,))
 BOOL = Kind("true or false", (bool,))
-INT = Kind("a whole number", (int,), -LIMIT, LIMIT)
-COUNT = Kind("a whole number of at least 0", (int,), 0, LIMIT)
-NUM = Kind("a number", (int, float), -LIMIT, LIMIT)
-TIME = Kind("a Unix time", (int, float), -1e11, 1e11)  # 1e300 or NaN: no date to show
-SECONDS = Kind("seconds (0 to 1e11)", (int, float), 0, 1e11)
+INT = Kind("a whole number", (int,), -INF, INF)
+COUNT = Kind("a whole number of at least 0", (int,), 0, INF)
+NUM = Kind("a number", (int, float), -INF, INF)
+TIME = Kind("a Unix time", (int, float), -INF, INF)
+CLOCK = Kind("a Unix time", (int, float), -1e11, 1e11)
+"""The daemon's own clock readings (when it published, the snapshot's time): 1e300 is damage."""
+SECONDS = Kind("seconds (at least 0)", (int, float), 0, INF)
 LIST = Kind("a list", (list,))
 NAMES = Seq(STR)
 JOB_STATE = Kind(f"a job state ({', '.join(s.value for s in JobState)})", (str,), values=tuple(s.value for s in JobState))
@@ -345,7 +354,7 @@ _POOL = Rec({"package": Rec({"slots": COUNT.n, "mem": NUM.n}), "hosts": INT, "st
              "consumers": Seq(Rec({"consumer": STR, "kind": STR, **dict.fromkeys(
                  ("guaranteed", "allocated", "owner_use", "loaned", "pending", "owed"), INT)}))})
 _STATUS = Rec({
-    "published": TIME, "snapshot_time": TIME, "farm": Rec({"total_slots": COUNT, "used_slots": COUNT}),
+    "published": CLOCK, "snapshot_time": CLOCK, "farm": Rec({"total_slots": COUNT, "used_slots": COUNT}),
     "vos": Map(Rec({"share": NUM, "guarantee": INT, "running_slots": INT, "running_jobs": INT,
                     "queued_jobs": INT, "usage_s": NUM, "priority": NUM, "below_guarantee": BOOL},
                    {**_LIMITS, "throttled": NAMES.n})),

@@ -55,6 +55,8 @@ def duration(seconds: float | None) -> str:
     """Compact duration: 45s, 12m, 3h05m, 2d04h; '-' when unknown."""
     if seconds is None:
         return "-"
+    if seconds != seconds or seconds == float("inf"):
+        return "inf"
     s = int(max(0, seconds))
     if s < 60:
         return f"{s}s"

@@ -251,6 +251,23 @@ def test_nulls_the_daemon_may_write_are_shown_not_crashed_on(tmp_path, capsys):
     assert "mean diversity" in capsys.readouterr().out
 
 
+def test_large_values_a_healthy_farm_may_publish_are_shown_not_refused(tmp_path, capsys):
+    # a storage metric in bytes past a petabyte, a user's walltime of 11,000 years, an
+    # unlimited history window: the daemon writes them as its inputs hold them
+    def big(d):
+        _cell("jobs", 3, "walltime", 3.6e11)(d)
+        d["throttles"] = [{"rule": "se", "source": "dcache", "level": "partial", "factor": 0.5, "low": 1e15,
+                           "high": 4e15, "value": 2e15, "vos": ["atlas"], "groups": [], "queues": [],
+                           "detail": "dcache 2e15 between 1e15 and 4e15"}]
+        d.setdefault("usage", {})["window_s"] = float("inf")
+    doc = _damage(tmp_path, big)
+    for argv in STATUS_COMMANDS:
+        assert main([*argv, "--state-dir", str(tmp_path)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["why", "--state-dir", str(tmp_path), doc["jobs"][3][0]]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+
+
 def _standby(tmp_path, **doc):
     (tmp_path / "standby.json").write_text(json.dumps({"role": "standby", "host": "b", "pid": 4242,
                                                        "since": time.time(), "checked": time.time(), **doc}))
