@@ -211,3 +211,13 @@ def test_a_directory_of_accounting_logs_is_read_without_format(tmp_path, capsys)
     (swf_dir / "KTH.swf").write_text("1 0 0 60 1 -1 -1 1 3600 -1 1 1 1 -1 1 -1 -1 -1\n")
     assert main(["simulate", "--trace", str(swf_dir), "--nodes", "2", "--progress", "never"]) == 1
     assert "a directory with no accounting log in it" in capsys.readouterr().err
+
+
+def test_a_garbled_qtime_falls_back_to_ctime(tmp_path):
+    from mysched.sim.workloads.acctrace import read_accounting_trace
+
+    log = tmp_path / "20261122"
+    log.write_text("11/22/2026 10:00:00;E;1.s;user=u group=g queue=q qtime=abc ctime=1795299000 "
+                   "start=1795300000 end=1795300600\n")
+    jobs, _ = read_accounting_trace(str(log))
+    assert [t.job.submit_time for t in jobs] == [1795299000.0]  # waited 1000 s, by ctime

@@ -62,7 +62,9 @@ def read_accounting_trace(path: str, *, first: int | None = None, start_from: fl
                     continue
                 seen.add((fj.id, fj.start))
                 a = rec.attrs
-                key = "qtime" if "qtime" in a else "ctime" if "ctime" in a else None
+                # qtime, else (missing or garbled) ctime, else the start
+                keys = [k for k in ("qtime", "ctime") if k in a]
+                key = next((k for k in keys if _time_or_nan(a[k]) == _time_or_nan(a[k])), keys[0] if keys else None)
                 submit = fj.start if key is None else _time_or_nan(a[key])
                 if not fj.start - MAX_WAIT <= submit:  # also NaN and -inf
                     malformed += 1
