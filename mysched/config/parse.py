@@ -137,7 +137,8 @@ def parse_text(text: str, filename: str = "<config>", includedir: str | None = N
             msg = msg.replace("Could not open include file", f"@include: cannot open (relative to {includedir})")
         elif "end of input" in msg:  # an unclosed brace or list: the file ends inside it
             where = f"{filename}:{text.count(chr(10)) + (not text.endswith(chr(10)))}"
-            msg += " (a '{', '(' or '[' left open above)"
+            msg += " (a '{', '(' or '[' left open above" + (", or in a file it @includes)" if "@include" in text
+                                                             else ")")
         else:
             where = filename
         msg = re.sub(r" in '[^']*',? row \d+, column \d+", "", msg)

@@ -27,3 +27,10 @@ def test_a_brace_left_open_names_the_last_line(tmp_path):
     (tmp_path / "open.cfg").write_text('scheduler = { interval = 60;\n\n' + VOS)
     with pytest.raises(ConfigError, match=r"open\.cfg:3: syntax error: .*left open"):
         load_config(str(tmp_path / "open.cfg"))
+
+
+def test_a_brace_left_open_in_an_included_file_points_there_too(tmp_path):
+    (tmp_path / "b.cfg").write_text("vos = {\n")
+    (tmp_path / "a.cfg").write_text('scheduler = { interval = 60; };\n@include "b.cfg"\n')
+    with pytest.raises(ConfigError, match=r"a\.cfg:2: syntax error: .*left open above, or in a file it @includes"):
+        load_config(str(tmp_path / "a.cfg"))
