@@ -92,15 +92,17 @@ class Store:
                     kw["connect_args"] = {"connect_timeout": 10}
                 if u.get_driver_name() == "psycopg2":  # batched executemany (plain one is a round trip a row)
                     kw["executemany_mode"] = "values_plus_batch"
-            with warnings.catch_warnings():  # e.g. '?mode=ro' without uri=true, ignored: say so, not a SAWarning
-                warnings.simplefilter("error", SAWarning)
+            with warnings.catch_warnings(record=True) as caught:  # '?mode=ro' without uri=true is ignored
+                warnings.simplefilter("always", SAWarning)
                 self.engine: Engine = create_engine(u, **kw)
-        except SAWarning as exc:
-            msg = str(exc).split(" (Background on")[0]
-            if "uri=true" in msg:
-                msg = (f"SQLite takes query arguments ({', '.join(sorted(u.query))}) only in a URI URL, such as "
-                       "sqlite:///file:/path/history.db?mode=ro&uri=true")
-            raise StoreError(f"history database {self.masked}: {self._clean(msg)}") from None
+            for w in caught:  # that one is an error, said plainly; any other (a deprecation) only a warning
+                msg = str(w.message).split(" (Background on")[0] if issubclass(w.category, SAWarning) else ""
+                if "uri=true" in msg:
+                    raise StoreError(f"history database {self.masked}: SQLite takes query arguments "
+                                     f"({', '.join(sorted(u.query))}) only in a URI URL, such as "
+                                     "sqlite:///file:/path/history.db?mode=ro&uri=true")
+                if msg:
+                    log.warning("history database %s: %s", self.masked, self._clean(msg))
         except ImportError as exc:
             raise StoreError(f"history database {self.masked}: database driver not installed ({exc})") from None
         except (SQLAlchemyError, ValueError) as exc:

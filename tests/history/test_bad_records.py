@@ -169,3 +169,21 @@ def test_a_damaged_finished_job_row_is_named_by_usage_and_left_out_by_the_daemon
     assert [r.getMessage() for r in caplog.records if "xyz" in r.getMessage()] == [
         f"history database sqlite:///{tmp_path}/h.db: finished_jobs row 2 (job 2.s): start='xyz' is not a number: "
         "left out of the usage"]
+
+
+def test_a_driver_warning_at_connect_is_logged_not_fatal(tmp_path, monkeypatch, caplog):
+    import warnings
+
+    from sqlalchemy.exc import SAWarning
+
+    import mysched.history.store as store_mod
+
+    real = store_mod.create_engine
+
+    def warning_engine(*a, **kw):
+        warnings.warn("the driver's option X is deprecated", SAWarning)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(store_mod, "create_engine", warning_engine)
+    s = store_mod.Store(f"sqlite:///{tmp_path}/h.db")  # starts: a deprecation is no reason to stop a farm
+    assert s.dialect == "sqlite" and "option X is deprecated" in caplog.text
