@@ -7,7 +7,6 @@ import argparse
 from mysched.cli.main import command
 from mysched.config import load_config
 from mysched.core.config import Config
-from mysched.core.admission import node_key, node_type
 from mysched.core.index import NodeIndex
 from mysched.core.model import Node, Snapshot
 
@@ -67,11 +66,11 @@ def farm_warnings(cfg: Config, snap: Snapshot) -> list[str]:
     if snap.queues:
         have = {q.name for q in snap.queues}
         out += [f"{cfg.source}: queues.{q}: pbs_server has no such queue" for q in cfg.queues if q not in have]
-    types = [node_type(cfg, n.name, n.properties) for n in snap.nodes]
+    keys = {e[2] for e in NodeIndex().get(cfg, snap.nodes).entries}  # each node's type and queues
     out += [f"{cfg.source}: node_types.{nt.name}: matches none of the server's {len(snap.nodes)} node(s)"
-            for nt in cfg.node_types if nt.name not in types]
+            for nt in cfg.node_types if all(k.ntype != nt.name for k in keys)]
     for q in cfg.queues.values():
-        if q.restricted and not any(q.name in node_key(cfg, n.name, t).queues for n, t in zip(snap.nodes, types)):
+        if q.restricted and not any(q.name in k.queues for k in keys):
             out.append(f"{cfg.source}: queues.{q.name}: its nodes/node_types match none of the server's nodes: "
                        "its jobs can never start")
     return out
