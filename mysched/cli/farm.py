@@ -80,7 +80,7 @@ def fill_shares(p: argparse.ArgumentParser) -> None:
     wall-clock usage over the history window, current priority, and whether it is below its
     guarantee. --groups and --users break running/queued jobs and usage down further."""
     options(p, json_keys="window_s, vos{VO:{share,guarantee,running_slots,running_jobs,queued_jobs,usage_h,"
-            "priority,below_guarantee}}, groups{...}, users{...}")
+            "priority,below_guarantee,throttled}}, groups{...}, users{...}")
     p.add_argument("--groups", action="store_true", help="also per group")
     p.add_argument("--users", action="store_true", help="also per user")
     p.set_defaults(run=run_shares)
@@ -145,7 +145,7 @@ def fill_free(p: argparse.ArgumentParser) -> None:
     multi-core jobs), and which VOs and groups may use them. Idle slots on nodes that are
     draining, reserved or held by a guarantee pool are not free to all: they are counted apart."""
     options(p, json_keys="total_free, rows[{type,queue,free_slots,nodes,max_per_node,vos,groups}], "
-            "held{draining,reserved,pool_held}")
+            "held{draining,reserved,pool_held} (idle slots kept apart; only the kinds there are)")
     p.set_defaults(run=run_free)
 
 

@@ -19,7 +19,9 @@ def fill(p: argparse.ArgumentParser) -> None:
     sub.required = True
     imp = sub.add_parser("import", help="import accounting files or directories",
                          description="Import TORQUE accounting files (or directories of YYYYMMDD files) into the "
-                         "history store. Malformed or implausible records are skipped with a FILE:LINE warning. "
+                         "history store. Malformed or implausible records are skipped, and a record whose CPU time, "
+                         "exit status or exec_host is garbled is kept for its wall-clock, each with a "
+                         "FILE:LINE warning. "
                          "A last line without its newline is taken for one pbs_server is still writing: it is "
                          "left for the next import, with a warning, unless the file has not changed for "
                          "ten minutes (a finished file, a copy or a hand edit), which is then read to its end.")

@@ -19,8 +19,10 @@ from mysched.daemon.statusfile import rows
 def fill_jobs(p: argparse.ArgumentParser) -> None:
     """List jobs: running (with elapsed time), queued (eligible, with wait time, rank in the last
     cycle's order, priority and why they wait) and blocked (held, or at a limit)."""
-    options(p, json_keys="time, farm{total_slots,used_slots,occupancy}, counts{running,queued,blocked}, "
-            "daemon{role,host,pid,since}, standby (null or {host,pid,since}), jobs[{id,vo,group,user,queue,cores,state,class,wait_s,elapsed_s,rank,priority,reason,detail,nodes}]")
+    options(p, json_keys="time, farm{total_slots,used_slots,free_slots,nodes,occupancy}, "
+            "counts{running,queued,blocked}, daemon{role,host,pid,since,lock}, standby (null or "
+            "{role,host,pid,since,checked,leader,error}), jobs[{id,vo,group,user,queue,cores,state,class,"
+            "wait_s,elapsed_s,rank,priority,reason,detail,nodes}]")
     p.add_argument("-u", "--user")
     p.add_argument("-g", "--group")
     p.add_argument("--vo")
@@ -153,7 +155,8 @@ def run_why(args: argparse.Namespace) -> int:
 def fill_when(p: argparse.ArgumentParser) -> None:
     """Estimate when a waiting job starts, from running jobs' requested walltimes and the jobs
     ahead of it in the last cycle's order; says plainly when no estimate is possible."""
-    options(p, json_keys="job, start (Unix time or null), in_s, exact, why, ahead", table_=False)
+    options(p, json_keys="job, start (Unix time or null), in_s, running, exact, why, ahead, "
+            "clock (wall or simulated)", table_=False)
     p.add_argument("job_id", metavar="JOBID")
     p.set_defaults(run=run_when)
 

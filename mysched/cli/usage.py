@@ -25,10 +25,11 @@ def fill_usage(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state-dir", metavar="DIR", help="the daemon's state directory (default: $MYSCHED_STATE_DIR)")
     p.add_argument("--since", type=date_arg, metavar="DATE", help="from DATE (YYYY-MM-DD[THH:MM], UTC)")
     p.add_argument("--until", type=date_arg, metavar="DATE", help="until DATE")
-    p.add_argument("--by", choices=("vo", "group", "user", "queue"), default="vo")
-    p.add_argument("--json", action="store_true", help="JSON: since, until, by, rows[{key,jobs,wall_hours,"
-                   "cpu_hours}], total{jobs,wall_hours,cpu_hours}")
-    p.add_argument("--noheader", action="store_true")
+    p.add_argument("--by", choices=("vo", "group", "user", "queue"), default="vo",
+                   help="one row per VO (the default), group, user or queue")
+    p.add_argument("--json", action="store_true", help="JSON: database, since, until, by, rows[{key,jobs,"
+                   "wall_hours,cpu_hours}], total{jobs,wall_hours,cpu_hours}")
+    p.add_argument("--noheader", action="store_true", help="no header line and no total (for scripts)")
     p.set_defaults(run=run_usage)
 
 
