@@ -145,7 +145,7 @@ def fill_free(p: argparse.ArgumentParser) -> None:
     multi-core jobs), and which VOs and groups may use them. Idle slots on nodes that are
     draining, reserved or held by a guarantee pool are not free to all: they are counted apart."""
     options(p, json_keys="total_free, rows[{type,queue,free_slots,nodes,max_per_node,vos,groups}], "
-            "held{draining,reserved,pool_held} (idle slots kept apart; only the kinds there are)")
+            "held{draining,reserved,pool_held} (idle slots kept apart; 0 where none)")
     p.set_defaults(run=run_free)
 
 
@@ -159,7 +159,7 @@ def run_free(args: argparse.Namespace) -> int:
     kept: dict[str, str] = {h: "pool_held" for p in (doc.get("pools") or {}).values() for h in p["held_hosts"]}
     kept.update((h, "reserved") for r in (doc.get("reservations") or {}).values() for h in r["nodes"])
     kept.update((h, "draining") for h in doc.get("drains") or {})
-    held: dict[str, int] = {}
+    held: dict[str, int] = dict.fromkeys(_HELD, 0)  # stable keys for scripts
     for n in nodes:
         if n.name in kept:
             held[kept[n.name]] = held.get(kept[n.name], 0) + n.slots - used[n.name]
@@ -192,7 +192,8 @@ def run_free(args: argparse.Namespace) -> int:
     if not args.noheader:
         print(f"\n{total} slot(s) free on {len(nodes)} node(s)")
         for what, n in sorted(held.items()):
-            print(f"{n} more idle on {what} nodes: {_HELD[what]}")
+            if n:
+                print(f"{n} more idle on {what} nodes: {_HELD[what]}")
     return 0
 
 
