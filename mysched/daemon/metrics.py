@@ -4,6 +4,12 @@ The daemon talks to a `CycleMetrics` (a Protocol) with plain values -- no planne
 this boundary. `Metrics` is the Prometheus one, `NullMetrics` the one for a daemon without
 an endpoint, and `Guarded` wraps either so that a failing metric is logged once and never
 breaks scheduling. `serve` exposes the registry over HTTP, bound to loopback by default.
+
+The farm's figures and the load sources' are replaced whole after each cycle (a scrape sees
+one cycle's set, never a VO or reason missing half-way through an update). They stay as the
+last completed cycle left them while cycles fail (`mysched_last_successful_cycle_timestamp_seconds`
+says how old they are), and a daemon that stands by exports none: only the leader describes
+the farm, and an old leader's figures do not linger beside the new one's.
 """
 
 from __future__ import annotations
@@ -15,20 +21,67 @@ import time
 from typing import ContextManager, Iterator, Mapping, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
+from prometheus_client.core import GaugeMetricFamily
 
 from mysched import __version__
 from mysched.config.values import parse_address as _parse_address
 from mysched.errors import ServerError, UsageError
 from mysched.core.plan import Plan, Start
+from mysched.core.reasons import REASONS
 
 log = logging.getLogger("mysched")
 
-CYCLE_BUCKETS = (.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+CYCLE_BUCKETS = (.0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+"""A cycle: ~10 ms on the simulated farm, up to ~1 s at 10,000 slots, minutes if pbs_server hangs."""
+PHASE_BUCKETS = (.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300)
+"""A phase: most take well under 10 ms (the plan of a small farm, the record), the read or the
+starts of a large one seconds."""
 CALL_BUCKETS = (.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30)
 POOL_FIGURES = ("total", "free", "guaranteed", "owner_use", "loan_use", "other_use")
 CONSUMER_FIGURES = ("guaranteed", "allocated", "owner_use", "loaned", "pending", "owed")
 PHASES = ("read", "history", "plan", "start", "record", "publish")
 """The phases of a cycle, in order (see `mysched.daemon.cycle`)."""
+CYCLE_RESULTS = ("ok", "error", "partial", "dry-run", "crash", "standby")
+TIMED = ("ok", "partial", "dry-run", "error")
+"""Results whose duration was measured: not a standby's try of the lock, nor a crash (0 s)."""
+COMPLETED = ("ok", "partial", "dry-run")
+"""Results of a cycle that published the farm's figures."""
+START_REASONS = ("hot", "share", "fairshare")
+"""Why the daemon starts a job (its policy is always mysched's)."""
+START_FAILURES = ("gone", "state", "refused", "timeout", "unauthorized", "unavailable", "error")
+"""`mysched.daemon.cycle.FAILURE_REASONS`, a lost server and any other server error."""
+CALLS = ("snapshot", "runjob")
+STALE = "; as of the last completed cycle, none on a standby"
+FARM = {
+    "mysched_running_jobs": ("Jobs holding slots (running, exiting or suspended) by VO, after the cycle's starts",
+                             ("vo",)),
+    "mysched_queued_jobs": ("Jobs waiting (queued, held, waiting or in transit) by VO, after the cycle's starts",
+                            ("vo",)),
+    "mysched_used_slots": ("Slots in use by VO, after the cycle's starts", ("vo",)),
+    "mysched_farm_slots": ("Usable slots of the farm", ()),
+    "mysched_farm_used_slots": ("Slots in use on the farm, after the cycle's starts", ()),
+    "mysched_share_target_ratio": ("Configured share by VO (fraction of the usable slots)", ("vo",)),
+    "mysched_share_achieved_ratio": ("Slots used by VO as a fraction of the usable slots", ("vo",)),
+    "mysched_pending_jobs": ("Jobs the cycle left waiting, by reason (every reason listed, 0 if none)", ("reason",)),
+    "mysched_nodes_load_skipped": ("Nodes skipped for the load or free memory pbs_mom reports", ()),
+    "mysched_draining_nodes": ("Nodes in the multi-core partition (draining or drained)", ()),
+    "mysched_draining_idle_slots": ("Free slots on draining or reserved nodes (integrate over time for the idle "
+                                    "slot-seconds they cost)", ()),
+    "mysched_reservations": ("Reservations held for waiting jobs", ()),
+    "mysched_pool_packages": ("Package guarantee pools: total, free, guaranteed, owner_use, loan_use, other_use "
+                              "packages; held_hosts; overcommitted (1/0)", ("pool", "figure")),
+    "mysched_pool_consumer_packages": ("Per pool and consumer (kind:name): guaranteed, allocated, owner_use, loaned, "
+                                       "pending and owed packages", ("pool", "consumer", "figure")),
+}
+LOADS = {
+    "mysched_load_value": ("Latest good value of an external load source", ("source",)),
+    "mysched_load_age_seconds": ("Age of a load source's latest good value at the cycle", ("source",)),
+    "mysched_load_stale": ("1 while a load source's value is stale (or missing)", ("source",)),
+    "mysched_load_failing": ("1 while a load source's last read failed (its last good value is kept until stale)",
+                             ("source",)),
+    "mysched_load_throttle_factor": ("Fraction of max_running a load rule leaves its VOs, groups and queues (1: open)",
+                                     ("rule",)),
+}
 
 
 class CycleMetrics(Protocol):
@@ -151,43 +204,68 @@ class Guarded:
             return contextlib.nullcontext()
 
 
+class Snapshot:
+    """Gauges replaced whole at once: `replace` swaps in a new set of series, `clear` drops them
+    all (a family without samples still has its HELP and TYPE)."""
+
+    def __init__(self, families: Mapping[str, tuple[str, tuple[str, ...]]], registry: CollectorRegistry,
+                 note: str = "") -> None:
+        self.families = {name: (text + note, labels) for name, (text, labels) in families.items()}
+        self.series: Mapping[str, Mapping[tuple[str, ...], float]] = {}
+        registry.register(self)
+
+    def replace(self, series: Mapping[str, Mapping[tuple[str, ...], float]]) -> None:
+        unknown = set(series) - set(self.families)
+        if unknown:
+            raise ValueError(f"not a family of this snapshot: {sorted(unknown)}")
+        self.series = series  # one reference: a scrape on the server's thread sees the old set or this
+
+    def clear(self) -> None:
+        self.series = {}
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        for name, (text, labels) in self.families.items():
+            yield GaugeMetricFamily(name, text, labels=labels)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        series = self.series
+        for name, (text, labels) in self.families.items():
+            family = GaugeMetricFamily(name, text, labels=labels)
+            for key, value in series.get(name, {}).items():
+                family.add_metric(key, value)
+            yield family
+
+
 class Metrics:
     """Every series mysched exports; create one per registry."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         r = self.registry = registry if registry is not None else CollectorRegistry()
-        self.cycle_duration = Histogram("mysched_cycle_duration_seconds", "Wall time of a scheduling cycle",
-                                        buckets=CYCLE_BUCKETS, registry=r)
+        self.cycle_duration = Histogram("mysched_cycle_duration_seconds", "Wall time of a scheduling cycle that ran "
+                                        "(not a standby's try of the lock, nor a crash)", buckets=CYCLE_BUCKETS,
+                                        registry=r)
         self.phase_duration = Histogram("mysched_cycle_phase_seconds", "Wall time of each phase of a completed "
-                                        "cycle (read, history, plan, start, record, publish; they add up to "
-                                        "mysched_cycle_duration_seconds)", ["phase"], buckets=CYCLE_BUCKETS,
+                                        "cycle (read, history, plan, start, record, publish; they add up to its "
+                                        "mysched_cycle_duration_seconds)", ["phase"], buckets=PHASE_BUCKETS,
                                         registry=r)
         for phase in PHASES:
             self.phase_duration.labels(phase)
-        self.cycles = Counter("mysched_cycles_total", "Scheduling cycles by result", ["result"], registry=r)
+        self.cycles = Counter("mysched_cycles_total", "Scheduling cycles by result (standby: a standby's try of the "
+                              "leadership lock)", ["result"], registry=r)
         self.history_errors = Counter("mysched_history_write_errors_total",
                                       "Failed writes to the history store (finished jobs, cycles, accounting)", registry=r)
         self.cycle_errors = Counter("mysched_cycle_errors_total",
                                     "Cycles that failed, by reason (server, store, internal)", ["reason"], registry=r)
-        self.last_success = Gauge("mysched_last_successful_cycle_timestamp_seconds",
-                                  "Unix time of the last cycle that completed", registry=r)
-        self.starts = Counter("mysched_jobs_started_total", "Jobs started", ["vo", "reason"], registry=r)
-        self.start_failures = Counter("mysched_job_start_failures_total", "Job starts that failed",
+        self.last_success = Gauge("mysched_last_successful_cycle_timestamp_seconds", "Unix time of the last cycle "
+                                  "this daemon completed (ok, partial or dry-run; 0 before the first)", registry=r)
+        self.starts = Counter("mysched_jobs_started_total", "Jobs started, by VO and reason (hot, share, fairshare)",
+                              ["vo", "reason"], registry=r)
+        self.start_failures = Counter("mysched_job_start_failures_total", "Job starts that failed, by reason",
                                       ["reason"], registry=r)
-        self.running = Gauge("mysched_running_jobs", "Running jobs by VO", ["vo"], registry=r)
-        self.queued = Gauge("mysched_queued_jobs", "Queued jobs by VO", ["vo"], registry=r)
-        self.used_by_vo = Gauge("mysched_used_slots", "Slots in use by VO", ["vo"], registry=r)
-        self.slots_total = Gauge("mysched_farm_slots", "Usable slots of the farm", registry=r)
-        self.slots_used = Gauge("mysched_farm_used_slots", "Slots in use on the farm", registry=r)
-        self.share_target = Gauge("mysched_share_target_ratio", "Configured share by VO (fraction of slots)",
-                                  ["vo"], registry=r)
-        self.share_achieved = Gauge("mysched_share_achieved_ratio", "Slots used by VO as a fraction of the farm",
-                                    ["vo"], registry=r)
-        self.pending = Gauge("mysched_pending_jobs", "Jobs left waiting by the last cycle, by reason", ["reason"],
-                             registry=r)
-        self.call_duration = Histogram("mysched_server_call_duration_seconds", "Batch-server call latency",
-                                       ["call"], buckets=CALL_BUCKETS, registry=r)
-        self.call_errors = Counter("mysched_server_call_errors_total", "Batch-server call errors", ["call"],
+        self.call_duration = Histogram("mysched_server_call_duration_seconds", "Wall time of batch-server calls "
+                                       "(snapshot: jobs, nodes and queues read; runjob: one pbs_runjob)", ["call"],
+                                       buckets=CALL_BUCKETS, registry=r)
+        self.call_errors = Counter("mysched_server_call_errors_total", "Batch-server calls that failed", ["call"],
                                    registry=r)
         self.reloads = Counter("mysched_config_reloads_total", "Configuration reloads by result", ["result"],
                                registry=r)
@@ -195,46 +273,26 @@ class Metrics:
                             registry=r)
         self.role_changes = Counter("mysched_leadership_changes_total",
                                     "Times this daemon became leader or standby", ["role"], registry=r)
-        for role in ("leader", "standby"):
-            self.role_changes.labels(role)
-        self.load_value = Gauge("mysched_load_value", "Latest good value of an external load source",
-                                ["source"], registry=r)
-        self.load_age = Gauge("mysched_load_age_seconds", "Age of a load source's latest good value",
-                              ["source"], registry=r)
-        self.load_stale = Gauge("mysched_load_stale", "1 while a load source's value is stale (or missing)",
-                                ["source"], registry=r)
-        self.load_failing = Gauge("mysched_load_failing", "1 while a load source's last read failed (its last good "
-                                  "value is kept until stale)", ["source"], registry=r)
-        self.throttle = Gauge("mysched_load_throttle_factor",
-                              "Fraction of max_running a load rule leaves its VOs, groups and queues (1: open)",
-                              ["rule"], registry=r)
-        self.draining = Gauge("mysched_draining_nodes", "Nodes in the multi-core partition (draining or drained)",
-                              registry=r)
-        self.draining_idle = Gauge("mysched_draining_idle_slots", "Free slots on draining or reserved nodes "
-                                   "(integrate over time for the idle slot-seconds they cost)", registry=r)
-        self.reservations = Gauge("mysched_reservations", "Reservations held for waiting jobs", registry=r)
-        self.pool = Gauge("mysched_pool_packages", "Package guarantee pools after the last cycle: total, free, "
-                          "guaranteed, owner_use, loan_use, other_use packages; held_hosts; overcommitted (1/0)",
-                          ["pool", "figure"], registry=r)
-        self.pool_consumer = Gauge("mysched_pool_consumer_packages", "Per pool and consumer (kind:name): guaranteed, "
-                                   "allocated, owner_use, loaned, pending and owed packages", ["pool", "consumer",
-                                                                                                "figure"], registry=r)
-        self.nodes_overloaded = Gauge("mysched_nodes_load_skipped",
-                                      "Nodes skipped last cycle for the load or free memory pbs_mom reports",
-                                      registry=r)
+        self.farm = Snapshot(FARM, r, STALE)
+        self.loads = Snapshot(LOADS, r, STALE)
         self.build = Info("mysched_build", "Version of mysched and Python", registry=r)
         self.build.info({"version": __version__, "python": platform.python_version()})
-        for result in ("ok", "error", "partial", "dry-run", "crash", "standby"):
-            self.cycles.labels(result)
-        for reason in ("server", "store", "internal"):
-            self.cycle_errors.labels(reason)
-        for result in ("ok", "error"):
-            self.reloads.labels(result)
+        # Every label value known beforehand exists from the start: the first event is an
+        # increase from 0, which rate() and increase() see.
+        for labelled, values in ((self.cycles, CYCLE_RESULTS), (self.cycle_errors, ("server", "store", "internal")),
+                                 (self.reloads, ("ok", "error")), (self.role_changes, ("leader", "standby")),
+                                 (self.start_failures, START_FAILURES), (self.call_errors, CALLS)):
+            for value in values:
+                labelled.labels(value)
+        for call in CALLS:
+            self.call_duration.labels(call)
+        self._vos: frozenset[str] = frozenset()
 
     def observe_cycle(self, duration_s: float, result: str) -> None:
-        self.cycle_duration.observe(duration_s)
+        if result in TIMED:
+            self.cycle_duration.observe(duration_s)
         self.cycles.labels(result).inc()
-        if result not in ("error", "crash"):
+        if result in COMPLETED:
             self.last_success.set(time.time())
 
     def observe_phases(self, phases: Mapping[str, float]) -> None:
@@ -258,21 +316,25 @@ class Metrics:
 
     def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool, bool]],
                   factors: Mapping[str, float]) -> None:
-        for g in (self.load_value, self.load_age, self.load_stale, self.load_failing, self.throttle):
-            g.clear()
-        for name, (value, age, stale, failing) in sources.items():
-            if value is not None:
-                self.load_value.labels(name).set(value)
-            if age is not None:
-                self.load_age.labels(name).set(age)
-            self.load_stale.labels(name).set(1 if stale else 0)
-            self.load_failing.labels(name).set(1 if failing else 0)
-        for rule, f in factors.items():
-            self.throttle.labels(rule).set(f)
+        value: dict[tuple[str, ...], float] = {}
+        age: dict[tuple[str, ...], float] = {}
+        for name, (v, a, _stale, _failing) in sources.items():
+            if v is not None:
+                value[(name,)] = v
+            if a is not None:
+                age[(name,)] = a
+        self.loads.replace({
+            "mysched_load_value": value, "mysched_load_age_seconds": age,
+            "mysched_load_stale": {(n,): 1 if s[2] else 0 for n, s in sources.items()},
+            "mysched_load_failing": {(n,): 1 if s[3] else 0 for n, s in sources.items()},
+            "mysched_load_throttle_factor": {(rule,): f for rule, f in factors.items()}})
 
     def set_role(self, leader: bool) -> None:
         self.leader.set(1 if leader else 0)
         self.role_changes.labels("leader" if leader else "standby").inc()
+        if not leader:  # the leader describes the farm now; these figures would only get older
+            self.farm.clear()
+            self.loads.clear()
 
     def set_farm_state(self, *, running_by_vo: Mapping[str, int], queued_by_vo: Mapping[str, int],
                        used_slots_by_vo: Mapping[str, int], total_slots: int, used_slots: int,
@@ -280,29 +342,35 @@ class Metrics:
                        pending_by_reason: Mapping[str, int], nodes_load_skipped: int = 0,
                        draining: int = 0, draining_idle: int = 0, reservations: int = 0,
                        pools: Mapping[str, dict] | None = None) -> None:
-        """Replace the per-VO and per-reason gauges: series that disappeared are dropped."""
-        for gauge, values in ((self.running, running_by_vo), (self.queued, queued_by_vo),
-                              (self.used_by_vo, used_slots_by_vo), (self.share_target, share_target_by_vo),
-                              (self.share_achieved, share_achieved_by_vo), (self.pending, pending_by_reason)):
-            gauge.clear()
-            for label, v in values.items():
-                gauge.labels(label).set(v)
-        self.slots_total.set(total_slots)
-        self.slots_used.set(used_slots)
-        self.nodes_overloaded.set(nodes_load_skipped)
-        self.draining.set(draining)
-        self.draining_idle.set(draining_idle)
-        self.reservations.set(reservations)
-        self.pool.clear()
-        self.pool_consumer.clear()
+        """Replace the farm's figures: series that disappeared are dropped."""
+        def by(values: Mapping[str, float]) -> dict[tuple[str, ...], float]:
+            return {(k,): v for k, v in values.items()}
+
+        pool: dict[tuple[str, ...], float] = {}
+        consumer: dict[tuple[str, ...], float] = {}
         for name, st in (pools or {}).items():
             for fig in POOL_FIGURES:
-                self.pool.labels(name, fig).set(st[fig])
-            self.pool.labels(name, "held_hosts").set(len(st["held_hosts"]))
-            self.pool.labels(name, "overcommitted").set(1 if st["status"] == "overcommitted" else 0)
+                pool[(name, fig)] = st[fig]
+            pool[(name, "held_hosts")] = len(st["held_hosts"])
+            pool[(name, "overcommitted")] = 1 if st["status"] == "overcommitted" else 0
             for c in st["consumers"]:
                 for fig in CONSUMER_FIGURES:
-                    self.pool_consumer.labels(name, f"{c['kind']}:{c['consumer']}", fig).set(c[fig])
+                    consumer[(name, f"{c['kind']}:{c['consumer']}", fig)] = c[fig]
+        self.farm.replace({
+            "mysched_running_jobs": by(running_by_vo), "mysched_queued_jobs": by(queued_by_vo),
+            "mysched_used_slots": by(used_slots_by_vo), "mysched_farm_slots": {(): total_slots},
+            "mysched_farm_used_slots": {(): used_slots}, "mysched_share_target_ratio": by(share_target_by_vo),
+            "mysched_share_achieved_ratio": by(share_achieved_by_vo),
+            "mysched_pending_jobs": by({**dict.fromkeys(REASONS, 0), **pending_by_reason}),
+            "mysched_nodes_load_skipped": {(): nodes_load_skipped}, "mysched_draining_nodes": {(): draining},
+            "mysched_draining_idle_slots": {(): draining_idle}, "mysched_reservations": {(): reservations},
+            "mysched_pool_packages": pool, "mysched_pool_consumer_packages": consumer})
+        vos = frozenset(running_by_vo) | frozenset(queued_by_vo)
+        if not vos <= self._vos:  # each VO's starts counted from 0
+            for vo in vos - self._vos:
+                for reason in START_REASONS:
+                    self.starts.labels(vo, reason)
+            self._vos |= vos
 
     @contextlib.contextmanager
     def time_call(self, call: str) -> Iterator[None]:

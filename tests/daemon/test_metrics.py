@@ -1,19 +1,19 @@
-"""Metrics exposition, the Grafana dashboard's names, sd_notify and the systemd unit."""
+"""Metrics exposition and what each series means on a leader, a standby and after a failed cycle;
+sd_notify and the systemd unit."""
 
 from __future__ import annotations
 
-import json
-import re
 import shutil
 import socket
 import subprocess
 import urllib.request
 
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 
 from mysched.daemon import sdnotify
 from mysched.errors import ServerUnavailable, UsageError
+from mysched.daemon import metrics as metrics_module
 from mysched.daemon.metrics import Metrics, parse_address, serve
 
 from ..conftest import REPO
@@ -46,7 +46,8 @@ def test_metrics_served_over_http_with_values():
     m.set_farm_state(running_by_vo={}, queued_by_vo={}, used_slots_by_vo={}, total_slots=10, used_slots=0,
                      share_target_by_vo={}, share_achieved_by_vo={}, pending_by_reason={"no_free_slot": 1})
     text = scrape(port)
-    assert "vo_limit" not in text and 'mysched_pending_jobs{reason="no_free_slot"} 1.0' in text
+    assert 'mysched_pending_jobs{reason="vo_limit"} 0.0' in text  # every reason listed: 0 when none waits
+    assert 'mysched_pending_jobs{reason="no_free_slot"} 1.0' in text and "running_jobs{" not in text
 
 
 def test_bad_metrics_address():
@@ -61,21 +62,6 @@ def test_bad_metrics_address():
             serve(Metrics(CollectorRegistry()), f"127.0.0.1:{s.getsockname()[1]}")
     finally:
         s.close()
-
-
-def test_dashboard_uses_only_metrics_that_exist():
-    m = Metrics(CollectorRegistry())
-    names = set()
-    for metric in m.registry.collect():
-        names.add(metric.name)
-        suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "info": ("_info",)}
-        names |= {metric.name + s for s in suffixes.get(metric.type, ())}
-    dash = json.loads((REPO / "tools" / "grafana" / "mysched.json").read_text())
-    used = set()
-    for panel in dash["panels"]:
-        for t in panel["targets"]:
-            used |= set(re.findall(r"mysched_[a-z_]+", t["expr"]))
-    assert used and used <= names, used - names
 
 
 def test_sd_notify_messages(tmp_path, monkeypatch):
@@ -111,3 +97,104 @@ def test_systemd_unit_verifies_and_keeps_torque_reachable(tmp_path):
     res = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "mysched.service" not in res.stderr, res.stderr
+
+
+def farm(m: Metrics, running: dict, **kw) -> None:
+    m.set_farm_state(running_by_vo=running, queued_by_vo={}, used_slots_by_vo=running, total_slots=10,
+                     used_slots=sum(running.values()), share_target_by_vo={}, share_achieved_by_vo={},
+                     pending_by_reason={}, **kw)
+
+
+def test_standby_polls_and_crashes_are_not_timed_cycles_nor_successes():
+    m = Metrics(CollectorRegistry())
+    value = m.registry.get_sample_value
+    m.observe_cycle(0.0, "standby")  # a standby's try of the lock: no cycle ran
+    m.observe_cycle(0.0, "crash")  # raised: its duration was never measured
+    assert value("mysched_cycle_duration_seconds_count") == 0
+    assert value("mysched_cycles_total", {"result": "standby"}) == 1
+    assert value("mysched_last_successful_cycle_timestamp_seconds") == 0
+    m.observe_cycle(0.02, "ok")
+    m.observe_cycle(3.0, "error")  # a failed read still took its time
+    assert value("mysched_cycle_duration_seconds_count") == 2
+    ok_at = value("mysched_last_successful_cycle_timestamp_seconds")
+    assert ok_at > 0
+    m.observe_cycle(0.0, "standby")
+    assert value("mysched_last_successful_cycle_timestamp_seconds") == ok_at
+
+
+def test_a_daemon_that_stands_by_drops_its_farm_and_load_figures():
+    m = Metrics(CollectorRegistry())
+    value = m.registry.get_sample_value
+    m.set_role(True)
+    farm(m, {"atlas": 4}, draining=2)
+    m.set_loads({"se": (0.9, 5.0, False, False)}, {"r": 0.5})
+    assert value("mysched_farm_slots") == 10 and value("mysched_running_jobs", {"vo": "atlas"}) == 4
+    m.set_role(False)
+    for name, labels in (("mysched_farm_slots", {}), ("mysched_farm_used_slots", {}),
+                         ("mysched_draining_nodes", {}), ("mysched_running_jobs", {"vo": "atlas"}),
+                         ("mysched_load_value", {"source": "se"}), ("mysched_load_throttle_factor", {"rule": "r"})):
+        assert value(name, labels) is None, name
+    text = generate_latest(m.registry).decode()
+    assert "# TYPE mysched_farm_slots gauge" in text and "\nmysched_farm_slots " not in text
+    assert value("mysched_leader") == 0
+
+
+def test_a_scrape_during_an_update_sees_the_previous_cycle_whole():
+    m = Metrics(CollectorRegistry())
+    farm(m, {"atlas": 4, "cms": 3})
+    seen = []
+
+    class Peeking(dict):
+        def items(self):  # the server thread scrapes while the cycle thread updates
+            seen.append(m.registry.get_sample_value("mysched_running_jobs", {"vo": "cms"}))
+            return super().items()
+    farm(m, Peeking(atlas=5, cms=2))
+    assert seen and all(v == 3 for v in seen), seen
+    assert m.registry.get_sample_value("mysched_running_jobs", {"vo": "cms"}) == 2
+
+
+def test_known_label_values_start_at_zero():
+    """A series born at 1 shows no increase: rate() and increase() miss the first failure."""
+    m = Metrics(CollectorRegistry())
+    value = m.registry.get_sample_value
+    from mysched.core.reasons import START_REASONS
+    from mysched.daemon.cycle import FAILURE_REASONS
+    assert set(FAILURE_REASONS.values()) | {"unavailable", "error"} <= set(metrics_module.START_FAILURES)
+    assert set(metrics_module.START_REASONS) <= set(START_REASONS)
+    for reason in metrics_module.START_FAILURES:
+        assert value("mysched_job_start_failures_total", {"reason": reason}) == 0
+    for call in ("snapshot", "runjob"):
+        assert value("mysched_server_call_errors_total", {"call": call}) == 0
+    farm(m, {"atlas": 1})
+    for reason in ("hot", "share", "fairshare"):
+        assert value("mysched_jobs_started_total", {"vo": "atlas", "reason": reason}) == 0
+
+
+def test_buckets_resolve_a_simulated_cycle_a_large_farms_and_short_phases():
+    cycle, phase = metrics_module.CYCLE_BUCKETS, metrics_module.PHASE_BUCKETS
+    assert sum(b < .01 for b in cycle) >= 2  # a 10 ms cycle (the simulator) is not in the first bucket
+    assert sum(.05 <= b <= 2.5 for b in cycle) >= 5 and cycle[-1] >= 300  # ~1 s at 10,000 slots; a hang
+    assert sum(b <= .005 for b in phase) >= 3 and phase[-1] >= 60  # phases of a millisecond, and a slow read
+
+
+def test_failed_cycles_keep_the_last_figures_and_the_standby_drops_them(tmp_path):
+    from .test_standby import pair
+
+    daemons, server, _farm, _ = pair(tmp_path)
+    (a, ma), (b, mb) = daemons["a"], daemons["b"]
+    value = ma.registry.get_sample_value
+    assert a.cycle().result == "ok"
+    at = value("mysched_last_successful_cycle_timestamp_seconds")
+    assert value("mysched_farm_slots") == 8 and value("mysched_farm_used_slots") == 6
+    assert b.cycle().result == "standby"
+    assert mb.registry.get_sample_value("mysched_farm_slots") is None
+    assert mb.registry.get_sample_value("mysched_cycle_duration_seconds_count") == 0
+    assert mb.registry.get_sample_value("mysched_last_successful_cycle_timestamp_seconds") == 0
+    server.down = True
+    assert a.cycle().result == "error"  # the figures stay, dated by the last success
+    assert value("mysched_farm_used_slots") == 6 and value("mysched_last_successful_cycle_timestamp_seconds") == at
+    server.down = False
+    a.role.lead._close()  # a loses its lock; b takes over; a stands by
+    assert b.cycle().result == "ok" and a.cycle().result == "standby"
+    assert value("mysched_farm_slots") is None and value("mysched_running_jobs", {"vo": "atlas"}) is None
+    assert mb.registry.get_sample_value("mysched_farm_slots") == 8
