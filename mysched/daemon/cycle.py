@@ -61,7 +61,7 @@ class Daemon:
         self.state_dir = state_dir if state_dir is not None else config.state_dir
         self.ingest = ingest
         self.wall = wall
-        self.role = Role(lead, self.metrics, self.state_dir, wall)
+        self.role = Role(lead, self.metrics, self.state_dir, wall, dry_run)
         self.loads = LoadWatch(loads, self.metrics)
         """Leader or standby (`mysched.daemon.role`); without a lock, always leader."""
         self.ledger: UsageLedger | None = None

@@ -30,7 +30,7 @@ class Role:
     """Leader or standby, with the transitions logged, counted and published."""
 
     def __init__(self, lead: Leadership | None, metrics: CycleMetrics, state_dir: str | None,
-                 wall: Callable[[], float] = time.time) -> None:
+                 wall: Callable[[], float] = time.time, dry_run: bool = False) -> None:
         self.lead = lead
         self.metrics = metrics
         self.state_dir = state_dir
@@ -41,6 +41,8 @@ class Role:
         self._holder: dict[str, Any] | None = None
         self._holder_read = 0.0
         self._standby_since: float | None = None
+        if lead is None and not dry_run:  # no lock to take: it leads (starts jobs) from the start
+            metrics.set_role(True)
 
     @property
     def poll(self) -> float:

@@ -166,3 +166,17 @@ def test_leading_from_the_start_is_logged_as_info_and_a_takeover_as_a_warning(tm
     first.lead.release()
     assert second.leading() == (True, True)
     assert [r.levelname for r in caplog.records if "leader now" in r.getMessage()] == ["INFO", "WARNING"]
+
+
+def test_a_daemon_without_a_lock_says_it_leads_and_a_dry_run_says_it_does_not(tmp_path):
+    """No history store and no state dir: nothing to lock, the daemon starts jobs -- its
+    mysched_leader gauge must say so (an alert on 'no leader' fired on a working farm)."""
+    wl = [TraceJob(queued("1.s", "u1", "atlas", submit=100.0), 1e6)]
+    for dry, want in ((False, 1), (True, 0)):
+        farm = SimulatedFarm([Node("wn01", 4)], wl, start=100.0)
+        farm.advance(200.0)
+        m = Metrics(CollectorRegistry())
+        d = Daemon(config_from_text(CFG), FlakyServer(farm), metrics=m, dry_run=dry,
+                   state_dir=str(tmp_path / f"d{dry}"))
+        assert d.cycle().result == ("dry-run" if dry else "ok")
+        assert _gauge(m) == want
