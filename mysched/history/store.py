@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import unquote
 
-from sqlalchemy import Table, create_engine, event, func, insert, inspect, select, text
+from sqlalchemy import Table, create_engine, func, insert, inspect, select, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
@@ -29,11 +29,11 @@ from mysched.errors import StoreError
 from mysched.history.schema import (MIGRATIONS, SCHEMA_VERSION, cycles, finished_jobs, ingest_positions, metadata,
                                     schema_version, start_attempts, start_intents, state)
 from mysched.core.model import FinishedJob
+from mysched.history.sqlite import WRITE, sqlite_setup
 
 log = logging.getLogger("mysched")
 
 _PG_MIGRATION_LOCK = 0x6D797363  # pg_advisory_xact_lock key: one migrator at a time
-_WRITE = "mysched_write"
 
 _CREDENTIALS = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^:/@]*:)(.*)@")
 """``scheme://user:`` and the password, up to the last ``@`` before the query string."""
@@ -109,10 +109,10 @@ class Store:
             raise StoreError(f"history database {self.masked}: {self._clean(str(exc))}") from None
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
-            _sqlite_setup(self.engine)
+            sqlite_setup(self.engine)
         # Writes declare themselves so SQLite takes the write lock up front (BEGIN IMMEDIATE):
         # a deferred transaction that reads then writes fails at once, without waiting.
-        self._writer = self.engine.execution_options(**{_WRITE: True})
+        self._writer = self.engine.execution_options(**{WRITE: True})
         try:
             self.migrate() if create else self.check()
         except StoreError:
@@ -153,6 +153,12 @@ class Store:
             yield
         except (SQLAlchemyError, OverflowError) as exc:  # Overflow: a number too large for the driver
             raise self._fail(what, exc) from None
+
+    @contextmanager
+    def write(self, what: str) -> Iterator[Connection]:
+        """One write transaction; a database error in it is a `StoreError` saying `what` failed."""
+        with self._db(what), self._writer.begin() as c:
+            yield c
 
     def _check_file(self, what: str) -> None:
         now = _identity(self._file)
@@ -393,27 +399,6 @@ class Store:
             counts = self._insert_finished(c, records, "accounting")
             self._upsert(c, ingest_positions, "path", position)
         return counts
-
-
-def _sqlite_setup(engine: Engine) -> None:
-    """WAL (readers never block the writer), a busy timeout, and BEGIN issued by SQLAlchemy
-    rather than pysqlite, so DDL is transactional and writers can BEGIN IMMEDIATE."""
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA busy_timeout=30000")
-        try:
-            cur.execute("PRAGMA journal_mode=WAL")
-        except Exception:  # noqa: BLE001 - a read-only user cannot switch modes; reading still works
-            pass
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITE) else "BEGIN")
 
 
 def _dialect_insert(dialect: str) -> Callable[[Table], Any]:
