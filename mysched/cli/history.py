@@ -30,6 +30,62 @@ def fill(p: argparse.ArgumentParser) -> None:
     imp.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
     add_progress_option(imp)
     imp.set_defaults(run=run_import)
+    pr = sub.add_parser("prune", help="delete records older than history.keep_cycles / keep_jobs now",
+                        description="Delete from the history store the cycle log (cycles and their start attempts) "
+                        "older than history.keep_cycles (default 30 days) and the finished jobs older than "
+                        "history.keep_jobs (default: kept for ever), as the leading daemon does every hour. "
+                        "Safe while the daemon runs.")
+    pr.add_argument("-c", "--config", metavar="FILE", help="configuration file (history.database, keep_cycles, "
+                    "keep_jobs)")
+    pr.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
+    pr.add_argument("--keep-cycles", type=duration_arg, metavar="DURATION", help="instead of history.keep_cycles "
+                    "(e.g. 7d; inf keeps all)")
+    pr.add_argument("--keep-jobs", type=duration_arg, metavar="DURATION", help="instead of history.keep_jobs "
+                    "(at least history.window; inf keeps all)")
+    pr.set_defaults(run=run_prune)
+
+
+def duration_arg(text: str) -> float:
+    from mysched.core.durations import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    import math
+    import time
+
+    from mysched.config import load_config
+    from mysched.core.config import Config
+    from mysched.history.locate import database_url
+    from mysched.history.retention import prune
+    from mysched.history.store import Store
+
+    cfg = load_config(args.config) if args.config else Config()
+    keep_cycles = cfg.keep_cycles if args.keep_cycles is None else args.keep_cycles
+    keep_jobs = cfg.keep_jobs if args.keep_jobs is None else args.keep_jobs
+    if keep_cycles < 3600:
+        raise UsageError("--keep-cycles must be at least an hour")
+    if keep_jobs < cfg.history_window:
+        raise UsageError(f"--keep-jobs must be at least history.window ({cfg.history_window / 86400:g} d): "
+                         "fair share reads those finished jobs")
+    choice = database_url(args.db, args.config)
+    store = Store(choice.url)
+    now, cycles, starts, jobs = time.time(), 0, 0, 0
+    while True:
+        got = prune(store, now, keep_cycles, keep_jobs)
+        cycles, starts, jobs = cycles + got.cycles, starts + got.starts, jobs + got.jobs
+        if not got.more:
+            break
+
+    def kept(s: float) -> str:
+        return "for ever" if math.isinf(s) else f"{s / 86400:g} d"
+    print(f"{store.masked}: deleted {cycles} cycle(s) with {starts} start record(s) (kept {kept(keep_cycles)}) "
+          f"and {jobs} finished job(s) (kept {kept(keep_jobs)})")
+    return 0
 
 
 def run_import(args: argparse.Namespace) -> int:

@@ -105,7 +105,7 @@ def build_config(parsed: ParsedConfig) -> Config:
         c.problem(p + ("min_interval",), "cannot be longer than scheduler.interval")
 
     hist = c.group(top.get("history"), ("history",),
-                   dict.fromkeys(["window", "half_life", "database", "accounting_dir"]))
+                   dict.fromkeys(["window", "half_life", "database", "accounting_dir", "keep_cycles", "keep_jobs"]))
     p = ("history",)
     window = c.get(hist, p, "window", parse_duration, 2 * 86400.0)
     half_life = c.get(hist, p, "half_life", parse_duration, 86400.0)
@@ -117,6 +117,13 @@ def build_config(parsed: ParsedConfig) -> Config:
         _check_database(c, p + ("database",), database)
     if half_life <= 0:
         c.problem(p + ("half_life",), "must be positive (use \"inf\" for no decay)")
+    keep_cycles = c.get(hist, p, "keep_cycles", parse_duration, Config.keep_cycles)
+    keep_jobs = c.get(hist, p, "keep_jobs", parse_duration, Config.keep_jobs)
+    if keep_cycles < 3600:
+        c.problem(p + ("keep_cycles",), "must be at least an hour (\"inf\" keeps the cycle log for ever)")
+    if keep_jobs < window:
+        c.problem(p + ("keep_jobs",), "must be at least history.window: fair share reads the finished jobs of "
+                  "that window (\"inf\" keeps them for ever)")
 
     fs = c.group(top.get("fairshare"), ("fairshare",), dict.fromkeys(["eps"]))
     eps = c.get(fs, ("fairshare",), "eps", number(1e-9, 10.0), 0.01)
@@ -334,7 +341,7 @@ def build_config(parsed: ParsedConfig) -> Config:
         node_types=tuple(node_types), hot=hot, packing=tuple(packing), interval=interval,
         min_interval=min_interval, max_starts_per_cycle=max_starts, reservation_depth=resv_depth,
         reservation_wait_factor=resv_factor, history_window=window,
-        half_life=half_life, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
+        half_life=half_life, keep_cycles=keep_cycles, keep_jobs=keep_jobs, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
         server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
         event_address=event_address, leader_timeout=leader_timeout, load_sources=load_sources,
         load_rules=load_rules, node_load=node_load, drain=drain, pools=pools, farm=farm, source=parsed.filename, group_vo=group_vo,

@@ -339,6 +339,10 @@ class Config:
     """Package guarantees, in configuration order (a host belongs to the first that selects it)."""
     history_window: float = 2 * 86400.0
     half_life: float = 86400.0
+    keep_cycles: float = 30 * 86400.0
+    """How long the history store keeps its cycle log (cycles and start attempts); inf: for ever."""
+    keep_jobs: float = math.inf
+    """How long it keeps finished jobs (at least `history_window`); inf: for ever."""
     fairshare_eps: float = 0.01
     database: str = "sqlite:////var/lib/mysched/history.db"
     accounting_dir: str = "/var/spool/torque/server_priv/accounting"

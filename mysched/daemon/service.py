@@ -24,6 +24,9 @@ from apscheduler.triggers.date import DateTrigger
 
 from mysched.daemon import sdnotify
 from mysched.daemon.cycle import CycleOutcome, Daemon
+from mysched.errors import StoreError
+from mysched.history.retention import Pruner
+from mysched.history.store import Store
 
 log = logging.getLogger("mysched")
 
@@ -47,6 +50,7 @@ class Service:
         self.last: CycleOutcome | None = None
         self._sched: BackgroundScheduler | None = None
         self._ready_sent = False
+        self.pruner = Pruner()
 
     # -- scheduling ------------------------------------------------------------------------
     @property
@@ -82,6 +86,7 @@ class Service:
             self._event_pending = False
             self._last_cycle_start = time.monotonic()
             out = self._cycle()
+            self._prune(out)
         self._after_cycle(out)
         if self.once:
             self._stop.set()
@@ -98,6 +103,18 @@ class Service:
         self.cycles += 1
         self.last = dataclasses.replace(out, plan=None)  # not the plan: it holds every job
         return out
+
+    def _prune(self, out: CycleOutcome) -> None:
+        """The leader keeps the history store within `history.keep_cycles` / `keep_jobs`
+        (`mysched.history.retention`), between cycles; a failure is logged, never fatal."""
+        store, cfg = self.daemon.store, self.daemon.config
+        if not isinstance(store, Store) or out.result not in ("ok", "partial") or out.plan is None:
+            return
+        try:
+            self.pruner.maybe(store, out.plan.now, cfg.keep_cycles, cfg.keep_jobs)
+        except StoreError as exc:
+            log.error("history: %s (tried again in an hour)", exc)
+            self.daemon.metrics.history_write_error()
 
     def _after_cycle(self, out: CycleOutcome) -> None:
         if out.result == "standby":
@@ -200,6 +217,7 @@ class Service:
     def _run_cycle_once(self) -> None:
         with self._lock:
             out = self._cycle()
+            self._prune(out)
         if out.result == "standby":
             err = self.daemon.role.error  # the lock could not be tried at all, or another holds it
             log.error("%s: --once ran no cycle", err or "another daemon leads (lock held)")
