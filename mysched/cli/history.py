@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from mysched.cli.main import command
@@ -62,7 +63,7 @@ def run_prune(args: argparse.Namespace) -> int:
     from mysched.core.config import Config
     from mysched.history.locate import database_url
     from mysched.history.retention import prune
-    from mysched.history.store import Store
+    from mysched.history.store import Store, sqlite_file
 
     cfg = load_config(args.config) if args.config else Config()
     keep_cycles = cfg.keep_cycles if args.keep_cycles is None else args.keep_cycles
@@ -73,6 +74,11 @@ def run_prune(args: argparse.Namespace) -> int:
         raise UsageError(f"--keep-jobs must be at least history.window ({cfg.history_window / 86400:g} d): "
                          "fair share reads those finished jobs")
     choice = database_url(args.db, args.config)
+    path = sqlite_file(choice.url)
+    if path and not os.path.exists(path):  # a mistyped path would leave an empty new database
+        raise UsageError(f"{path}: no history database (from {choice.source})")
+    if not choice.explicit:
+        print(f"mysched: {choice.note()}", file=sys.stderr)
     store = Store(choice.url)
     now, cycles, starts, jobs = time.time(), 0, 0, 0
     while True:

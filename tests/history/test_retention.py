@@ -122,3 +122,9 @@ def test_the_leading_daemon_prunes_between_cycles(tmp_path, once):
                 t.join(10)
         times = [c["time"] for c in store.recent_cycles(10)]
         assert (-40 * DAY in times) == dry, (dry, times)
+
+
+def test_history_prune_creates_no_database_where_there_is_none(tmp_path, capsys):
+    missing = tmp_path / "typo.db"
+    assert main(["history", "prune", "--db", f"sqlite:///{missing}"]) == 2
+    assert "no history database" in capsys.readouterr().err and not missing.exists()
