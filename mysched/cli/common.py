@@ -59,6 +59,16 @@ def positive_up_to(maximum: float, unit: str = "") -> Callable[[str], float]:
     return conv
 
 
+def duration_arg(text: str) -> float:
+    """A duration option (3600, "90m", "2d", "01:30:00", "inf"), refused by argparse if not one."""
+    from mysched.core.durations import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def non_empty(text: str) -> str:
     """A file, name or URL that must be given: an empty value is a mistake, not "use the default"."""
     if not text.strip():

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from mysched.cli.common import duration_arg
 from mysched.cli.main import command
 from mysched.cli.progress import ProgressBar, add_progress_option, wanted
 from mysched.errors import UsageError
@@ -44,15 +45,6 @@ def fill(p: argparse.ArgumentParser) -> None:
     pr.add_argument("--keep-jobs", type=duration_arg, metavar="DURATION", help="instead of history.keep_jobs "
                     "(at least history.window; inf keeps all)")
     pr.set_defaults(run=run_prune)
-
-
-def duration_arg(text: str) -> float:
-    from mysched.core.durations import parse_duration
-
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def run_prune(args: argparse.Namespace) -> int:
