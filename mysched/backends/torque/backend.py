@@ -17,6 +17,7 @@ from typing import Callable
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
                       Unauthorized)
 from mysched.core.model import Job, Placement, Snapshot
+from mysched.backends.torque import connsocket
 from mysched.backends.torque.ifl import IFL, PackedRows, StatResult, load_ifl, pack
 from mysched.backends.torque.mapping import (JobReader, job_from_attrs, node_from_attrs, queue_from_attrs,
                                              request_from_attrs)
@@ -82,8 +83,9 @@ class TorqueServer:
     Keeps one connection; when a stat call finds it broken (server restarted, connection
     dropped) it reconnects and asks once more. `timeout` bounds each wait for the server
     (libtorque's own default is 300 s, long enough to stall a cycle). A server that hangs
-    costs timeout + 5 s per failing call: pbs_disconnect waits up to 5 s (its own alarm) for
-    the server to close the abandoned connection. Not thread-safe: one caller at a time.
+    costs `timeout` per failing call: the abandoned connection's socket is shut down before
+    pbs_disconnect, which would otherwise wait for the server to close it (`connsocket`).
+    Not thread-safe: one caller at a time.
     """
 
     def __init__(self, host: str | None = None, *, libtorque: str | None = None, ifl: IFL | None = None,
@@ -98,12 +100,14 @@ class TorqueServer:
         self.clock = clock
         self.timeout = timeout
         self.conn: int | None = None
+        self._sock: connsocket.Ident | None = None
         self._warned: set[str] = set()
 
     # -- connection ------------------------------------------------------------------------
     def _connect(self) -> int:
         if self.conn is not None:
             return self.conn
+        before = connsocket.open_sockets()
         c = self.ifl.connect(self.host)
         if c is None or c < 0:
             code = -c if isinstance(c, int) and c < -1 else self.ifl.errno()
@@ -118,13 +122,17 @@ class TorqueServer:
                                     f"{f': {msg}' if msg else ''}{f' (error {code})' if code else ''}",
                                     code=code or None, call="connect")
         self.conn = c
+        self._sock = connsocket.new_socket(before)
         return c
 
-    def close(self) -> None:
+    def close(self, lost: bool = False) -> None:
+        """Disconnect; a `lost` connection (broken, timed out) is cut first, and an orderly
+        disconnect waits at most `connsocket.GRACE` s for a server that answers nothing."""
         if self.conn is not None:
             conn, self.conn = self.conn, None
+            sock, self._sock = self._sock, None
             try:
-                self.ifl.disconnect(conn)
+                connsocket.disconnect(sock, lambda: self.ifl.disconnect(conn), lost=lost)
             except Exception:  # noqa: BLE001 - a dead connection may fail to say goodbye
                 pass
 
@@ -145,7 +153,7 @@ class TorqueServer:
             msg = _strerror(self.ifl, code)
         text = f"{call}{f' {subject}' if subject else ''}: {msg or 'failed'}" + (f" (error {code})" if code else "")
         if code in LOST or code in DECLINED or code <= 0:
-            self.close()  # a reply may still be in flight: never reuse this connection
+            self.close(lost=True)  # a reply may still be in flight: never reuse this connection
         if code in GONE:
             return JobGone(text, code=code, call=call)
         if code in BAD_STATE:
