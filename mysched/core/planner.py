@@ -231,7 +231,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         """Jobs that could start at all, in submit order; the rest get their reason now."""
         qstate = {q.name: q for q in self.snap.queues}
         self.qstate = qstate
-        closed = {q.name for q in self.snap.queues if not (q.enabled and q.started)}
+        closed = {q.name for q in self.snap.queues if not q.started}  # enabled: submissions only
         max_slots = self.max_slots
         queued_state = JobState.QUEUED
         held = JobState.HELD

@@ -10,7 +10,8 @@ from __future__ import annotations
 REASONS: dict[str, str] = {
     "held": "the job is held (qhold or a dependency)",
     "not_queued": "the job is waiting for its execution time or a dependency (state W/T)",
-    "queue_disabled": "the job's queue is disabled or stopped",
+    "queue_disabled": "the job's queue is stopped (started = False; a queue with enabled = False only refuses "
+                      "new jobs: those it holds run)",
     "not_execution_queue": "the job's queue is no execution queue of the server (a routing queue: pbs_server "
                            "moves the job on first)",
     "queue_max_running": "the job's queue runs its maximum number of jobs",

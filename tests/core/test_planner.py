@@ -208,6 +208,17 @@ def test_disabled_queue_and_start_limit():
     assert sorted(w.reason for w in p.waits.values()) == ["queue_disabled", "start_limit", "start_limit"]
 
 
+def test_a_disabled_but_started_queue_runs_the_jobs_it_holds():
+    """enabled = False only refuses new submissions (qmgr: an admin closes a queue to drain
+    it); pbs_sched and MAUI run what it holds while it is started. Seen live: its jobs waited
+    queue_disabled beside an idle core."""
+    jobs = [queued("held", "u", "cms", queue="closed"), queued("s", "u", "cms", queue="stopped", submit=1)]
+    p = plan(snap(jobs, nodes(1, 4), [Queue("closed", enabled=False), Queue("stopped", started=False)]), cfg(),
+             Usage(), 1000)
+    assert [s.job_id for s in p.starts] == ["held"]
+    assert p.waits["s"].reason == "queue_disabled"
+
+
 def test_baselines_fifo_first_fit_and_least_loaded():
     jobs = [queued(f"j{i}", "alice", "atlas", submit=i) for i in range(3)]
     p = plan(snap(jobs, nodes(3, 4)), cfg(), Usage(), 1000, policy="fifo")
