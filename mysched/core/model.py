@@ -14,7 +14,7 @@ from typing import NamedTuple
 from mysched.core.request import NodePart, Request
 
 __all__ = ["Changes", "FinishedJob", "HOLDS_SLOTS", "Job", "JobState", "Node", "NodePart", "NodeState", "Placement",
-           "Queue", "Request", "Snapshot", "TraceJob"]
+           "Queue", "Request", "ServerLimits", "Snapshot", "TraceJob"]
 
 Placement = tuple[tuple[str, int], ...]
 """Where a job runs or should run: ``((node, cores), ...)``; one entry per node."""
@@ -131,12 +131,25 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class Queue:
-    """A TORQUE execution queue."""
+    """A TORQUE execution queue (limits: None where unset)."""
 
     name: str
     enabled: bool = True
     started: bool = True
     max_running: int | None = None
+    max_user_run: int | None = None
+    """Running jobs of one user in this queue at most (qmgr ``max_user_run``)."""
+    max_group_run: int | None = None
+    """Running jobs of one group in this queue at most (qmgr ``max_group_run``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLimits:
+    """The batch server's own run limits (qmgr ``set server max_running`` ...; None: unset)."""
+
+    max_running: int | None = None
+    max_user_run: int | None = None
+    max_group_run: int | None = None
 
 
 class Changes(NamedTuple):
@@ -168,6 +181,8 @@ class Snapshot:
     token: object = field(default=None, compare=False, hash=False)
     """Identifies this snapshot to a later one's `changes` (any object; compared by identity)."""
     changes: Changes | None = field(default=None, compare=False, hash=False)
+    limits: ServerLimits | None = field(default=None, compare=False, hash=False)
+    """The server's run limits (None: it has none, or says nothing of them)."""
 
 
 class TraceJob(NamedTuple):

@@ -100,7 +100,7 @@ class Ordering:
 
     def _drain_reason(self, job: Job, vo: str, reason: str) -> str:
         """A limit the job hits, else `reason`; memoised, since nothing starts any more."""
-        key = (job.queue, vo, job.group)
+        key = (job.queue, vo, job.group, job.user if self.runlim is not None and self.runlim.by_user else "")
         memo = self._drain_memo
         got = memo.get(key)
         if got is None:

@@ -38,6 +38,7 @@ from mysched.core.index import NodeIndex
 from mysched.core.ordering import Ordering
 from mysched.core.placement import Placing, _Loads, _Rules
 from mysched.core.reservation import Reservation, Reserving, wants_reservation
+from mysched.core.runlimits import RunLimits
 from mysched.core.drain import Drain, Draining
 from mysched.core.guarantee import Guaranteeing
 from mysched.core.plan import Plan, Start, Wait
@@ -141,7 +142,8 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         # slots per VO, group and user order the shares; jobs per queue, VO and group
         # meet the total limits.
         self.shares = self.policy == "mysched"
-        self.limits = idx.total_limits or bool(qsig) or bool(self.throttles)
+        self.runlim = RunLimits.of(self.snap)  # the server's and its queues' max_user_run ...
+        self.limits = idx.total_limits or bool(qsig) or bool(self.throttles) or self.runlim is not None
         if self.shares:
             self.vo_slots = dict(t.vo_slots)
             self.group_slots = dict(t.group_slots)
@@ -286,6 +288,8 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         """A total limit the job would exceed, or None."""
         if not self.limits:
             return None
+        if self.runlim is not None and (why := self.runlim.refuse(job)) is not None:
+            return why
         r = rules or self._rules(job.queue, vo, job.group)
         if r.queue_max is not None and self.queue_jobs.get(job.queue, 0) >= r.queue_max:
             return "queue_max_running"
@@ -419,6 +423,8 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
             d[group] = d.get(group, 0) + 1
             d = self.queue_jobs
             d[queue] = d.get(queue, 0) + 1
+            if self.runlim is not None:
+                self.runlim.add(job)
         d = self.started_by_vo
         d[vo] = d.get(vo, 0) + 1
         if job.id in self.out.reservations:

@@ -15,6 +15,11 @@ REASONS: dict[str, str] = {
     "not_execution_queue": "the job's queue is no execution queue of the server (a routing queue: pbs_server "
                            "moves the job on first)",
     "queue_max_running": "the job's queue runs its maximum number of jobs",
+    "queue_user_limit": "the job's user runs the queue's max_user_run jobs (qmgr)",
+    "queue_group_limit": "the job's group runs the queue's max_group_run jobs (qmgr)",
+    "server_max_running": "the batch server runs its max_running jobs (qmgr)",
+    "server_user_limit": "the job's user runs the batch server's max_user_run jobs (qmgr)",
+    "server_group_limit": "the job's group runs the batch server's max_group_run jobs (qmgr)",
     "vo_limit": "the VO runs its maximum number of jobs",
     "group_limit": "the group runs its maximum number of jobs",
     "too_large": "the job asks for more cores than any usable node has",
@@ -48,7 +53,8 @@ START_REASONS: dict[str, str] = {
 
 BLOCKING: frozenset[str] = frozenset({
     "held", "not_queued", "queue_disabled", "not_execution_queue", "too_large", "never_fits", "vo_limit", "group_limit", "queue_max_running",
-    "external_load",
+    "external_load", "queue_user_limit", "queue_group_limit", "server_max_running", "server_user_limit",
+    "server_group_limit",
 })
 """Waits that free capacity would not end: the job cannot start until something else changes
 (a hold, its queue, a limit). `mysched jobs` lists these as blocked; estimates give no time."""

@@ -20,7 +20,7 @@ from mysched.core.model import Job, Placement, Snapshot
 from mysched.backends.torque import connsocket
 from mysched.backends.torque.ifl import IFL, PackedRows, StatResult, load_ifl, pack
 from mysched.backends.torque.mapping import (JobReader, job_from_attrs, node_from_attrs, queue_from_attrs,
-                                             request_from_attrs)
+                                             request_from_attrs, server_limits_from_attrs)
 
 __all__ = ["TorqueServer", "JobReader", "job_from_attrs", "node_from_attrs", "queue_from_attrs", "request_from_attrs",
            "location"]
@@ -34,8 +34,8 @@ log = logging.getLogger("mysched")
 JOB_ATTRS = ("job_state", "queue", "euser", "egroup", "Resource_List", "exec_host", "qtime", "start_time",
              "node_exclusive")
 NODE_ATTRS = ("state", "np", "jobs", "properties", "status")
-QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running")
-SERVER_ATTRS = ("server_state", "scheduling", "total_jobs")
+QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running", "max_user_run", "max_group_run")
+SERVER_ATTRS = ("server_state", "scheduling", "total_jobs", "max_running", "max_user_run", "max_group_run")
 
 PBSE_UNKJOBID = 15001
 PBSE_IVALREQ = 15004
@@ -211,9 +211,11 @@ class TorqueServer:
             names = self._node_names  # the same object: requests read before are found by identity
         self._node_names = names
         jobs = self._jobs.read(self._read_jobs([name for name, _ in queue_rows]), warnings, names)
+        attrs = server[0][1] if server else {}
+        limits = server_limits_from_attrs(attrs, warnings)
         self._report(warnings)
         return Snapshot(t, tuple(jobs), tuple(nodes), tuple(queues), self.name,
-                        {"warnings": warnings, "server": server[0][1] if server else {}})
+                        {"warnings": warnings, "server": attrs}, limits=limits)
 
     def _read_jobs(self, queue_names: list[str]) -> PackedRows:
         """All jobs as packed rows, read queue by queue where the IFL can: libtorque builds the

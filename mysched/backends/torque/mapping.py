@@ -12,7 +12,7 @@ from mysched.backends.torque.ifl import PackedRows, unpack
 from mysched.backends.torque.values import (parse_exec_host, parse_mem, parse_node_jobs, parse_node_parts, parse_nodes,
                                             status_field)
 from mysched.core.durations import parse_duration
-from mysched.core.model import Job, JobState, Node, NodeState, Placement, Queue
+from mysched.core.model import Job, JobState, Node, NodeState, Placement, Queue, ServerLimits
 from mysched.core.request import Request
 
 _ARRAY_PARENT = re.compile(r"^\d+\[\]")
@@ -218,15 +218,31 @@ def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
                 load, avail, vmem)
 
 
+def _count(what: str, a: dict[str, str], key: str, warnings: list[str]) -> int | None:
+    """A job-count limit (None where unset, or malformed -- with a warning)."""
+    v = a.get(key)
+    if not v:
+        return None
+    try:
+        n = int(v)
+        if n < 0:
+            raise ValueError
+        return n
+    except ValueError:
+        warnings.append(f"{what}: bad {key} {v!r}; not enforced")
+        return None
+
+
 def queue_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Queue | None:
     """A model `Queue` for an execution queue; None for a routing queue (nothing runs there)."""
     if a.get("queue_type", "Execution").strip().lower()[:1] == "r":
         return None
-    mr = a.get("max_running")
-    max_running = None
-    if mr:
-        try:
-            max_running = int(mr)
-        except ValueError:
-            warnings.append(f"queue {name}: bad max_running {mr!r}")
-    return Queue(name, _bool(a.get("enabled")), _bool(a.get("started")), max_running)
+    what = f"queue {name}"
+    return Queue(name, _bool(a.get("enabled")), _bool(a.get("started")), _count(what, a, "max_running", warnings),
+                 _count(what, a, "max_user_run", warnings), _count(what, a, "max_group_run", warnings))
+
+
+def server_limits_from_attrs(a: dict[str, str], warnings: list[str]) -> ServerLimits | None:
+    """The server's own run limits (None: it sets none)."""
+    lim = ServerLimits(*(_count("server", a, k, warnings) for k in ("max_running", "max_user_run", "max_group_run")))
+    return None if lim == ServerLimits() else lim
