@@ -250,7 +250,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
             elif job.request is not None and not job.request.simple:
                 why = self._never_fits(job, vo, job.request)
                 if why is not None:
-                    self._wait(job, "never_fits", vo, detail=why)
+                    self._wait(job, why[0], vo, detail=why[1])  # never_fits, or nodes_down
                 else:
                     out.append((job.submit_time, job.id, job, vo))
             elif job.cores > max_slots:

@@ -25,6 +25,8 @@ REASONS: dict[str, str] = {
     "too_large": "the job asks for more cores than any usable node has",
     "never_fits": "no set of the farm's nodes the job may use could ever serve its request (nodes, "
                   "properties, host names, memory)",
+    "nodes_down": "the request needs nodes that are down or offline now (a named host, or more nodes than are "
+                  "up): it waits for them to return",
     "node_type": "the nodes with room are of a type the job's group may not use",
     "queue_nodes": "the nodes with room are not assigned to the job's queue",
     "vo_node_limit": "the nodes with room already run the VO's per-node maximum",
@@ -52,7 +54,7 @@ START_REASONS: dict[str, str] = {
 }
 
 BLOCKING: frozenset[str] = frozenset({
-    "held", "not_queued", "queue_disabled", "not_execution_queue", "too_large", "never_fits", "vo_limit", "group_limit", "queue_max_running",
+    "held", "not_queued", "queue_disabled", "not_execution_queue", "too_large", "never_fits", "nodes_down", "vo_limit", "group_limit", "queue_max_running",
     "external_load", "queue_user_limit", "queue_group_limit", "server_max_running", "server_user_limit",
     "server_group_limit",
 })

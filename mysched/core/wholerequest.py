@@ -5,7 +5,8 @@ Jobs whose request is just "N cores on one node" take the planner's fast path
 (`mysched.core.placement`); the others come here. Their nodes are taken best first in the
 same ranking (diversity, then fewest used slots), so they share the farm on the same terms.
 A request that no set of nodes of the farm could ever serve -- whatever ran there -- waits
-with `never_fits` and the numbers, instead of waiting for ever in silence.
+with `never_fits` and the numbers, instead of waiting for ever in silence; one that only
+nodes down or offline now could serve waits with `nodes_down` and their names.
 """
 
 from __future__ import annotations
@@ -22,33 +23,26 @@ from mysched.core.tally import Load
 class RequestPlacing:
     """The planner's steps for whole requests (a mixin of `mysched.core.planner._Planner`)."""
 
-    def _never_fits(self, job: Job, vo: str, req: Request) -> str | None:
-        """Why no set of the farm's nodes could ever serve `req` (None if some could)."""
+    def _never_fits(self, job: Job, vo: str, req: Request) -> tuple[str, str] | None:
+        """Why no set of the farm's nodes could serve `req` now whatever ran there, as (reason,
+        detail): `never_fits`, or `nodes_down` when nodes that are down or offline could (a
+        request naming an offline host waits for it, it is not impossible). None if some could."""
         key = (job.queue, vo, job.group, req)
         memo = self._never_memo
         if key in memo:
             return memo[key]
         allowed = set(self.index.rules(job.queue, vo, job.group)[5])
-        nodes = [e[0] for e in self.index.entries if e[2] in allowed and e[4]]
-        why = None
-        total = req.cores
-        for part in req.parts:
-            need, vneed = req.mem_for(part.ppn, total), req.vmem_for(part.ppn, total)
-            fit = sum(1 for n in nodes if n.slots >= part.ppn and part.properties <= n.properties
-                      and (part.host is None or n.name == part.host) and (n.mem is None or n.mem >= need)
-                      and (n.vmem is None or n.vmem >= vneed))
-            if fit < part.count:
-                what = f"host {part.host}" if part.host else f"{part.count} node(s)"
-                why = (f"{part}: {fit} node(s) of the farm it may use could ever serve it ({what} with "
-                       f"{part.ppn} core(s)" + (f", properties {','.join(sorted(part.properties))}"
-                                              if part.properties else "") + (f", {need >> 20} MB" if need else "")
-                       + (f", {vneed >> 20} MB virtual" if vneed else "")
-                       + " needed)")
-                break
-        if why is None and req.procs:
-            slots = sum(n.slots for n in nodes)
-            if slots < req.procs:
-                why = f"procs={req.procs}: the nodes it may use have {slots} core(s) in all"
+        mine = [e for e in self.index.entries if e[2] in allowed]
+        up = [e[0] for e in mine if e[4]]
+        why = _unfit(req, up)
+        if why is not None:
+            away = [e[0] for e in mine if not e[4]]
+            if away and _unfit(req, [e[0] for e in mine]) is None:
+                names = [n.name for n in away if any(_serves(n, p, req) for p in req.parts) or req.procs]
+                shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+                why = ("nodes_down", f"{_unfit(req, up, 'up')}; down or offline now: {shown}")
+            else:
+                why = ("never_fits", why)
         memo[key] = why
         return why
 
@@ -173,3 +167,33 @@ class RequestPlacing:
             return w.reason
         self._commit_places(job, vo, pc, got, reason)
         return None
+
+
+def _serves(n, part: NodePart, req: Request) -> bool:  # noqa: ANN001 - a model Node
+    """Could node `n` serve one node of `part`, were it free?"""
+    total = req.cores
+    need, vneed = req.mem_for(part.ppn, total), req.vmem_for(part.ppn, total)
+    return (n.slots >= part.ppn and part.properties <= n.properties and (part.host is None or n.name == part.host)
+            and (n.mem is None or n.mem >= need) and (n.vmem is None or n.vmem >= vneed))
+
+
+def _unfit(req: Request, nodes: list, scope: str = "") -> str | None:
+    """Why `nodes` (model Nodes), all free, could not serve `req` (None: they could);
+    `scope`: what the nodes are ("up"), else the farm's nodes the job may use."""
+    total = req.cores
+    for part in req.parts:
+        fit = sum(1 for n in nodes if _serves(n, part, req))
+        if fit < part.count:
+            need, vneed = req.mem_for(part.ppn, total), req.vmem_for(part.ppn, total)
+            what = f"host {part.host}" if part.host else f"{part.count} node(s)"
+            whose = f"node(s) {scope} it may use could serve it" if scope else \
+                "node(s) of the farm it may use could ever serve it"
+            return (f"{part}: {fit} {whose} ({what} with "
+                    f"{part.ppn} core(s)" + (f", properties {','.join(sorted(part.properties))}"
+                                             if part.properties else "") + (f", {need >> 20} MB" if need else "")
+                    + (f", {vneed >> 20} MB virtual" if vneed else "") + " needed)")
+    if req.procs:
+        slots = sum(n.slots for n in nodes)
+        if slots < req.procs:
+            return f"procs={req.procs}: the nodes {scope + ' ' if scope else ''}it may use have {slots} core(s) in all"
+    return None
