@@ -1,0 +1,30 @@
+"""Jobs in a routing queue, read through the fake IFL (no TORQUE needed)."""
+
+from __future__ import annotations
+
+from mysched.backends.torque.backend import TorqueServer
+from mysched.backends.torque.fake import FakeIFL
+from mysched.config import config_from_text
+from mysched.core.planner import plan
+from mysched.core.usage import Usage
+
+
+def test_a_job_in_a_routing_queue_is_its_owners_not_unknown(monkeypatch):
+    """Seen live: a job held in a stopped routing queue showed user 'unknown', group 'unknown',
+    VO 'others' -- pbs_server sets euser and egroup only in an execution queue."""
+    from mysched.backends.torque import backend
+
+    monkeypatch.setattr(backend, "_login_group", lambda user: {"carol": "cms"}.get(user))
+    ifl = FakeIFL(jobs=[("7.s", {"job_state": "Q", "queue": "route", "Job_Owner": "carol@localhost",
+                                 "Resource_List.walltime": "00:05:00", "qtime": "100"}),
+                        ("8.s", {"job_state": "Q", "queue": "route", "Job_Owner": "nobody@localhost"}),
+                        ("9.s", {"job_state": "Q", "queue": "atlas", "euser": "bob", "egroup": "atlas"})],
+                  nodes=[("n1", {"state": "free", "np": "4"})],
+                  queues=[("atlas", {"queue_type": "Execution"}), ("route", {"queue_type": "Route"})])
+    s = TorqueServer(ifl=ifl).snapshot()
+    jobs = {j.id: (j.user, j.group) for j in s.jobs}
+    assert jobs == {"7.s": ("carol", "cms"), "8.s": ("nobody", "nobody"), "9.s": ("bob", "atlas")}
+    asked = [sel for sel in ifl.selects if "job_state" in sel]
+    assert ["Job_Owner" in sel for sel in asked] == [False, True]  # atlas without, route with
+    assert plan(s, config_from_text('vos = { cms = { groups = ["cms"]; share = 100; }; };'), Usage(),
+                1000).waits["7.s"].reason == "not_execution_queue"
