@@ -143,6 +143,12 @@ def find_job(doc: dict[str, Any], job_id: str) -> dict[str, Any]:
     if matches:  # the same number on two servers: guessing would explain the wrong job
         ids = ", ".join(j["id"] for j in matches[:10]) + (", ..." if len(matches) > 10 else "")
         raise StatusError(f"job {job_id}: ambiguous: {ids} (give the full id)")
+    number, dot, server = job_id.partition(".")  # an array: TORQUE lists its sub-jobs (N[i].server)
+    array = [j["id"] for j in jobs if number.removesuffix("[]").isdigit() and j["id"].startswith(
+        number.removesuffix("[]") + "[") and (not dot or j["id"].partition(".")[2] == server)]
+    if array:
+        raise StatusError(f"job {job_id} is a job array: ask about one of its {len(array)} sub-job(s) in the "
+                          f"status ({', '.join(array[:5])}{', ...' if len(array) > 5 else ''})")
     raise StatusError(f"job {job_id} is not in the status of the last cycle (finished, deleted, or a typo?)")
 
 
