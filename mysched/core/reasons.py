@@ -8,8 +8,10 @@ all read these, so a reason means the same everywhere and a new one is added in 
 from __future__ import annotations
 
 REASONS: dict[str, str] = {
-    "held": "the job is held (qhold or a dependency)",
-    "not_queued": "the job is waiting for its execution time or a dependency (state W/T)",
+    "held": "the job is held: qhold (a user, operator or system hold), a dependency not yet met (-W depend), or "
+            "its array's slot limit (qsub -t ...%N); qstat -f shows its Hold_Types",
+    "not_queued": "the job waits for its start time (qsub -a; qstat -f shows its Execution_Time) or its file "
+                  "stage-in, or is in transit (state W/T)",
     "queue_disabled": "the job's queue is stopped (started = False; a queue with enabled = False only refuses "
                       "new jobs: those it holds run)",
     "not_execution_queue": "the job's queue is no execution queue of the server (a routing queue: pbs_server "

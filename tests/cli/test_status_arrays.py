@@ -36,6 +36,7 @@ def test_why_and_when_of_an_array_name_its_sub_jobs(tmp_path, capsys):
     assert main(["why", "--state-dir", str(tmp_path), "--max-age", "99999", "7487[].other"]) == 1
     assert "not in the status" in capsys.readouterr().err  # another server's array
     assert main(["why", "--state-dir", str(tmp_path), "--max-age", "99999", "7487[3]"]) == 0  # a sub-job as before
-    assert "held" in capsys.readouterr().out
+    out = capsys.readouterr().out  # held by the array's slot limit (qsub -t 1-6%2): Hold_Types l, no qhold
+    assert "held" in out and "slot limit" in out and "Hold_Types" in out
     assert main(["why", "--state-dir", str(tmp_path), "--max-age", "99999", "748"]) == 0  # not 7487's prefix
     assert "alice" in capsys.readouterr().out
