@@ -126,7 +126,7 @@ def result_figure(results: list[SimResult]):  # noqa: ANN201 - a matplotlib Figu
     used.set_ylim(0, 1.35)  # room for the legend above the lines
     used.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
     used.set_xlabel(xlabel)
-    used.legend(loc="upper left", ncol=n, fontsize="x-small")
+    used.legend(loc="upper left", ncol=min(n, 2), fontsize="x-small")  # four policies' labels overran the figure
     fig.autofmt_xdate()
     fig.tight_layout()
     return fig

@@ -40,3 +40,27 @@ def test_a_movie_without_extension_is_a_gif_and_a_foreign_one_is_refused_first(t
     (tmp_path / "file").write_text("")
     assert main(SMALL + ["--farm-frames", str(tmp_path / "file")]) == 2
     assert "--farm-frames" in capsys.readouterr().err
+
+
+def test_the_compare_plots_legend_stays_inside_the_figure():
+    # With four policies the slots-in-use legend had four columns of long labels and ran
+    # off the right edge: "easy: occupancy while jobs queued" was cut.
+    pytest.importorskip("matplotlib")
+    from mysched.backends.sim.farm import make_nodes
+    from mysched.config import config_from_text
+    from mysched.core.model import Job, TraceJob
+    from mysched.core.planner import POLICIES
+    from mysched.sim.plot import result_figure
+    from mysched.sim.replay import SimOptions, simulate
+
+    cfg = config_from_text('vos = { a = { groups = ["a"]; share = 50; }; };')
+    wl = [TraceJob(Job(str(i), "q", "u", "a", submit_time=1e9 + 30 * i), 600.0) for i in range(20)]
+    runs = []
+    for policy in POLICIES:
+        r = simulate(wl, cfg, make_nodes(2, 2), SimOptions(policy=policy))
+        r.policy = policy
+        runs.append(r)
+    fig = result_figure(runs)
+    fig.canvas.draw()
+    legend = fig.axes[-1].get_legend().get_window_extent()
+    assert legend.x0 >= 0 and legend.x1 <= fig.bbox.x1, (legend, fig.bbox)
