@@ -84,8 +84,9 @@ def _slots_in_use(ax, r: SimResult, x: list, colour: str | None = None, label: s
     slot-seconds while jobs were queued) as a dashed line: two figures, labelled apart."""
     line = ax.step(x, [u / r.slots if r.slots else 0 for u in r.timeline.get("used", [])], where="post",
                    color=colour, label=f"{label}slots in use")[0]
-    ax.axhline(r.occupancy, color=line.get_color(), linestyle="--", linewidth=1,
-               label=f"{label}occupancy while jobs queued (report): {r.occupancy:.1%}")
+    if r.occupancy is not None:  # None: no job ever waited
+        ax.axhline(r.occupancy, color=line.get_color(), linestyle="--", linewidth=1,
+                   label=f"{label}occupancy while jobs queued (report): {r.occupancy:.1%}")
 
 
 def result_figure(results: list[SimResult]):  # noqa: ANN201 - a matplotlib Figure

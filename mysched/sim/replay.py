@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from bisect import bisect_right
 from typing import Callable
 
 from mysched.core.config import Config
@@ -22,6 +23,7 @@ from mysched.core.usage import UsageLedger
 from mysched.sim.result import SimOptions, SimResult
 from mysched.sim.violations import share_violations
 from mysched.sim.poolstats import PoolWatch
+from mysched.sim.fit import closed_nodes, larger_than_farm
 
 
 def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], opts: SimOptions = SimOptions(),
@@ -40,6 +42,31 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     farm = SimulatedFarm(nodes, workload, vo_of=config.vo_of, classify=classify if classes else None)
     slots_per_node = max((n.slots for n in nodes), default=1)
     res = SimResult(policy=opts.policy, jobs=len(workload), nodes=len(nodes), slots=farm.total_slots)
+    res.closed_nodes = closed_nodes(config, nodes, workload)
+    # Jobs larger than the whole farm wait for ever: they are counted apart (`res.too_large`)
+    # and not as waiting work, which would make a farm idle for their sake look badly used.
+    unfit: dict[str, list[float]] = {}
+    work = 0.0
+    too_large = larger_than_farm(nodes)
+    for tj in workload:
+        vo = tj.job.vo or config.vo_of(tj.job.group)
+        res.vo_jobs[vo] = res.vo_jobs.get(vo, 0) + 1
+        if too_large(tj.job):
+            unfit.setdefault(vo, []).append(tj.job.submit_time)
+            res.too_large = max(res.too_large, tj.job.cores)
+            res.too_large_jobs += 1
+        else:
+            work += tj.job.cores * tj.runtime  # core-seconds the replay will run, for its progress
+    all_unfit = sorted(t for ts in unfit.values() for t in ts)
+    for ts in unfit.values():
+        ts.sort()
+
+    def waiting(vo: str, t: float) -> int:
+        """Jobs of `vo` waiting at `t` that could ever start."""
+        q = farm.vo_queued.get(vo, 0)
+        u = unfit.get(vo)
+        return q - bisect_right(u, t) if u else q
+
     if not workload:
         return res
     # Only the mysched policy reads decayed usage; the baselines plan without it.
@@ -69,7 +96,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         opts.load_series.anchor(t0)
         loads = SeriesThrottles(opts.load_series, config)
         next_load = opts.load_series.next_change(t0 - 1e-9, config)
-    acc = {"q_used": 0.0, "q_avail": 0.0, "s_used": 0.0, "s_avail": 0.0, "div": 0.0, "busy": 0.0}
+    acc = {"q_used": 0.0, "q_avail": 0.0, "s_used": 0.0, "s_avail": 0.0, "div": 0.0, "busy": 0.0, "work": 0.0}
     span_end = max(tj.job.submit_time for tj in workload)
     pi_acc = {c: [0.0, 0.0, 0.0] for c in classes}  # sum PI, sum class fill, samples
 
@@ -83,11 +110,20 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
 
     grid_at = [t0, 0]  # the last time seen and its grid index (the next call starts there)
 
+    vo_waiting: dict[str, list[float]] = {}  # VO -> [its running slot-seconds, seconds] while it had jobs waiting
+
     def on_change(ta: float, tb: float) -> None:
         dt = tb - ta
-        if farm.queued > 0:
+        acc["work"] += farm.used * dt
+        if farm.queued > (bisect_right(all_unfit, ta) if all_unfit else 0):
             acc["q_used"] += farm.used * dt
             acc["q_avail"] += total * dt
+            running = farm.vo_running
+            for vo, q in farm.vo_queued.items():
+                if q > 0 and (vo not in unfit or waiting(vo, ta) > 0):
+                    w = vo_waiting.get(vo) or vo_waiting.setdefault(vo, [0.0, 0.0])
+                    w[0] += running.get(vo, 0) * dt
+                    w[1] += dt
             if ta < span_end:  # the same while the workload still submits
                 ds = min(tb, span_end) - ta
                 acc["s_used"] += farm.used * ds
@@ -119,7 +155,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             g = guarantees.get(vo)
             if g is None:
                 continue
-            is_below = farm.vo_queued.get(vo, 0) > 0 and farm.vo_running.get(vo, 0) < g
+            is_below = waiting(vo, t) > 0 and farm.vo_running.get(vo, 0) < g
             if is_below and vo not in below_since:
                 below_since[vo] = t
             elif not is_below and vo in below_since:
@@ -170,7 +206,10 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         if farm.exhausted:
             break
         if progress is not None and t >= next_progress:
-            progress(min(1.0, (t - t0) / max(1.0, span_end - t0)))
+            # Half the submissions' time, half the work done: the drain-out after the last
+            # submission (a third of the run's wall time, synthetic 50 x 8) is no longer 100 %.
+            half = min(1.0, (t - t0) / max(1.0, span_end - t0))
+            progress(min(0.999, (half + (acc["work"] / work if work else half)) / 2))
             next_progress = t + (span_end - t0) / 1000.0
         # When is the next cycle worth running?
         if opts.event_driven:
@@ -222,29 +261,23 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             vo = job.vo or config.vo_of(job.group)
             vo_area[vo] = vo_area.get(vo, 0.0) + job.cores * (farm.now - job.start_time)
     used_total = sum(vo_area.values())
-    names = sorted(set(config.vos) | set(vo_area))
-    res.vo = {
-        vo: {
-            "share": round(config.vo(vo).share_fraction(total), 6),
-            "guarantee": guarantees.get(vo, 0),
-            "used": round(vo_area.get(vo, 0.0) / used_total, 6) if used_total else 0.0,
-            "below_guarantee_s": round(below_s.get(vo, 0.0), 1),
-            "wait_by_size": {c: {"jobs": n, "mean": round(w / n, 1)}
-                             for c, (w, n) in sorted(res.vo_wait.get(vo, {}).items())},
-        }
-        for vo in names
-    }
-    res.occupancy = acc["q_used"] / acc["q_avail"] if acc["q_avail"] else 1.0
+    res.utilisation = used_total / (total * (farm.now - t0)) if total and farm.now > t0 else 0.0
+    res.queued_s = acc["q_avail"] / total if total else 0.0
+    names = sorted(set(config.vos) | set(vo_area) | set(res.vo_jobs))
+    res.vo = {vo: _vo_figures(vo, config, total, guarantees, res, vo_area.get(vo, 0.0), used_total,
+                              below_s.get(vo, 0.0), vo_waiting.get(vo)) for vo in names}
+    # No job ever waited (an idle farm, event-driven cycles at once): the figure has no base.
+    res.occupancy = acc["q_used"] / acc["q_avail"] if acc["q_avail"] else None
     res.occupancy_submitting = acc["s_used"] / acc["s_avail"] if acc["s_avail"] else res.occupancy
     if classes:
         # Farm Fill Factor: used / available slots while jobs wait (the slots a packing
         # policy leaves idle show here) -- the same integral as the occupancy.
-        res.packing = {"farm": {"packing_index": None, "fill_factor": round(res.occupancy, 6)}}
+        res.packing = {"farm": {"packing_index": None, "fill_factor": _round(res.occupancy)}}
         for c, (spi, sff, n) in pi_acc.items():
             res.packing[c] = {"packing_index": round(spi / n, 6) if n else None,
                               "fill_factor": round(sff / n, 6) if n else None,
                               "policy": classes[c].policy}
-    res.diversity = acc["div"] / acc["busy"] if acc["busy"] else 1.0
+    res.diversity = acc["div"] / acc["busy"] if acc["busy"] else None  # no node ever busy: no figure
     res.span_s = farm.now - t0
     res.t0 = t0
     res.timeline = tl
@@ -252,6 +285,33 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     if progress is not None:
         progress(1.0)
     return res
+
+
+def _vo_figures(vo: str, config: Config, total: int, guarantees: dict[str, int], res: SimResult, area: float,
+                used_total: float, below: float, waiting: list[float] | None) -> dict:
+    """One VO's line of the report. `used` is its part of the core-seconds run: once every job
+    has run that is the workload's mix, whatever the policy, so the figures that answer "what
+    did this configuration give the VO" are its waits and `slots_while_waiting` (its running
+    slots / the farm's slots, averaged over the time it had jobs waiting)."""
+    by_size = res.vo_wait.get(vo, {})
+    started = sum(n for _, n in by_size.values())
+    return {
+        "share": round(config.vo(vo).share_fraction(total), 6),
+        "guarantee": guarantees.get(vo, 0),
+        "jobs": res.vo_jobs.get(vo, 0),
+        "started": started,
+        "used": round(area / used_total, 6) if used_total else 0.0,
+        "wait_mean_s": round(sum(w for w, _ in by_size.values()) / started, 1) if started else None,
+        "waiting_s": round(waiting[1], 1) if waiting else 0.0,
+        "slots_while_waiting": round(waiting[0] / (total * waiting[1]), 6) if waiting and waiting[1] and total
+        else None,
+        "below_guarantee_s": round(below, 1),
+        "wait_by_size": {c: {"jobs": n, "mean": round(w / n, 1)} for c, (w, n) in sorted(by_size.items())},
+    }
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
 
 
 def size_class(cores: int) -> str:

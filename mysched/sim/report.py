@@ -23,6 +23,34 @@ def _num(v) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def _pct(v, width: int = 7) -> str:
+    return f"{'-':>{width}}" if v is None else f"{v:{width}.2%}"
+
+
+def _occupancy_line(r: SimResult) -> str:
+    if r.occupancy is None:
+        return ("  occupancy              -   (used / available slot-seconds while jobs waited: no job ever waited, "
+                "so there is nothing to measure)")
+    share = r.queued_s / r.span_s if r.span_s else 0.0
+    return (f"  occupancy        {r.occupancy:7.2%}   (used / available slot-seconds while jobs waited, "
+            f"{share:.1%} of the replay; {_pct(r.occupancy_submitting, 0)} until the last submission)")
+
+
+def _slots(r: SimResult) -> str:
+    return f"{r.slots // r.nodes} slots" if r.nodes and r.slots % r.nodes == 0 else f"{r.slots} slots in all"
+
+
+def _closed_lines(r: SimResult) -> list[str]:
+    if not r.closed_nodes:
+        return []
+    by: dict[str, list[str]] = {}
+    for node, why in sorted(r.closed_nodes.items()):
+        by.setdefault(why, []).append(node)
+    return [f"  closed nodes     {len(r.closed_nodes):7d}   of {r.nodes} admit no job of the workload ("
+            + "; ".join(f"{why}: {', '.join(ns[:4])}{', ...' if len(ns) > 4 else ''}" for why, ns in by.items())
+            + "): their slots count as available and stay idle"]
+
+
 def format_result(r: SimResult) -> str:
     """A one-run report: farm, throughput, the three quality figures, per-VO table."""
     j = r.to_json()
@@ -34,22 +62,31 @@ def format_result(r: SimResult) -> str:
                                                           if r.start_failures else "")
         + (f"; never started: {sum(r.unplaceable.values())} ("
            + ", ".join(f"{k} {v}" for k, v in sorted(r.unplaceable.items())) + ")" if r.unplaceable else ""),
-        f"  occupancy        {r.occupancy:7.2%}   (used / available slot-seconds while jobs queued; "
-        f"{r.occupancy_submitting:.2%} until the last submission)",
-        f"  diversity        {r.diversity:7.3f}   (distinct users / jobs per busy node)",
+        *([f"  larger than farm {r.too_large_jobs:7d}   jobs ask for more than the farm's nodes have (up to "
+           f"{r.too_large} cores; {r.nodes} x {_slots(r)}): they never start, and the figures below leave them out of the waiting work"]
+          if r.too_large_jobs else []),
+        *_closed_lines(r),
+        _occupancy_line(r),
+        f"  utilisation      {r.utilisation:7.2%}   (used / available slot-seconds over the whole replay)",
+        ("  diversity              -   (no node was ever busy)" if r.diversity is None else
+         f"  diversity        {r.diversity:7.3f}   (distinct users / jobs per busy node)"),
         f"  share violations {r.share_violations:7d}   (starts over guarantee while a VO below it could run)",
-        f"  wait             mean {_hms(w['mean'])}, p50 {_hms(w['p50'])}, p95 {_hms(w['p95'])}, max {_hms(w['max'])}"
-        f"; bounded slowdown {j['bounded_slowdown']:.2f} (tau 10 s)",
+        (f"  wait             mean {_hms(w['mean'])}, p50 {_hms(w['p50'])}, p95 {_hms(w['p95'])}, max {_hms(w['max'])}"
+         f"; bounded slowdown {j['bounded_slowdown']:.2f} (tau 10 s)" if r.started else
+         "  wait             -   (no job started: no wait to measure)"),
         f"  planner cycle    p50 {c['p50'] * 1000:.2f} ms, p99 {c['p99'] * 1000:.2f} ms, max {c['max'] * 1000:.2f} ms",
     ]
     for c, v in sorted(r.packing.items()):
         if c == "farm":
-            lines.insert(6, f"  fill factor      {_num(v['fill_factor']):>7}   (used / available slots, farm)")
+            at = next(i for i, line in enumerate(lines) if line.startswith("  share violations"))
+            lines.insert(at, f"  fill factor      {_num(v['fill_factor']):>7}   (used / available slots while jobs "
+                            "waited, farm)")
         else:
             lines.append(f"  class {c} ({v['policy']}): packing index {_num(v['packing_index'])}, "
                          f"class fill factor {_num(v['fill_factor'])}")
     if r.drain_waste:
-        lines.append(f"  drain waste      {r.drain_waste:7.2%}   (idle slot-seconds on draining or reserved nodes)")
+        lines.append(f"  drain waste      {r.drain_waste:7.2%}   (idle slot-seconds on draining or reserved nodes, "
+                     "of all slot-seconds)")
     if len(j["by_size"]) > 1:
         lines.append("  by size          " + "; ".join(
             f"{k} core{'s' if k != '1' else ''}: {v['jobs']} jobs, wait mean {_hms(v['wait_mean'])} p95 "
@@ -63,22 +100,38 @@ def format_result(r: SimResult) -> str:
     if r.throttled_s is not None:
         held = ", ".join(f"{vo} {s / 3600:.1f}" for vo, s in sorted(r.throttled_s.items()) if s > 0)
         lines.append(f"  throttled        slot-hours held back by external load: {held or 'none'}")
-    lines += ["", f"  {'VO':<14} {'share':>7} {'guar.':>6} {'used':>7} {'below guarantee':>16}"]
+    lines += ["", f"  {'VO':<14} {'share':>6} {'guar.':>6} {'jobs':>7} {'wait mean':>10} {'slots while waiting':>20} "
+                  f"{'below guar.':>12} {'work':>6}"]
     for vo, v in sorted(r.vo.items()):
-        lines.append(f"  {vo:<14} {v['share']:7.1%} {v['guarantee']:6d} {v['used']:7.1%} "
-                     f"{_hms(v['below_guarantee_s']):>16}")
+        head = f"  {vo:<14} {v['share']:6.1%} {v['guarantee']:6d} {v['jobs']:7d}"
+        if not v["jobs"]:
+            lines.append(f"{head} {'no jobs in the workload':>30}")
+            continue
+        lines.append(f"{head} {_hms_or(v['wait_mean_s']):>10} {_pct(v['slots_while_waiting'], 20)} "
+                     f"{_hms(v['below_guarantee_s']):>12} {v['used']:6.1%}")
+    lines += [f"  slots while waiting: the VO's running slots / the farm's {r.slots}, averaged over the time it "
+              "had jobs waiting (- : it never waited);",
+              "  below guar.: time it had jobs waiting and ran fewer slots than guar. (the wait for the next cycle "
+              "included);",
+              "  work: its part of the core-hours run -- the workload's mix once every job has run, whatever the "
+              "configuration"]
     return "\n".join(lines)
+
+
+def _hms_or(seconds: float | None) -> str:
+    return "-" if seconds is None else _hms(seconds)
 
 
 def format_comparison(results: list[SimResult]) -> str:
     """Several policies side by side on the same workload and farm."""
     rows = [
-        ("occupancy", lambda r: f"{r.occupancy:.2%}"),
-        ("diversity", lambda r: f"{r.diversity:.3f}"),
+        ("occupancy", lambda r: _pct(r.occupancy, 0)),
+        ("utilisation", lambda r: f"{r.utilisation:.2%}"),
+        ("diversity", lambda r: _num(r.diversity)),
         ("share violations", lambda r: str(r.share_violations)),
         ("started", lambda r: str(r.started)),
-        ("wait mean", lambda r: _hms(r.to_json()["wait_s"]["mean"])),
-        ("wait p95", lambda r: _hms(r.to_json()["wait_s"]["p95"])),
+        ("wait mean", lambda r: _hms(r.to_json()["wait_s"]["mean"]) if r.started else "-"),
+        ("wait p95", lambda r: _hms(r.to_json()["wait_s"]["p95"]) if r.started else "-"),
         ("cycle p50 (ms)", lambda r: f"{r.to_json()['cycle_s']['p50'] * 1000:.2f}"),
         ("wall (s)", lambda r: f"{r.wall_s:.1f}"),
     ]
@@ -87,12 +140,15 @@ def format_comparison(results: list[SimResult]) -> str:
         rows.append((f"{c} class FF", lambda r, c=c: _num(r.packing.get(c, {}).get("fill_factor"))))
     if any(r.packing for r in results):
         rows.append(("farm FF", lambda r: _num(r.packing.get("farm", {}).get("fill_factor"))))
-    for vo in sorted({v for r in results for v in r.vo}):
-        rows.append((f"{vo} used", lambda r, vo=vo: f"{r.vo.get(vo, {}).get('used', 0):.1%}"))
-        rows.append((f"{vo} below guar.", lambda r, vo=vo: _hms(r.vo.get(vo, {}).get('below_guarantee_s', 0))))
+    for vo in sorted({v for r in results for v, x in r.vo.items() if x.get("jobs")}):
+        rows.append((f"{vo} wait mean", lambda r, vo=vo: _hms_or(r.vo.get(vo, {}).get("wait_mean_s"))))
+        rows.append((f"{vo} slots waiting", lambda r, vo=vo: _pct(r.vo.get(vo, {}).get("slots_while_waiting"), 0)))
+        rows.append((f"{vo} below guar.", lambda r, vo=vo: _hms(r.vo.get(vo, {}).get("below_guarantee_s", 0))))
     width = max(14, *(len(r.policy) + 2 for r in results))
     head = f"{'':<20}" + "".join(f"{r.policy:>{width}}" for r in results)
     out = [f"{results[0].jobs} jobs on {results[0].nodes} nodes / {results[0].slots} slots", head]
     for label, fn in rows:
         out.append(f"{label:<20}" + "".join(f"{fn(r):>{width}}" for r in results))
+    out.append(f"(VO slots waiting: its running slots / the farm's {results[0].slots} while it had jobs waiting; "
+               "a VO's part of the work run is the workload's, the same under every policy: see --json 'used')")
     return "\n".join(out)

@@ -34,12 +34,24 @@ class SimResult:
     jobs: int = 0
     started: int = 0
     finished: int = 0
-    occupancy: float = 0.0
-    occupancy_submitting: float = 0.0
+    occupancy: float | None = 0.0
+    """Used / available slot-seconds while some job waited (None: no job ever waited)."""
+    occupancy_submitting: float | None = 0.0
     """The occupancy up to the workload's last submission: a farm that goes on receiving work,
     without the drain-out at the end of a finite workload (where, say, an idle guarantee keeps
     room that no job left in the queue may borrow)."""
-    diversity: float = 0.0
+    utilisation: float = 0.0
+    """Used / available slot-seconds over the whole replay, queue or no queue."""
+    queued_s: float = 0.0
+    """Simulated seconds during which some job waited (the base of `occupancy`)."""
+    too_large: int = 0
+    """The most cores of a job no set of the farm's nodes could ever run (0: every job fits)."""
+    too_large_jobs: int = 0
+    closed_nodes: dict[str, str] = field(default_factory=dict)
+    """Nodes no job of the workload may use (node types, queues' nodes) -> why."""
+    vo_jobs: dict[str, int] = field(default_factory=dict)
+    """VO -> jobs of the workload (a configured VO with none shows so instead of zeros)."""
+    diversity: float | None = 0.0
     share_violations: int = 0
     vo: dict[str, dict] = field(default_factory=dict)
     wait: list[float] = field(default_factory=list)
@@ -80,11 +92,13 @@ class SimResult:
             "jobs": self.jobs,
             "started": self.started,
             "finished": self.finished,
-            "occupancy": round(self.occupancy, 6),
-            "occupancy_submitting": round(self.occupancy_submitting, 6),
+            "occupancy": None if self.occupancy is None else round(self.occupancy, 6),
+            "occupancy_submitting": None if self.occupancy_submitting is None else round(self.occupancy_submitting, 6),
+            "utilisation": round(self.utilisation, 6),
+            "queued_s": round(self.queued_s, 1),
             "vo": self.vo,
             "share_violations": self.share_violations,
-            "diversity": round(self.diversity, 6),
+            "diversity": None if self.diversity is None else round(self.diversity, 6),
             "wait_s": stats(self.wait, ("mean", "p50", "p95", "max")),
             "by_size": {k: size_stats(v) for k, v in sorted(self.by_size.items())},
             "bounded_slowdown": size_stats([x for v in self.by_size.values() for x in v])["bounded_slowdown"],
@@ -99,6 +113,9 @@ class SimResult:
             "packing_index": {c: v["packing_index"] for c, v in self.packing.items()},
             "fill_factor": {c: v["fill_factor"] for c, v in self.packing.items()},
             **({"pools": self.pools} if self.pools else {}),
+            **({"closed_nodes": dict(sorted(self.closed_nodes.items()))} if self.closed_nodes else {}),
+            **({"larger_than_farm": {"jobs": self.too_large_jobs, "max_cores": self.too_large}}
+               if self.too_large_jobs else {}),
             **({"throttled_slot_h": {vo: round(s / 3600.0, 3) for vo, s in sorted(self.throttled_s.items())}}
                if self.throttled_s is not None else {}),
         }

@@ -1,0 +1,49 @@
+"""How a workload fits the farm it is replayed on, said before the figures: nodes that its
+jobs may not use at all (node types, queues' nodes) count as available slots in every figure
+and keep them idle, which a site configuration written for other node names does silently."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from mysched.core.admission import admits, node_key, node_type, type_admits
+from mysched.core.config import Config
+from mysched.core.model import Job, Node, TraceJob
+
+
+def closed_nodes(config: Config, nodes: tuple[Node, ...], workload: list[TraceJob]) -> dict[str, str]:
+    """Node name -> why no job of `workload` may use it ("node type T", "queues Q"); only
+    nodes that are closed to every job."""
+    kinds = {(tj.job.queue, tj.job.vo or config.vo_of(tj.job.group), tj.job.group) for tj in workload}
+    out: dict[str, str] = {}
+    verdict: dict = {}
+    for n in nodes:
+        key = node_key(config, n.name, node_type(config, n.name, frozenset(n.properties)))
+        if key not in verdict:
+            verdict[key] = (None if any(admits(config, key, q, vo, g) for q, vo, g in kinds)
+                            else f"node type {key.ntype}" if not any(type_admits(config, key.ntype, vo, g)
+                                                                      for _, vo, g in kinds)
+                            else "the queues' nodes")
+        if verdict[key] is not None:
+            out[n.name] = verdict[key]
+    return out
+
+
+def larger_than_farm(nodes: tuple[Node, ...]) -> Callable[[Job], bool]:
+    """A test of whether no set of the farm's nodes, empty, could ever run a job: more cores
+    than all of them, a node part wider than the widest node, or more nodes than there are."""
+    total = sum(n.slots for n in nodes)
+    widest = max((n.slots for n in nodes), default=0)
+    count = len(nodes)
+
+    def test(job: Job) -> bool:
+        if job.cores > total:
+            return True
+        req = job.request
+        if req is None:
+            return job.cores > widest
+        if req.procs is not None:
+            return req.procs > total
+        return any(p.ppn > widest for p in req.parts) or sum(p.count for p in req.parts) > count
+
+    return test
