@@ -2,7 +2,8 @@
 
 Submit time is the record's ``qtime`` (else ``ctime``, else its start); a record whose
 time is no number or more than a year before its start is reported and skipped. Runtime is
-``end - start``; cores, walltime and memory requests come from the record.
+``end - start``; cores, walltime and the shape of a request of several nodes come from the
+record.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import math
 import os
 from typing import Callable, Mapping
 
+from mysched.backends.torque.values import parse_node_parts
 from mysched.history.accounting import NotRun, parse_line, to_finished_job
 from mysched.core.durations import duration_or_none
 from mysched.errors import InputError
-from mysched.core.model import Job, JobState, TraceJob
+from mysched.core.model import Job, JobState, NodePart, Request, TraceJob
 from mysched.sim.workloads.swf import open_text
 
 MAX_PROBLEMS = 20
@@ -28,6 +30,23 @@ def _time_or_nan(text: str) -> float:
         return float(text)
     except ValueError:
         return math.nan
+
+
+def _shape(a: dict[str, str], cores: int) -> Request | None:
+    """A request of several nodes keeps its shape, ``nodes=2:ppn=4`` as 2 nodes of 4 cores (not
+    8 cores on one node); host names and properties are left out, as the simulated farm's
+    nodes have neither. None (`cores` on one node) for one node or a spec that does not add
+    up to the cores the record charged."""
+    text = a.get("Resource_List.nodes")
+    if not text or "+" not in text and not text.split(":", 1)[0].strip().isdigit():
+        return None
+    try:
+        parts = tuple(NodePart(p.count, p.ppn) for p in parse_node_parts(text))
+    except ValueError:
+        return None
+    if sum(p.count for p in parts) < 2 or sum(p.count * p.ppn for p in parts) != cores:
+        return None
+    return Request(parts=parts)
 
 
 def read_accounting_trace(path: str, *, first: int | None = None, start_from: float | None = None,
@@ -78,7 +97,8 @@ def read_accounting_trace(path: str, *, first: int | None = None, start_from: fl
                 walltime = duration_or_none(a.get("Resource_List.walltime"))
                 vo = vo_map.get(fj.group) if vo_map else None
                 jobs.append(TraceJob(Job(fj.id, fj.queue, fj.user, fj.group, fj.cores, JobState.QUEUED, submit,
-                                         None, walltime, None, (), vo), fj.end - fj.start))
+                                         None, walltime, None, (), vo, request=_shape(a, fj.cores)),
+                                     fj.end - fj.start))
     if warn is not None and malformed > MAX_PROBLEMS:
         warn(f"{path}: {malformed} records not replayed in all (first {MAX_PROBLEMS} shown)")
     if not jobs and malformed:
