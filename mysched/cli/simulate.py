@@ -133,8 +133,23 @@ def _load_trace(args: argparse.Namespace, vo_map: dict[str, str] | None) -> tupl
     fmt = args.format
     if fmt == "auto" and os.path.isdir(args.trace):  # a directory of accounting logs, as TORQUE keeps them
         fmt = "accounting"
-    return load_trace(args.trace, fmt=fmt, first=args.first, start_from=args.start_from,
-                      vo_map=vo_map, warn=lambda msg: print(f"mysched: warning: {msg}", file=sys.stderr))
+    return load_trace(args.trace, fmt=fmt, first=args.first, start_from=args.start_from, vo_map=vo_map, warn=warn)
+
+
+def _why_empty(args: argparse.Namespace, vo_map: dict[str, str] | None) -> str:
+    """Why a trace gave no job: a --from after its last submission names that submission."""
+    if args.start_from is not None:
+        import datetime as dt
+
+        from mysched.sim.workloads import load_trace
+
+        fmt = "accounting" if args.format == "auto" and os.path.isdir(args.trace) else args.format
+        every, _ = load_trace(args.trace, fmt=fmt, vo_map=vo_map)
+        if every:
+            day = lambda t: dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")  # noqa: E731
+            return (f"--from {day(args.start_from)} is after its last submission, {day(every[-1].job.submit_time)}; "
+                    f"its jobs were submitted from {day(every[0].job.submit_time)}")
+    return "after --first/--from and skipping cancelled jobs"
 
 
 def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, str]:
@@ -149,9 +164,9 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
         config = config_or_default(args.config) if args.config else Config()
         workload, info = _load_trace(args, vo_map)
         if not workload:
-            raise InputError(f"{args.trace}: no job to replay (after --first/--from and skipping cancelled jobs)")
+            raise InputError(f"{args.trace}: no job to replay ({_why_empty(args, vo_map)})")
         groups = {tj.job.group: (tj.job.vo or tj.job.group) for tj in workload}
-        config = auto_vos(config, groups)
+        config = _auto_vos_noted(config, groups, warn)
         label = f"trace {args.trace}"
     else:
         if args.first or args.start_from is not None:
@@ -186,6 +201,38 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
         raise UsageError(f"farm.name_format of {config.source}: {exc}") from None
     nodes = make_nodes(n, s, config.farm.name_format)
     return workload, config, nodes, label
+
+
+def warn(msg: str) -> None:
+    print(f"mysched: warning: {msg}", file=sys.stderr)
+
+
+def _names(items, most: int = 8) -> str:
+    items = sorted(items)
+    return ", ".join(items[:most]) + (f", ... ({len(items)} in all)" if len(items) > most else "")
+
+
+def _auto_vos_noted(config: Config, groups: dict[str, str], note) -> Config:  # noqa: ANN001 - note(str)
+    """The trace's VOs declared (`auto_vos`), saying where the configuration does not apply: a
+    configuration whose VOs own no job of the trace replays with shares and limits that touch
+    nothing, and groups it does not know become VOs of their own with what its shares leave."""
+    out = auto_vos(config, groups)
+    new = sorted(set(out.vos) - set(config.vos))
+    if not config.vos or not new:
+        return out
+    src = config.source
+    owned = {out.group_vo.get(g, v) for g, v in groups.items()} & set(config.vos)
+    if not owned:
+        note(f"no job of the trace belongs to a VO of {src} (the trace's groups: {_names(groups)}; its VOs: "
+             f"{_names(config.vos)}): its shares and limits apply to none of them. Name the groups' VOs with "
+             "--vo-map GROUP=VO")
+    each = out.vos[new[0]].share  # auto_vos splits what is left equally
+    how = (f"with no share ({src}'s shares add up to 100 %)" if each <= 0 else
+           f"{each:.1%} share each (what {src}'s shares leave, split equally)")
+    note(f"{len(new)} VO(s) of the trace are not in {src} and replay as VOs of their own, {how}: {_names(new)} "
+         f"(the daemon would count unknown groups to default_vo '{config.default_vo}'; --vo-map GROUP=VO "
+         "names their VOs)")
+    return out
 
 
 def _farm_size(args: argparse.Namespace, config: Config, info: dict) -> tuple[int, int]:

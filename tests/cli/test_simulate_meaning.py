@@ -1,0 +1,56 @@
+"""`mysched simulate` on a trace says when the run cannot mean what the admin asked: a
+configuration whose VOs own no job of the trace, groups replayed with no share, a --from
+after the trace's end."""
+
+from __future__ import annotations
+
+import pytest
+
+from mysched.cli.main import main
+
+SWF = "".join(f"{i} {i * 60} 0 300 1 -1 -1 1 600 -1 1 {i % 3} {g} -1 1 -1 -1 -1\n"
+              for i, g in enumerate([2, 6, 2, 3] * 10, 1))
+RUN = ["--nodes", "2", "--slots-per-node", "2", "--progress", "never"]
+
+
+@pytest.fixture
+def trace(tmp_path):
+    f = tmp_path / "t.swf"
+    f.write_text("; UnixStartTime: 1100000000\n" + SWF)
+    return f
+
+
+def cfg(tmp_path, text: str):
+    f = tmp_path / "site.cfg"
+    f.write_text(text)
+    return str(f)
+
+
+SITE = 'vos = { atlas = { groups = ["atlas"]; share = 60; }; cms = { groups = ["cms"]; share = 30; }; };'
+
+
+def test_a_config_whose_vos_own_no_job_of_the_trace_says_so(tmp_path, trace, capsys):
+    site = cfg(tmp_path, SITE)
+    assert main(["simulate", "--trace", str(trace), "-c", site] + RUN) == 0
+    out, err = capsys.readouterr()
+    assert f"no job of the trace belongs to a VO of {site}" in err and "--vo-map" in err
+    assert "3 VO(s) of the trace are not in" in err and "3.3% share each" in err
+    assert "default_vo 'others'" in err
+    assert "no jobs in the workload" in out  # atlas and cms rows
+    assert main(["simulate", "--trace", str(trace), "-c", site, "--vo-map", "g2=atlas,g6=cms,g3=cms"] + RUN) == 0
+    out, err = capsys.readouterr()
+    assert "warning" not in err
+
+
+def test_groups_the_config_leaves_no_share_are_named(tmp_path, trace, capsys):
+    full = cfg(tmp_path, SITE.replace("share = 30", "share = 40"))
+    assert main(["simulate", "--trace", str(trace), "-c", full, "--vo-map", "g2=atlas"] + RUN) == 0
+    err = capsys.readouterr().err
+    assert "2 VO(s) of the trace are not in" in err and "with no share" in err and "add up to 100 %" in err
+    assert "g3, g6" in err and "no job of the trace belongs" not in err
+
+
+def test_from_after_the_trace_ends_names_its_last_submission(trace, capsys):
+    assert main(["simulate", "--trace", str(trace), "--from", "2010-01-01"] + RUN) == 1
+    err = capsys.readouterr().err
+    assert "--from 2010-01-01 00:00 UTC is after its last submission, 2004-11-09 12:13 UTC" in err
