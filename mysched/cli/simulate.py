@@ -64,20 +64,20 @@ def fill(p: argparse.ArgumentParser) -> None:
                    help="also run a cycle soon after each submission or job end (as with pbs_server "
                         "contacting the scheduler), rate-limited by scheduler.min_interval")
     p.add_argument("--duration", type=positive_up_to(MAX_WORKLOAD_HOURS, " hours (a year)"), metavar="HOURS",
-                   default=48.0, help=f"synthetic workload: hours of submissions, at most {MAX_WORKLOAD_HOURS} "
+                   help=f"synthetic workload: hours of submissions, at most {MAX_WORKLOAD_HOURS} "
                    "(default 48)")
-    p.add_argument("--seed", type=int, default=1, help="synthetic workload: random seed (default 1)")
-    p.add_argument("--mcore-fraction", type=float, default=0.0, metavar="F",
+    p.add_argument("--seed", type=int, help="synthetic workload: random seed (default 1)")
+    p.add_argument("--mcore-fraction", type=float, metavar="F",
                    help="synthetic workload: fraction of atlas/cms production jobs asking for 8 cores "
                         "(fewer if the nodes are smaller) on one node (default 0: single-core, as at DESY-HH)")
     p.add_argument("--split-multicore", action="store_true",
                    help="replay each job of N cores as N single-core jobs (same submit time, run time and "
                         "owner): the same work without its shape, to set beside a run of the workload as is")
-    p.add_argument("--bursts", type=int_between(0, MAX_BURST_JOBS), default=0, metavar="N",
+    p.add_argument("--bursts", type=int_between(0, MAX_BURST_JOBS), metavar="N",
                    help="synthetic workload: bursts of N multi-core pilots (group atlasmc, 8 cores and 16 GB "
                         f"each), the class a package guarantee (pools) is for; at most {MAX_BURST_JOBS} "
                         "pilots in all (default 0: none)")
-    p.add_argument("--burst-every", type=positive_float, default=12.0, metavar="HOURS",
+    p.add_argument("--burst-every", type=positive_float, metavar="HOURS",
                    help="synthetic workload: hours between bursts, the first after half that (default 12)")
     p.add_argument("--pack", type=non_empty, metavar="NAME", help="pack the jobs of VO or group NAME as a job class "
                    "(adds to the configuration's packing classes)")
@@ -136,6 +136,10 @@ def _load_trace(args: argparse.Namespace, vo_map: dict[str, str] | None) -> tupl
     return load_trace(args.trace, fmt=fmt, first=args.first, start_from=args.start_from, vo_map=vo_map, warn=warn)
 
 
+SYNTHETIC_DEFAULTS = {"duration": 48.0, "seed": 1, "mcore_fraction": 0.0, "bursts": 0, "burst_every": 12.0}
+"""The synthetic workload's options (None on the command line: not given) and their defaults."""
+
+
 def _why_empty(args: argparse.Namespace, vo_map: dict[str, str] | None) -> str:
     """Why a trace gave no job: a --from after its last submission names that submission."""
     if args.start_from is not None:
@@ -161,6 +165,10 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
 
         vo_map = parse_vo_map(args.vo_map)
     if args.trace:
+        given = [f"--{k.replace('_', '-')}" for k in SYNTHETIC_DEFAULTS if getattr(args, k, None) is not None]
+        if given:  # a trace has its own jobs: these would change nothing, silently
+            raise UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to the synthetic workload, "
+                             "not to --trace (--split-multicore replays a trace's multi-core jobs as single-core ones)")
         config = config_or_default(args.config) if args.config else Config()
         workload, info = _load_trace(args, vo_map)
         if not workload:
@@ -171,6 +179,9 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
     else:
         if args.first or args.start_from is not None:
             raise UsageError("--first and --from apply to --trace")
+        for key, default in SYNTHETIC_DEFAULTS.items():
+            if getattr(args, key) is None:
+                setattr(args, key, default)
         config = config_or_default(args.config)
         from mysched.sim.workloads.synthetic import SyntheticSpec, generate
 
@@ -356,8 +367,9 @@ def run(args: argparse.Namespace) -> int:
         if args.compare_packing:
             ff = {r.policy: r.packing.get("farm", {}).get("fill_factor") for r in results}
             if ff.get("relaxed") is not None and ff.get("exclusive") is not None:
-                print(f"mean fill-factor loss of exclusive against relaxed: "
-                      f"{(ff['relaxed'] - ff['exclusive']) * 100:.2f} % of the slots")
+                loss = round((ff["relaxed"] - ff["exclusive"]) * 100, 2) + 0.0  # + 0.0: no "-0.00"
+                print(f"farm fill factor of exclusive against relaxed: {ff['exclusive']:.2%} against "
+                      f"{ff['relaxed']:.2%}, a loss of {loss:.2f} percentage points")
     else:
         print(format_result(results[0]))
     if args.json:

@@ -1,6 +1,6 @@
 """`mysched simulate` on a trace says when the run cannot mean what the admin asked: a
-configuration whose VOs own no job of the trace, groups replayed with no share, a --from
-after the trace's end."""
+configuration whose VOs own no job of the trace, groups replayed with no share, options of
+the synthetic workload given with a trace, a --from after the trace's end."""
 
 from __future__ import annotations
 
@@ -50,7 +50,23 @@ def test_groups_the_config_leaves_no_share_are_named(tmp_path, trace, capsys):
     assert "g3, g6" in err and "no job of the trace belongs" not in err
 
 
+@pytest.mark.parametrize("option", [["--mcore-fraction", "0.5"], ["--seed", "3"], ["--duration", "6"],
+                                    ["--bursts", "2"], ["--burst-every", "6"]])
+def test_synthetic_options_are_refused_with_a_trace(trace, capsys, option):
+    assert main(["simulate", "--trace", str(trace)] + option + RUN) == 2
+    out, err = capsys.readouterr()
+    assert f"{option[0]} applies to the synthetic workload, not to --trace" in err and "simulating" not in out
+
+
 def test_from_after_the_trace_ends_names_its_last_submission(trace, capsys):
     assert main(["simulate", "--trace", str(trace), "--from", "2010-01-01"] + RUN) == 1
     err = capsys.readouterr().err
     assert "--from 2010-01-01 00:00 UTC is after its last submission, 2004-11-09 12:13 UTC" in err
+
+
+def test_compare_packing_states_the_fill_factor_loss_in_percentage_points(capsys):
+    assert main(["simulate", "--duration", "2", "--nodes", "2", "--pack", "atlas", "--compare-packing",
+                 "--progress", "never"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "exclusive against relaxed" in x)
+    assert "percentage points" in line and "-0.00" not in line and "% of the slots" not in line
