@@ -174,7 +174,14 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
         if not workload:
             raise InputError(f"{args.trace}: no job to replay ({_why_empty(args, vo_map)})")
         groups = {tj.job.group: (tj.job.vo or tj.job.group) for tj in workload}
+        if vo_map and set(vo_map) - set(groups):
+            warn(f"--vo-map: no job replayed has group {_names(set(vo_map) - set(groups))} (the jobs' groups: "
+                 f"{_names(groups)}): that mapping changes nothing")
         config = _auto_vos_noted(config, groups, warn)
+        bare = sorted({tj.job.vo for tj in workload if tj.job.vo} - set(config.vos))
+        if bare:  # --vo-map moved groups the configuration maps into VOs it does not declare
+            warn(f"--vo-map names VO(s) {_names(bare)} that {config.source} does not declare, for groups it maps to "
+                 "other VOs: their jobs replay there with no share and no limits")
         label = f"trace {args.trace}"
     else:
         if args.first or args.start_from is not None:

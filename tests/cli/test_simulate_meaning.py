@@ -70,3 +70,14 @@ def test_compare_packing_states_the_fill_factor_loss_in_percentage_points(capsys
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "exclusive against relaxed" in x)
     assert "percentage points" in line and "-0.00" not in line and "% of the slots" not in line
+
+
+def test_a_vo_map_that_changes_nothing_or_bypasses_the_config_is_named(tmp_path, trace, capsys):
+    site = cfg(tmp_path, SITE.replace('["atlas"]', '["atlas", "g2"]'))
+    assert main(["simulate", "--trace", str(trace), "-c", site, "--vo-map", "G6=cms,g3=cms"] + RUN) == 0
+    err = capsys.readouterr().err
+    assert "--vo-map: no job replayed has group G6" in err and "that mapping changes nothing" in err
+    # g2 is atlas's in the config; mapped to an undeclared VO its jobs had no share, unsaid
+    assert main(["simulate", "--trace", str(trace), "-c", site, "--vo-map", "g2=atlass,g3=cms,g6=cms"] + RUN) == 0
+    err = capsys.readouterr().err
+    assert "--vo-map names VO(s) atlass that" in err and "no share and no limits" in err
