@@ -374,9 +374,10 @@ def run(args: argparse.Namespace) -> int:
         if args.compare_packing:
             ff = {r.policy: r.packing.get("farm", {}).get("fill_factor") for r in results}
             if ff.get("relaxed") is not None and ff.get("exclusive") is not None:
-                loss = round((ff["relaxed"] - ff["exclusive"]) * 100, 2) + 0.0  # + 0.0: no "-0.00"
+                diff = round((ff["exclusive"] - ff["relaxed"]) * 100, 2) + 0.0  # + 0.0: no "-0.00"
                 print(f"farm fill factor of exclusive against relaxed: {ff['exclusive']:.2%} against "
-                      f"{ff['relaxed']:.2%}, a loss of {loss:.2f} percentage points")
+                      f"{ff['relaxed']:.2%}, " + (f"{'a loss' if diff < 0 else 'a gain'} of {abs(diff):.2f} "
+                                                   "percentage points" if diff else "no difference"))
     else:
         print(format_result(results[0]))
     if args.json:
