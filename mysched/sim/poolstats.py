@@ -26,6 +26,8 @@ class PoolWatch:
         self.kinds: dict[str, dict[str, int]] = {}
         """Pool -> which check failed -> plans."""
         self.cycles = 0
+        self.size: dict[str, tuple[int, int, int]] = {}
+        """Pool -> the most hosts, packages and guaranteed packages any plan gave it."""
         self._last: tuple[float, set] | None = None
 
     def observe(self, p: Plan, now: float, jobs: dict, runtime: dict, free: dict[str, int]) -> None:
@@ -37,6 +39,8 @@ class PoolWatch:
         self.cycles += 1
         owed_now = set()
         for name, st in p.pools.items():
+            was = self.size.get(name, (0, 0, 0))
+            self.size[name] = (max(was[0], st["hosts"]), max(was[1], st["total"]), max(was[2], st["guaranteed"]))
             for c in st["consumers"]:
                 key = (name, f"{c['kind']} {c['consumer']}")
                 if c["owed"] > 0:
@@ -114,7 +118,9 @@ class PoolWatch:
                 key = (name, str(c))
                 consumers[str(c)] = {"unmet_s": round(self.unmet.get(key, 0.0), 1),
                                      "longest_unmet_s": round(self.longest.get(key, 0.0), 1)}
-            out[name] = {"loaned_slot_h": round(self.loaned_s.get(name, 0.0) / 3600.0, 3),
+            hosts, packages, guaranteed = self.size.get(name, (0, 0, 0))
+            out[name] = {"hosts": hosts, "packages": packages, "guaranteed": guaranteed,
+                         "loaned_slot_h": round(self.loaned_s.get(name, 0.0) / 3600.0, 3),
                          "invariant_breaches": self.breaches.get(name, 0),
                          **({"breaches_by_check": self.kinds[name]} if name in self.kinds else {}),
                          "consumers": consumers}

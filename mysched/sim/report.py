@@ -93,7 +93,13 @@ def format_result(r: SimResult) -> str:
             f"{_hms(v['wait_p95'])} max {_hms(v['wait_max'])}, bsld {v['bounded_slowdown']:.1f}"
             for k, v in j["by_size"].items()))
     for name, v in sorted(r.pools.items()):
-        lines.append(f"  pool {name:<11} loaned {v['loaned_slot_h']:.1f} slot-hours, invariant breaches "
+        if not v.get("guaranteed"):  # nothing promised: "unmet 0s" would be a confident zero
+            lines.append(f"  pool {name:<11} {v.get('hosts', 0)} hosts, {v.get('packages', 0)} packages, none guaranteed "
+                         "on this farm: its guarantees measured nothing (a pool's min_mem or package mem needs node "
+                         "memory, which simulated nodes have only from a node type's mem)")
+            continue
+        lines.append(f"  pool {name:<11} {v['hosts']} hosts, {v['packages']} packages ({v['guaranteed']} guaranteed), "
+                     f"loaned {v['loaned_slot_h']:.1f} slot-hours, invariant breaches "
                      f"{v['invariant_breaches']}; guarantee unmet while work waited: " + "; ".join(
                          f"{c} {_hms(x['unmet_s'])} (longest {_hms(x['longest_unmet_s'])})"
                          for c, x in v["consumers"].items()))

@@ -100,3 +100,19 @@ def test_progress_reaches_100_percent_only_when_the_replay_ends():
     assert r.span_s > 10 * 20 * 60  # mostly drain-out
     assert calls[-1] == 1.0 and max(calls[:-1]) < 1.0
     assert calls == sorted(calls) and len(calls) > 10
+
+
+def test_a_pool_that_selects_no_host_of_the_farm_says_its_guarantee_measured_nothing():
+    # The example config's pool asks for min_mem 32gb; simulated nodes have no memory unless a
+    # node type gives it, so the pool held 0 packages and reported "unmet 0s" while the
+    # pilots it is for waited more than a day.
+    pools = ('\npools = { p = { hosts = ["wn*"]; min_mem = "32gb"; package = { slots = 2; };'
+             ' groups = { a = "50%"; }; }; };')
+    wl = [TraceJob(Job(str(i), "q", "u", "a", cores=2, submit_time=T0 + i), 600.0) for i in range(6)]
+    bare = simulate(wl, config_from_text(shares(50) + pools), make_nodes(2, 2), SimOptions())
+    assert bare.pools["p"]["guaranteed"] == 0 and bare.pools["p"]["hosts"] == 0
+    assert "none guaranteed on this farm: its guarantees measured nothing" in format_result(bare)
+    typed = config_from_text(shares(50) + pools + '\nnode_types = { wn = { nodes = ["wn*"]; mem = "64gb"; }; };')
+    r = simulate(wl, typed, make_nodes(2, 2), SimOptions())
+    assert r.pools["p"]["hosts"] == 2 and r.pools["p"]["guaranteed"] == 1
+    assert "pool p           2 hosts, 2 packages (1 guaranteed)" in format_result(r)
