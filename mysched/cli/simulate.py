@@ -339,6 +339,10 @@ def run(args: argparse.Namespace) -> int:
             config = _with_pack(config, args.pack, args.pack_policy, pack_ttl)
         for policy in (list(POLICIES) if args.compare else [args.policy]):
             runs.append((policy, config, policy))
+    from mysched.sim.fit import idle_settings
+
+    for note in idle_settings(runs[0][1], workload):
+        warn(note)
     from mysched.cli.progress import ProgressBar, wanted
 
     show = wanted(args.progress)

@@ -47,3 +47,27 @@ def larger_than_farm(nodes: tuple[Node, ...]) -> Callable[[Job], bool]:
         return any(p.ppn > widest for p in req.parts) or sum(p.count for p in req.parts) > count
 
     return test
+
+
+def idle_settings(config: Config, workload: list[TraceJob]) -> list[str]:
+    """Settings that no job of `workload` can bring into play, each as a sentence: a what-if
+    run of them would print the same figures as without them."""
+    kinds = {(tj.job.queue, tj.job.vo or config.vo_of(tj.job.group), tj.job.group, tj.job.user) for tj in workload}
+    out = []
+    if config.drain.on:
+        widest = max((tj.job.cores for tj in workload), default=0)
+        if widest < config.drain.min_cores:
+            out.append(f"drain is on, but no job asks for drain.min_cores = {config.drain.min_cores} cores or more "
+                       f"(the widest asks for {widest}): the partition never drains a node")
+    if config.packing:
+        hit = {next((pc.name for pc in config.packing if pc.matches(*k)), None) for k in kinds}
+        for pc in config.packing:
+            if pc.name not in hit:
+                out.append(f"packing class {pc.name} ({pc.policy}) takes no job of the workload: it packs nothing and "
+                           "its figures are '-'")
+    for pool in config.pools:
+        for c in pool.consumers:
+            if not any(c.matches(q, vo, g) for q, vo, g, _ in kinds):
+                out.append(f"pool {pool.name}: no job of the workload belongs to its consumer {c}: its guarantee "
+                           "is never asked for")
+    return out

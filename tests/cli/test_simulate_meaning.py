@@ -85,3 +85,16 @@ def test_a_vo_map_that_changes_nothing_or_bypasses_the_config_is_named(tmp_path,
     assert main(["simulate", "--trace", str(trace), "-c", site, "--vo-map", "g2=atlass,g3=cms,g6=cms"] + RUN) == 0
     err = capsys.readouterr().err
     assert "--vo-map names VO(s) atlass that" in err and "no share and no limits" in err
+
+
+def test_settings_no_job_of_the_trace_brings_into_play_are_named(tmp_path, trace, capsys):
+    # "What if I drain for 8-core pilots / pack cms / guarantee atlas a pool" on a trace of
+    # single-core jobs of other groups printed the same figures as without, unsaid.
+    site = cfg(tmp_path, SITE + '\ndrain = { rate = 12; max_draining = 1; min_cores = 8; };\n'
+               'packing = { mc = { policy = "exclusive"; groups = ["atlas"]; }; };\n'
+               'pools = { p = { hosts = ["wn*"]; package = { slots = 2; }; groups = { atlas = 1; }; }; };')
+    assert main(["simulate", "--trace", str(trace), "-c", site, "--vo-map", "g2=atlas,g3=cms,g6=cms"] + RUN) == 0
+    err = capsys.readouterr().err
+    assert "drain is on, but no job asks for drain.min_cores = 8 cores or more (the widest asks for 1)" in err
+    assert "packing class mc (exclusive) takes no job of the workload" in err
+    assert "pool p: no job of the workload belongs to its consumer group atlas" in err
