@@ -346,8 +346,9 @@ def run(args: argparse.Namespace) -> int:
     from mysched.cli.progress import ProgressBar, wanted
 
     show = wanted(args.progress)
+    report = sys.stderr if args.json == "-" else sys.stdout  # --json -: stdout holds the JSON alone
     print(f"simulating {label}: {len(workload)} jobs on {len(nodes)} nodes x {nodes[0].slots} slots, "
-          f"{'event-driven, ' if args.event_driven else ''}{interval:g} s cycles", flush=True)
+          f"{'event-driven, ' if args.event_driven else ''}{interval:g} s cycles", flush=True, file=report)
     results: list[SimResult] = []
     series = None
     if args.load_series:
@@ -372,18 +373,19 @@ def run(args: argparse.Namespace) -> int:
                 root, ext = os.path.splitext(movie)
                 movie = f"{root}-{label_}{ext or '.gif'}"
             paths = write_frames(r, args.farm_frames, [pc.name for pc in cfg_.packing], movie)
-            print(f"{len(paths)} farm picture(s) written to {args.farm_frames}" + (f", movie {movie}" if movie else ""))
+            print(f"{len(paths)} farm picture(s) written to {args.farm_frames}" + (f", movie {movie}" if movie else ""),
+                  file=report)
     if len(results) > 1:
-        print(format_comparison(results))
+        print(format_comparison(results), file=report)
         if args.compare_packing:
             ff = {r.policy: r.packing.get("farm", {}).get("fill_factor") for r in results}
             if ff.get("relaxed") is not None and ff.get("exclusive") is not None:
                 diff = round((ff["exclusive"] - ff["relaxed"]) * 100, 2) + 0.0  # + 0.0: no "-0.00"
                 print(f"farm fill factor of exclusive against relaxed: {ff['exclusive']:.2%} against "
                       f"{ff['relaxed']:.2%}, " + (f"{'a loss' if diff < 0 else 'a gain'} of {abs(diff):.2f} "
-                                                   "percentage points" if diff else "no difference"))
+                                                   "percentage points" if diff else "no difference"), file=report)
     else:
-        print(format_result(results[0]))
+        print(format_result(results[0]), file=report)
     if args.json:
         doc = results[0].to_json() if len(results) == 1 else {r.policy: r.to_json() for r in results}
         text = json.dumps(doc, indent=2, sort_keys=True)
@@ -402,5 +404,5 @@ def run(args: argparse.Namespace) -> int:
             plot_packing(results, args.plot)
         else:
             plot_result(results, args.plot)
-        print(f"plot written to {args.plot}")
+        print(f"plot written to {args.plot}", file=report)
     return 0

@@ -98,3 +98,13 @@ def test_settings_no_job_of_the_trace_brings_into_play_are_named(tmp_path, trace
     assert "drain is on, but no job asks for drain.min_cores = 8 cores or more (the widest asks for 1)" in err
     assert "packing class mc (exclusive) takes no job of the workload" in err
     assert "pool p: no job of the workload belongs to its consumer group atlas" in err
+
+
+def test_json_to_stdout_is_json_alone(trace, capsys):
+    # The report was printed to stdout before the JSON, so 'simulate --json - | jq' failed.
+    import json
+
+    assert main(["simulate", "--trace", str(trace), "--compare", "--json", "-"] + RUN) == 0
+    out, err = capsys.readouterr()
+    assert set(json.loads(out)) == {"mysched", "fifo", "least-loaded", "easy"}
+    assert "simulating trace" in err and "occupancy" in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import gzip
+import json
 import time
 
 import pytest
@@ -303,8 +304,9 @@ def test_a_header_no_farm_could_have_is_ignored_with_its_line(tmp_path, capsys, 
     assert main(["simulate", "--trace", str(f), "--progress", "never", "--json", "-"]) == 0
     out, err = capsys.readouterr()
     assert f"warning: {f.parent}/{where}" in err
-    assert "2 jobs on 50 nodes x 8 slots" in out  # the configuration's farm
-    assert "simulated" in out and " 0s simulated" not in out  # 1e20 rounded both submit times to one
+    assert "2 jobs on 50 nodes x 8 slots" in err  # the configuration's farm (--json -: the report on stderr)
+    assert "simulated" in err and " 0s simulated" not in err  # 1e20 rounded both submit times to one
+    assert json.loads(out)["jobs"] == 2
 
 
 @pytest.mark.parametrize("header", ["; MaxNodes: 1000000\n; MaxProcs: 1000000\n",
