@@ -14,7 +14,6 @@ import math
 
 from mysched.core.config import PACKING_POLICIES, Config, PackingClass, auto_vos
 
-from mysched.core.durations import parse_duration
 from mysched.errors import InputError, UsageError
 from mysched.core.model import TraceJob
 from mysched.core.planner import POLICIES
@@ -23,8 +22,8 @@ from mysched.sim.workloads.synthetic import MAX_BURST_JOBS, burst_count
 from mysched.backends.sim.farm import MAX_FARM_SLOTS, MAX_WORKLOAD_HOURS, make_nodes
 from mysched.sim.replay import simulate
 from mysched.sim.result import SimOptions, SimResult
-from mysched.cli.common import (config_or_default, date_arg, int_between, int_up_to, non_empty, output_path,
-                                positive_float, positive_int, positive_up_to)
+from mysched.cli.common import (config_or_default, date_arg, duration_arg, int_between, int_up_to, non_empty,
+                                output_path, positive_float, positive_int, positive_up_to)
 from mysched.config.values import DAY, MAX_FARM_NODES, MAX_NODE_SLOTS, check_name_format
 
 
@@ -87,7 +86,7 @@ def fill(p: argparse.ArgumentParser) -> None:
                    help="replay recorded load-source values (CSV time,source,value; time in seconds from the "
                         "start or a UTC date) through the configuration's load_rules; the report shows the "
                         "slot-hours each VO was held back")
-    p.add_argument("--pack-ttl", type=parse_duration_arg, metavar="DURATION",
+    p.add_argument("--pack-ttl", type=duration_arg, metavar="DURATION",
                    help="with --pack and --pack-policy exclusive: release a node that got no new class job for "
                         "this long (default inf)")
     p.add_argument("--compare-packing", action="store_true",
@@ -107,13 +106,6 @@ def fill(p: argparse.ArgumentParser) -> None:
 
     add_progress_option(p)
     p.set_defaults(run=run)
-
-
-def parse_duration_arg(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _with_pack(config: Config, name: str, policy: str, ttl: float) -> Config:

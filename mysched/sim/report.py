@@ -63,7 +63,8 @@ def format_result(r: SimResult) -> str:
         + (f"; never started: {sum(r.unplaceable.values())} ("
            + ", ".join(f"{k} {v}" for k, v in sorted(r.unplaceable.items())) + ")" if r.unplaceable else ""),
         *([f"  larger than farm {r.too_large_jobs:7d}   jobs ask for more than the farm's nodes have (up to "
-           f"{r.too_large} cores; {r.nodes} x {_slots(r)}): they never start, and the figures below leave them out of the waiting work"]
+           f"{r.too_large} cores; {r.nodes} x {_slots(r)}): they never start, and the figures below leave them "
+           "out of the waiting work"]
           if r.too_large_jobs else []),
         *_closed_lines(r),
         _occupancy_line(r),
@@ -94,9 +95,9 @@ def format_result(r: SimResult) -> str:
             for k, v in j["by_size"].items()))
     for name, v in sorted(r.pools.items()):
         if not v.get("guaranteed"):  # nothing promised: "unmet 0s" would be a confident zero
-            lines.append(f"  pool {name:<11} {v.get('hosts', 0)} hosts, {v.get('packages', 0)} packages, none guaranteed "
-                         "on this farm: its guarantees measured nothing (a pool's min_mem or package mem needs node "
-                         "memory, which simulated nodes have only from a node type's mem)")
+            lines.append(f"  pool {name:<11} {v.get('hosts', 0)} hosts, {v.get('packages', 0)} packages, none "
+                         "guaranteed on this farm: its guarantees measured nothing (a pool's min_mem or package mem "
+                         "needs node memory, which simulated nodes have only from a node type's mem)")
             continue
         lines.append(f"  pool {name:<11} {v['hosts']} hosts, {v['packages']} packages ({v['guaranteed']} guaranteed), "
                      f"loaned {v['loaned_slot_h']:.1f} slot-hours, invariant breaches "
