@@ -70,7 +70,7 @@ def run_jobs(args: argparse.Namespace) -> int:
     table(["JOBID", "VO", "GROUP", "USER", "QUEUE", "CORES", "STATE", "TIME", "RANK", "PRIORITY", "REASON", "NODES"],
           [[j["id"], j["vo"], j["group"], j["user"], j["queue"], j["cores"], j["class"],
             duration(j["elapsed_s"] if j["class"] == "running" else j["wait_s"]),
-            j["rank"] if j["class"] != "running" else "-",
+            j["rank"] if j["class"] != "running" and j["rank"] is not None else "-",
             f"{j['priority']:.3f}" if j["priority"] is not None and j["class"] != "running" else "-",
             j["reason"] if j["class"] != "running" else "-", j["nodes"] or "-"] for j in out],
           noheader=args.noheader, colours=[colours[j["class"]] for j in out], right=(5, 8, 9))
@@ -111,7 +111,9 @@ def run_why(args: argparse.Namespace) -> int:
     }
     rejected = doc["rejected"][j["rejected"]] if j.get("rejected") is not None else {}
     si = doc["job_columns"].index("state")
+    ri = doc["job_columns"].index("reason")
     n_waiting = sum(1 for x in doc["jobs"] if x[si] not in RUNNING)
+    n_blocked = sum(1 for x in doc["jobs"] if x[si] not in RUNNING and x[ri] in BLOCKING)
     if cls == "running":
         text = (f"running since {duration(doc['snapshot_time'] - (j['start'] or doc['snapshot_time']))} on "
                 f"{j['nodes']}" + (f" (started by the last cycle: {START_REASONS.get(j['reason'], j['reason'])})"
@@ -119,10 +121,13 @@ def run_why(args: argparse.Namespace) -> int:
     elif j.get("cycle") == "planned":
         text = (f"dry run: the last cycle would have started it on {j['nodes']} (position {j['rank']}: "
                 f"{START_REASONS.get(j['reason'], j['reason'])}); nothing was started")
+    elif j["reason"] in BLOCKING:  # not in the order: no position until what blocks it changes
+        text = f"blocked: {REASONS.get(j['reason'], j['reason'])}"
     else:
         prio = f"{j['priority']:.3f}" if j["priority"] is not None else "-"  # not ordered by the cycle
         text = (f"waiting, position {j['rank'] if j['rank'] is not None else '-'} in the last cycle's order "
-                f"({n_waiting} waiting), VO priority {prio}: {REASONS.get(j['reason'], j['reason'])}")
+                f"({n_waiting} waiting" + (f", {n_blocked} of them blocked" if n_blocked else "")
+                + f"), VO priority {prio}: {REASONS.get(j['reason'], j['reason'])}")
     if args.json:
         dump_json({"job": j, "class": cls, "explanation": text, "reason_text": REASONS.get(j["reason"], ""),
                    "limits": limits, "nodes_rejected": rejected})

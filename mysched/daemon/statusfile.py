@@ -20,6 +20,7 @@ from mysched.core.config import Config
 from mysched.errors import StatusError
 from mysched.core.model import NodeState, Snapshot
 from mysched.core.plan import Plan
+from mysched.core.reasons import BLOCKING
 
 FORMAT = 2
 """2: a job's state is TORQUE's (``S`` is suspended); the ``cycle`` column says "started" or
@@ -41,6 +42,11 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
     the next snapshot will show them: running, on their nodes, in their VO's figures. In a
     dry run nothing started: planned starts stay queued, marked "planned" with their nodes."""
     starts = {s.job_id: s for s in plan.starts}
+    # Positions in the order count the jobs it could start (as showq's eligible list): a
+    # blocked job (a hold, a limit, its queue) has none and moves no one else down.
+    ordered = sorted([s.rank for s in plan.starts]
+                     + [w.rank for w in plan.waits.values() if w.reason not in BLOCKING])
+    position = {r: i for i, r in enumerate(ordered, 1)}
     if dry_run:
         started = set()
     elif started is None:
@@ -67,14 +73,14 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         w = plan.waits.get(job.id)
         mark = ""
         if s is not None:
-            rank, prio, reason = s.rank, s.priority, s.reason
+            rank, prio, reason = position[s.rank], s.priority, s.reason
             placement = s.placement
             if job.id in started:
                 state, mark = "R", "started"
             else:
                 mark = "planned" if dry_run else "failed"
         elif w is not None:
-            rank, prio, reason, detail = w.rank, w.priority, w.reason, w.detail
+            rank, prio, reason, detail = position.get(w.rank), w.priority, w.reason, w.detail
             if w.nodes_rejected is not None:
                 key = id(w.nodes_rejected)
                 if key not in rejected_index:

@@ -55,7 +55,17 @@ def test_jobs_lists_states_reasons_and_summary(tmp_path, capsys):
     by_id = {j["id"]: j for j in doc["jobs"]}
     assert by_id["h1"]["class"] == "blocked" and by_id["h1"]["reason"] == "held"
     for w in p.waits.values():
-        assert by_id[w.job_id]["reason"] == w.reason and by_id[w.job_id]["rank"] == w.rank
+        assert by_id[w.job_id]["reason"] == w.reason
+    # A blocked job has no place in the order and puts no one behind it (as showq's eligible
+    # list): the others are numbered 1..N in the plan's order, the held job (first in the
+    # plan's order here) without a position.
+    assert p.waits["h1"].rank == 1 and by_id["h1"]["rank"] is None
+    ordered = sorted([st.rank for st in p.starts] + [w.rank for w in p.waits.values() if w.reason != "held"])
+    ranks = {jid: by_id[jid]["rank"] for jid in by_id if by_id[jid]["rank"] is not None}
+    assert sorted(ranks.values()) == list(range(1, len(ordered) + 1))
+    for w in p.waits.values():
+        if w.reason != "held":
+            assert ranks[w.job_id] == ordered.index(w.rank) + 1
     assert doc["farm"]["total_slots"] == 6 and doc["farm"]["used_slots"] == 3 + len(p.starts)
     # filters
     doc = run_json(capsys, "jobs", "--state-dir", str(tmp_path), "-u", "frank", "--state", "queued")
@@ -96,10 +106,14 @@ def test_why_explains_a_waiting_job(tmp_path, capsys):
     s, p = make_status(tmp_path)
     jid, w = next((k, w) for k, w in p.waits.items() if w.reason not in ("held",))
     doc = run_json(capsys, "why", "--state-dir", str(tmp_path), jid)
-    assert doc["class"] == "queued" and f"position {w.rank}" in doc["explanation"]
+    ordered = sorted([st.rank for st in p.starts] + [x.rank for x in p.waits.values() if x.reason != "held"])
+    assert doc["class"] == "queued" and f"position {ordered.index(w.rank) + 1} " in doc["explanation"]
+    assert "6 waiting, 1 of them blocked" in doc["explanation"]  # the held job has no position
     assert doc["limits"]["vo"]["name"] == s.jobs[[j.id for j in s.jobs].index(jid)].group.replace("sgm", "")
     if w.nodes_rejected:
         assert doc["nodes_rejected"] == dict(w.nodes_rejected)
+    doc = run_json(capsys, "why", "--state-dir", str(tmp_path), "h1")
+    assert doc["class"] == "blocked" and doc["explanation"].startswith("blocked: ")
     assert main(["why", "--state-dir", str(tmp_path), "h1"]) == 0
     assert "held" in capsys.readouterr().out
 
