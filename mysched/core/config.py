@@ -383,8 +383,9 @@ def auto_vos(config: Config, group_vo: dict[str, str]) -> Config:
 
     `group_vo` maps each group of the trace to its VO (itself when there is no mapping, so
     each SWF group becomes a VO named after it). Groups the configuration already maps keep
-    their VO; new VOs share equally what the configured shares leave free (at least an
-    equal split when nothing is left), so shares and usage have something to act on.
+    their VO; new VOs share equally what the configured shares leave free -- nothing when
+    the configured shares add up to 100 % (they then run only on what others leave, as the
+    daemon's `default_vo` would; `mysched simulate` says so).
     """
     new_map = {g: v for g, v in group_vo.items() if g not in config.group_vo}
     new_vos = sorted({v for v in new_map.values() if v not in config.vos})
