@@ -107,7 +107,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         self.rank = 0
         self._class_cache: dict[tuple, Wait] = {}
         self._drain_memo: dict[tuple, str] = {}
-        self._never_memo: dict[tuple, str | None] = {}
+        self._never_memo: dict[tuple, tuple[str, str] | None] = {}
         self.packing = index.packing
         self.pool_on = False
         self.pool_gate: dict = {}

@@ -38,7 +38,8 @@ class RequestPlacing:
         if why is not None:
             away = [e[0] for e in mine if not e[4]]
             if away and _unfit(req, [e[0] for e in mine]) is None:
-                names = [n.name for n in away if any(_serves(n, p, req) for p in req.parts) or req.procs]
+                needs = _needs(req)
+                names = [n.name for n in away if req.procs or any(_serves(n, *pn) for pn in needs)]
                 shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
                 why = ("nodes_down", f"{_unfit(req, up, 'up')}; down or offline now: {shown}")
             else:
@@ -169,22 +170,27 @@ class RequestPlacing:
         return None
 
 
-def _serves(n, part: NodePart, req: Request) -> bool:  # noqa: ANN001 - a model Node
-    """Could node `n` serve one node of `part`, were it free?"""
-    total = req.cores
-    need, vneed = req.mem_for(part.ppn, total), req.vmem_for(part.ppn, total)
-    return (n.slots >= part.ppn and part.properties <= n.properties and (part.host is None or n.name == part.host)
+def _serves(n, part: NodePart, need: int, vneed: int) -> bool:  # noqa: ANN001 - a model Node
+    """Could node `n` serve one node of `part` (`need`, `vneed` bytes of memory), were it free?"""
+    return ((part.host is None or n.name == part.host) and n.slots >= part.ppn and part.properties <= n.properties
             and (n.mem is None or n.mem >= need) and (n.vmem is None or n.vmem >= vneed))
+
+
+def _needs(req: Request) -> list[tuple[NodePart, int, int]]:
+    """Each part of `req` with the memory and virtual memory one of its nodes needs."""
+    total = req.cores
+    return [(part, req.mem_for(part.ppn, total), req.vmem_for(part.ppn, total)) for part in req.parts]
 
 
 def _unfit(req: Request, nodes: list, scope: str = "") -> str | None:
     """Why `nodes` (model Nodes), all free, could not serve `req` (None: they could);
     `scope`: what the nodes are ("up"), else the farm's nodes the job may use."""
-    total = req.cores
-    for part in req.parts:
-        fit = sum(1 for n in nodes if _serves(n, part, req))
+    for part, need, vneed in _needs(req):
+        ppn, props, host = part.ppn, part.properties, part.host
+        # `_serves` inline: this runs per node for every distinct request of a cycle
+        fit = sum(1 for n in nodes if (host is None or n.name == host) and n.slots >= ppn and props <= n.properties
+                  and (n.mem is None or n.mem >= need) and (n.vmem is None or n.vmem >= vneed))
         if fit < part.count:
-            need, vneed = req.mem_for(part.ppn, total), req.vmem_for(part.ppn, total)
             what = f"host {part.host}" if part.host else f"{part.count} node(s)"
             whose = f"node(s) {scope} it may use could serve it" if scope else \
                 "node(s) of the farm it may use could ever serve it"
