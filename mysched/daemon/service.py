@@ -115,6 +115,9 @@ class Service:
         except StoreError as exc:
             log.error("history: %s (tried again in an hour)", exc)
             self.daemon.metrics.history_write_error()
+        except Exception:  # noqa: BLE001 - a bug here must not stop the cycles that follow
+            log.exception("history: pruning failed (tried again in an hour)")
+            self.daemon.metrics.history_write_error()
 
     def _after_cycle(self, out: CycleOutcome) -> None:
         if out.result == "standby":

@@ -128,3 +128,36 @@ def test_history_prune_creates_no_database_where_there_is_none(tmp_path, capsys)
     missing = tmp_path / "typo.db"
     assert main(["history", "prune", "--db", f"sqlite:///{missing}"]) == 2
     assert "no history database" in capsys.readouterr().err and not missing.exists()
+
+
+def test_a_bug_in_pruning_does_not_stop_the_cycles(tmp_path, monkeypatch, caplog):
+    """The daemon outlives its own bugs: a prune that raises is logged, and cycles go on."""
+    import threading
+
+    import mysched.history.retention as retention
+    from mysched.daemon.service import Service
+
+    from ..daemon.test_daemon import CFG, make
+
+    def broken(*a, **kw):
+        raise RuntimeError("bug in pruning")
+
+    monkeypatch.setattr(retention, "prune", broken)
+    store = Store(f"sqlite:///{tmp_path}/h.db")
+    d, server, _farm = make(cfg_text=CFG + '\nhistory = { keep_cycles = "30d"; };\n', store=store,
+                            tmp_path=tmp_path / "s")
+    server.speed = 1000.0  # intervals in milliseconds
+    svc = Service(d)
+    caplog.set_level("ERROR", logger="mysched")
+    t = threading.Thread(target=svc.run, daemon=True)
+    t.start()
+    try:
+        for _ in range(200):
+            if svc.cycles >= 3:
+                break
+            threading.Event().wait(0.05)
+    finally:
+        svc.stop()
+        t.join(10)
+    assert svc.cycles >= 3
+    assert any("pruning failed" in r.getMessage() for r in caplog.records)
