@@ -36,35 +36,37 @@ def fill(p: argparse.ArgumentParser) -> None:
                         description="Delete from the history store the cycle log (cycles and their start attempts) "
                         "older than history.keep_cycles (default 30 days) and the finished jobs older than "
                         "history.keep_jobs (default: kept for ever), as the leading daemon does every hour. "
-                        "Safe while the daemon runs.")
+                        "Give the daemon's configuration (-c), whose keeps and history.window it checks; "
+                        "without it only --keep-cycles is taken. Safe while the daemon runs.")
     pr.add_argument("-c", "--config", metavar="FILE", help="configuration file (history.database, keep_cycles, "
                     "keep_jobs)")
     pr.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
     pr.add_argument("--keep-cycles", type=duration_arg, metavar="DURATION", help="instead of history.keep_cycles "
                     "(e.g. 7d; inf keeps all)")
     pr.add_argument("--keep-jobs", type=duration_arg, metavar="DURATION", help="instead of history.keep_jobs "
-                    "(at least history.window; inf keeps all)")
+                    "(at least history.window; inf keeps all; needs -c)")
     pr.set_defaults(run=run_prune)
 
 
 def run_prune(args: argparse.Namespace) -> int:
-    import math
     import time
 
     from mysched.config import load_config
+    from mysched.config.values import keep_problems
     from mysched.core.config import Config
     from mysched.history.locate import database_url
-    from mysched.history.retention import prune
+    from mysched.history.retention import kept, prune
     from mysched.history.store import Store, sqlite_file
 
+    if not args.config and (args.keep_cycles is None or args.keep_jobs is not None):
+        # deleting by the built-in defaults could cut what the site keeps, or its fair-share window
+        raise UsageError("give -c FILE (the daemon's configuration: its keep_cycles, keep_jobs and window), "
+                         "or --keep-cycles without it (--keep-jobs needs -c)")
     cfg = load_config(args.config) if args.config else Config()
     keep_cycles = cfg.keep_cycles if args.keep_cycles is None else args.keep_cycles
     keep_jobs = cfg.keep_jobs if args.keep_jobs is None else args.keep_jobs
-    if keep_cycles < 3600:
-        raise UsageError("--keep-cycles must be at least an hour")
-    if keep_jobs < cfg.history_window:
-        raise UsageError(f"--keep-jobs must be at least history.window ({cfg.history_window / 86400:g} d): "
-                         "fair share reads those finished jobs")
+    for key, what in keep_problems(keep_cycles, keep_jobs, cfg.history_window):
+        raise UsageError(f"--{key.replace('_', '-')} {what}")
     choice = database_url(args.db, args.config)
     path = sqlite_file(choice.url)
     if path and not os.path.exists(path):  # a mistyped path would leave an empty new database
@@ -79,8 +81,6 @@ def run_prune(args: argparse.Namespace) -> int:
         if not got.more:
             break
 
-    def kept(s: float) -> str:
-        return "for ever" if math.isinf(s) else f"{s / 86400:g} d"
     print(f"{store.masked}: deleted {cycles} cycle(s) with {starts} start record(s) (kept {kept(keep_cycles)}) "
           f"and {jobs} finished job(s) (kept {kept(keep_jobs)})")
     return 0

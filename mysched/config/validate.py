@@ -16,7 +16,7 @@ from mysched.core.durations import parse_duration
 from mysched.config.loads import build_loads, size
 from mysched.config.pools import build_pools
 from mysched.config.parse import ParsedConfig, Path, at, dotted, parse_file, parse_text
-from mysched.config.values import (DAY, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
+from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
                                     int_, kind, number, one_of, parse_address, string, strings)
 from mysched.errors import ConfigError
 
@@ -119,11 +119,8 @@ def build_config(parsed: ParsedConfig) -> Config:
         c.problem(p + ("half_life",), "must be positive (use \"inf\" for no decay)")
     keep_cycles = c.get(hist, p, "keep_cycles", parse_duration, Config.keep_cycles)
     keep_jobs = c.get(hist, p, "keep_jobs", parse_duration, Config.keep_jobs)
-    if keep_cycles < 3600:
-        c.problem(p + ("keep_cycles",), "must be at least an hour (\"inf\" keeps the cycle log for ever)")
-    if keep_jobs < window:
-        c.problem(p + ("keep_jobs",), "must be at least history.window: fair share reads the finished jobs of "
-                  "that window (\"inf\" keeps them for ever)")
+    for key, what in keep_problems(keep_cycles, keep_jobs, window):
+        c.problem(p + (key,), what)
 
     fs = c.group(top.get("fairshare"), ("fairshare",), dict.fromkeys(["eps"]))
     eps = c.get(fs, ("fairshare",), "eps", number(1e-9, 10.0), 0.01)

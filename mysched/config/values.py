@@ -134,3 +134,15 @@ def strings(v: Any) -> tuple[str, ...]:
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise ValueError(f"expected a list of strings such as [\"a\", \"b\"], got {kind(v)}")
     return tuple(v)
+
+
+def keep_problems(keep_cycles: float, keep_jobs: float, window: float) -> list[tuple[str, str]]:
+    """(setting, what is wrong) for history.keep_cycles / keep_jobs (the configuration and
+    `mysched history prune` check them alike)."""
+    out = []
+    if keep_cycles < 3600:
+        out.append(("keep_cycles", "must be at least an hour (\"inf\" keeps the cycle log for ever)"))
+    if keep_jobs < window:
+        out.append(("keep_jobs", f"must be at least history.window ({window / 86400:g} d): fair share reads the "
+                    "finished jobs of that window (\"inf\" keeps them for ever)"))
+    return out

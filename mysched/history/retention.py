@@ -85,11 +85,12 @@ class Pruner:
         if got.more:
             self.due = now  # more to do: again after the next cycle
         if got:
-            log.info("history: pruned %d cycle(s) with %d start record(s) older than %s and %d finished job(s) "
-                     "older than %s%s", got.cycles, got.starts, _days(keep_cycles), got.jobs, _days(keep_jobs),
+            log.info("history: pruned %d cycle(s) with %d start record(s) (kept %s) and %d finished job(s) "
+                     "(kept %s)%s", got.cycles, got.starts, kept(keep_cycles), got.jobs, kept(keep_jobs),
                      " (more to prune)" if got.more else "")
         return got
 
 
-def _days(seconds: float) -> str:
-    return "(kept)" if not math.isfinite(seconds) else f"{seconds / 86400:g} d"
+def kept(seconds: float) -> str:
+    """A keep as people say it: "for ever", or days."""
+    return "for ever" if not math.isfinite(seconds) else f"{seconds / 86400:g} d"

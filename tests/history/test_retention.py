@@ -82,8 +82,16 @@ def test_history_prune_command(tmp_path, capsys):
     url = f"sqlite:///{tmp_path}/h.db"
     store = Store(url)
     fill(store, [3, 1])
-    assert main(["history", "prune", "--db", url, "--keep-jobs", "1h"]) == 2
-    assert "at least history.window" in capsys.readouterr().err
+    site = tmp_path / "site.cfg"
+    site.write_text('history = { window = "14d"; keep_cycles = "inf"; };\n')
+    # without the site's configuration, the built-in keeps and window would decide what goes
+    for argv in ([], ["--keep-jobs", "30d"], ["--keep-cycles", "1d", "--keep-jobs", "30d"]):
+        assert main(["history", "prune", "--db", url, *argv]) == 2
+        assert "give -c FILE" in capsys.readouterr().err
+    assert main(["history", "prune", "--db", url, "-c", str(site), "--keep-jobs", "3d"]) == 2
+    assert "--keep-jobs must be at least history.window (14 d)" in capsys.readouterr().err
+    assert main(["history", "prune", "--db", url, "-c", str(site)]) == 0  # the site keeps its cycle log
+    assert "deleted 0 cycle(s)" in capsys.readouterr().out
     store.record_cycle(time=0.0, duration=0.1, result="ok", n_started=0, n_failed=0, n_queued=0, n_running=0)
     assert main(["history", "prune", "--db", url, "--keep-cycles", "1d"]) == 0
     out = capsys.readouterr().out
@@ -91,42 +99,9 @@ def test_history_prune_command(tmp_path, capsys):
     assert count(store, "finished_jobs") == 2
 
 
-@pytest.mark.parametrize("once", [True, False])
-def test_the_leading_daemon_prunes_between_cycles(tmp_path, once):
-    """`run` and `run --once` keep the store within history.keep_cycles; a dry run deletes nothing."""
-    import threading
-
-    from mysched.daemon.service import Service
-
-    from ..daemon.test_daemon import CFG, make
-
-    for dry in (True, False):
-        store = Store(f"sqlite:///{tmp_path}/h{once}{dry}.db")
-        store.record_cycle(time=-40 * DAY, duration=0.1, result="ok", n_started=0, n_failed=0, n_queued=0,
-                           n_running=0)
-        d, _server, _farm = make(cfg_text=CFG + '\nhistory = { keep_cycles = "30d"; };\n', store=store,
-                                 dry_run=dry, tmp_path=tmp_path / f"s{once}{dry}")
-        svc = Service(d, once=once)
-        if once:
-            svc.run()
-        else:
-            t = threading.Thread(target=svc.run, daemon=True)
-            t.start()
-            try:
-                for _ in range(100):
-                    if svc.cycles:
-                        break
-                    threading.Event().wait(0.05)
-            finally:
-                svc.stop()
-                t.join(10)
-        times = [c["time"] for c in store.recent_cycles(10)]
-        assert (-40 * DAY in times) == dry, (dry, times)
-
-
 def test_history_prune_creates_no_database_where_there_is_none(tmp_path, capsys):
     missing = tmp_path / "typo.db"
-    assert main(["history", "prune", "--db", f"sqlite:///{missing}"]) == 2
+    assert main(["history", "prune", "--db", f"sqlite:///{missing}", "--keep-cycles", "30d"]) == 2
     assert "no history database" in capsys.readouterr().err and not missing.exists()
 
 
