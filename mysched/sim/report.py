@@ -118,8 +118,8 @@ def format_result(r: SimResult) -> str:
                      f"{_hms(v['below_guarantee_s']):>12} {v['used']:6.1%}")
     lines += [f"  slots while waiting: the VO's running slots / the farm's {r.slots}, averaged over the time it "
               "had jobs waiting (- : it never waited);",
-              "  below guar.: time it had jobs waiting and ran fewer slots than guar. (the wait for the next cycle "
-              "included);",
+              "  below guar.: time from a cycle that left it with jobs waiting and fewer slots than guar. to one "
+              "that did not (not the wait for the first cycle);",
               "  work: its part of the core-hours run -- the workload's mix once every job has run, whatever the "
               "configuration"]
     return "\n".join(lines)
