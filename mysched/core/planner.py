@@ -253,9 +253,8 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
                     self._wait(job, why[0], vo, detail=why[1])  # never_fits, or nodes_down
                 else:
                     out.append((job.submit_time, job.id, job, vo))
-            elif job.cores > max_slots:
-                self._wait(job, "too_large", vo, detail=f"asks for {job.cores} cores; largest usable node "
-                           f"has {max_slots}")
+            elif job.cores > max_slots:  # too_large, or nodes_down when a node down or offline is wide enough
+                self._wait(job, *self._too_large(job, vo))
             else:
                 out.append((job.submit_time, job.id, job, vo))
         out.sort()

@@ -23,6 +23,14 @@ from mysched.core.tally import Load
 class RequestPlacing:
     """The planner's steps for whole requests (a mixin of `mysched.core.planner._Planner`)."""
 
+    def _too_large(self, job: Job, vo: str) -> tuple[str, str, str]:
+        """(reason, vo, detail) for a job on one node wider than every usable node: it waits
+        `nodes_down` for a node it may use that is down or offline now, else `too_large`."""
+        why = self._never_fits(job, vo, Request((NodePart(1, job.cores),)))
+        if why is not None and why[0] == "nodes_down":
+            return why[0], vo, why[1]
+        return "too_large", vo, f"asks for {job.cores} cores; largest usable node has {self.max_slots}"
+
     def _never_fits(self, job: Job, vo: str, req: Request) -> tuple[str, str] | None:
         """Why no set of the farm's nodes could serve `req` now whatever ran there, as (reason,
         detail): `never_fits`, or `nodes_down` when nodes that are down or offline could (a

@@ -51,3 +51,18 @@ def test_more_nodes_than_are_up_is_waited_for_and_more_than_exist_never_fits():
 def test_a_host_that_does_not_exist_never_fits():
     p = plan(snap([_job("x", NodePart(1, 1, host="wn99"))], _farm(("wn02", NodeState.OFFLINE))), CFG, Usage(), 1000)
     assert p.waits["x"].reason == "never_fits"
+
+
+def test_a_one_node_job_wider_than_every_node_up_waits_for_the_wide_node_that_is_offline():
+    """Plain 'N cores' jobs too: the only 16-core node offline makes a 16-core job wait for
+    it (nodes_down), not 'too_large' -- which says no node could ever run it."""
+    from mysched.core.model import Node
+
+    farm = [*_farm(), Node("big", 16, NodeState.OFFLINE)]
+    job = Job("w", "q", "bob", "atlas", cores=16)
+    p = plan(snap([job], farm), CFG, Usage(), 1000)
+    assert p.waits["w"].reason == "nodes_down" and p.waits["w"].detail.endswith("down or offline now: big")
+    p = plan(snap([job], _farm()), CFG, Usage(), 1000)  # no such node at all
+    assert p.waits["w"].reason == "too_large" and "largest usable node has 4" in p.waits["w"].detail
+    p = plan(snap([job], [*_farm(), Node("big", 16)]), CFG, Usage(), 1000)  # back
+    assert [s.job_id for s in p.starts] == ["w"]
