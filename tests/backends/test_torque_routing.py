@@ -28,3 +28,29 @@ def test_a_job_in_a_routing_queue_is_its_owners_not_unknown(monkeypatch):
     assert ["Job_Owner" in sel for sel in asked] == [False, True]  # atlas without, route with
     assert plan(s, config_from_text('vos = { cms = { groups = ["cms"]; share = 100; }; };'), Usage(),
                 1000).waits["7.s"].reason == "not_execution_queue"
+
+
+def test_a_user_unknown_at_first_is_looked_up_again_later(monkeypatch):
+    """The login group of a routing-queue job's owner: an account the name service learns of
+    after the daemon started is seen within GROUP_TTL, not never."""
+    from mysched.backends.torque import backend
+
+    accounts = {}
+
+    class _Pw:
+        def __init__(self, gid):
+            self.pw_gid = gid
+
+    def getpwnam(user):
+        return _Pw(accounts[user])
+
+    monkeypatch.setattr(backend.pwd, "getpwnam", getpwnam)
+    monkeypatch.setattr(backend.grp, "getgrgid", lambda gid: type("G", (), {"gr_name": {500: "cms"}[gid]})())
+    monkeypatch.setattr(backend, "_GROUPS", {})
+    t = [0.0]
+    assert backend._login_group("dave", lambda: t[0]) is None
+    accounts["dave"] = 500
+    t[0] = 60.0
+    assert backend._login_group("dave", lambda: t[0]) is None  # remembered a while
+    t[0] = backend.GROUP_TTL + 1
+    assert backend._login_group("dave", lambda: t[0]) == "cms"

@@ -8,7 +8,6 @@ exception tree here, at the boundary. Codes are TORQUE 6.1's (src/include/pbs_er
 
 from __future__ import annotations
 
-import functools
 import gc
 import grp
 import logging
@@ -272,14 +271,26 @@ class TorqueServer:
         return job_from_attrs(res[0][0], res[0][1], [])
 
 
-@functools.lru_cache(maxsize=4096)
-def _login_group(user: str) -> str | None:
+_GROUPS: dict[str, tuple[str | None, float]] = {}
+GROUP_TTL = 600.0
+"""Seconds a user's login group is remembered: an account added or moved later is seen."""
+
+
+def _login_group(user: str, clock: Callable[[], float] = time.monotonic) -> str | None:
     """A user's login group on this host, as pbs_server sets egroup when a job reaches an
     execution queue (the daemon runs on the batch server); None if unknown here."""
+    now = clock()
+    hit = _GROUPS.get(user)
+    if hit is not None and now - hit[1] < GROUP_TTL:
+        return hit[0]
     try:
-        return grp.getgrgid(pwd.getpwnam(user).pw_gid).gr_name
+        group: str | None = grp.getgrgid(pwd.getpwnam(user).pw_gid).gr_name
     except (KeyError, OverflowError):
-        return None
+        group = None
+    if len(_GROUPS) >= 4096:
+        _GROUPS.clear()
+    _GROUPS[user] = (group, now)
+    return group
 
 
 def _owner_group(job: Job) -> Job:
