@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from mysched.cli.main import command
 from mysched.cli import statusdoc
@@ -89,7 +90,7 @@ def run_jobs(args: argparse.Namespace) -> int:
 def fill_why(p: argparse.ArgumentParser) -> None:
     """Explain one job: its place in the last cycle's order and why, the limits it meets (VO and
     group totals and per node), and how many nodes were rejected for each reason."""
-    options(p, json_keys="job{...}, class, explanation, reason_text, limits{vo,group}, nodes_rejected",
+    options(p, json_keys="job{...}, class, explanation, reason_text, limits{vo,group}, run_limit (a qmgr run limit holding it back, or null), nodes_rejected",
             table_=False)
     p.add_argument("job_id", metavar="JOBID")
     p.set_defaults(run=run_why)
@@ -128,9 +129,10 @@ def run_why(args: argparse.Namespace) -> int:
         text = (f"waiting, position {j['rank'] if j['rank'] is not None else '-'} in the last cycle's order "
                 f"({n_waiting} waiting" + (f", {n_blocked} of them blocked" if n_blocked else "")
                 + f"), VO priority {prio}: {REASONS.get(j['reason'], j['reason'])}")
+    run_limit = _run_limit(doc, j)
     if args.json:
         dump_json({"job": j, "class": cls, "explanation": text, "reason_text": REASONS.get(j["reason"], ""),
-                   "limits": limits, "nodes_rejected": rejected})
+                   "limits": limits, "run_limit": run_limit, "nodes_rejected": rejected})
         return 0
     print(f"job {j['id']}: user {j['user']}, group {j['group']}, VO {j['vo']}, queue {j['queue']}, "
           f"{j['cores']} core(s)" + (f" ({j['request']})" if j.get("request") else "")
@@ -138,6 +140,8 @@ def run_why(args: argparse.Namespace) -> int:
     print(f"  {text}")
     if j.get("detail"):
         print(f"  detail: {j['detail']}")
+    if run_limit is not None:
+        print(f"  {run_limit}")
     v = limits["vo"]
     print(f"  VO {v['name']}: {v['running_slots']} slots running, guarantee {v['guarantee']} "
           f"({'below' if v['below_guarantee'] else 'at or above'}), {v['running_jobs']} jobs"
@@ -205,3 +209,26 @@ def run_when(args: argparse.Namespace) -> int:
         print(f"job {j['id']}: expected to start in {duration(est.start - now)} (about "
               f"{statusdoc.clock(doc, est.start)}), {est.ahead} job(s) ahead; {est.why}")
     return 0
+
+
+_RUN_LIMITS = {"queue_user_limit": ("queue", "max_user_run", "user"), "queue_group_limit": ("queue", "max_group_run", "group"),
+               "server_max_running": ("server", "max_running", None), "server_user_limit": ("server", "max_user_run", "user"),
+               "server_group_limit": ("server", "max_group_run", "group")}
+
+
+def _run_limit(doc: dict[str, Any], j: dict[str, Any]) -> str | None:
+    """For a job held back by a qmgr run limit: the limit and what runs against it."""
+    what = _RUN_LIMITS.get(j["reason"])
+    if what is None:
+        return None
+    where, key, by = what
+    if where == "queue":
+        cap = ((doc.get("queues") or {}).get(j["queue"]) or {}).get(key)
+        scope, prefix = f"queue {j['queue']}", f"qmgr -c 'set queue {j['queue']} {key}'"
+    else:
+        cap = ((doc.get("limits") or {}).get("server") or {}).get(key)
+        scope, prefix = "the server", f"qmgr -c 'set server {key}'"
+    running = sum(1 for x in rows(doc, "jobs") if x["state"] in RUNNING and (where == "server" or x["queue"] == j["queue"])
+                  and (by is None or x[by] == j[by]))
+    who = f"{by} {j[by]}" if by else "all users"
+    return f"{who} run(s) {running} job(s) in {scope}; {key} = {cap if cap is not None else '?'} ({prefix})"

@@ -153,13 +153,16 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         "node_columns": NODE_COLUMNS,
         "nodes": nodes,
         "rejected": rejected_sets,
-        "queues": {q.name: {"enabled": q.enabled, "started": q.started, "max_running": q.max_running}
+        "queues": {q.name: {"enabled": q.enabled, "started": q.started, "max_running": q.max_running,
+                            "max_user_run": q.max_user_run, "max_group_run": q.max_group_run}
                    for q in snapshot.queues},
         "usage": {"window_s": config.history_window, "half_life_s": config.half_life,
                   "group": {k: round(v, 1) for k, v in (usage.group.items() if usage is not None else ())},
                   "user": {k: round(v, 1) for k, v in (usage.user.items() if usage is not None else ())}},
         "limits": {"groups": {g.name: {"max_running": g.max_running, "max_per_node": g.max_per_node}
-                              for g in config.groups.values()}},
+                              for g in config.groups.values()},
+                   "server": {k: getattr(snapshot.limits, k) for k in ("max_running", "max_user_run", "max_group_run")}
+                   if snapshot.limits is not None else None},
         "node_types": {nt.name: {"nodes": list(nt.nodes), "properties": list(nt.properties), "groups": list(nt.groups),
                                  "vos": list(nt.vos)} for nt in config.node_types},
         "throttles": [{"rule": t.rule, "source": t.source, "level": t.level, "factor": round(t.factor, 4),

@@ -57,3 +57,22 @@ def test_a_cycle_honours_the_servers_max_running():
     assert s.limits == ServerLimits(max_running=3)
     p = plan(s, CFG, Usage(), 1000)
     assert len(p.starts) == 2 and {w.reason for w in p.waits.values()} == {"server_max_running"}
+
+
+def test_why_names_the_run_limit_and_what_runs_against_it(tmp_path, capsys):
+    """An admin asking why bob's job waits sees the limit and the count, as checkjob shows."""
+    from mysched.cli.main import main
+    from mysched.daemon.cycle import Daemon
+
+    for queue, server, by, want in (
+            ({"max_user_run": "1"}, {}, "bob",
+             "user bob run(s) 1 job(s) in queue atlas; max_user_run = 1 (qmgr -c 'set queue atlas max_user_run')"),
+            ({}, {"max_running": "3"}, None,
+             "all users run(s) 3 job(s) in the server; max_running = 3 (qmgr -c 'set server max_running')")):
+        state = tmp_path / str(by)
+        d = Daemon(CFG, TorqueServer(ifl=_ifl(queue, server)), state_dir=str(state))
+        out = d.cycle()
+        assert out.result == "ok"
+        jid = min(j for j, w in out.plan.waits.items() if by is None or j in ("2.s", "3.s"))
+        assert main(["why", "--state-dir", str(state), jid]) == 0
+        assert want in capsys.readouterr().out
