@@ -90,7 +90,8 @@ def run_jobs(args: argparse.Namespace) -> int:
 def fill_why(p: argparse.ArgumentParser) -> None:
     """Explain one job: its place in the last cycle's order and why, the limits it meets (VO and
     group totals and per node), and how many nodes were rejected for each reason."""
-    options(p, json_keys="job{...}, class, explanation, reason_text, limits{vo,group}, run_limit (a qmgr run limit holding it back, or null), nodes_rejected",
+    options(p, json_keys="job{...}, class, explanation, reason_text, limits{vo,group}, "
+            "run_limit (a qmgr run limit holding it back, or null), nodes_rejected",
             table_=False)
     p.add_argument("job_id", metavar="JOBID")
     p.set_defaults(run=run_why)
@@ -211,9 +212,12 @@ def run_when(args: argparse.Namespace) -> int:
     return 0
 
 
-_RUN_LIMITS = {"queue_user_limit": ("queue", "max_user_run", "user"), "queue_group_limit": ("queue", "max_group_run", "group"),
-               "server_max_running": ("server", "max_running", None), "server_user_limit": ("server", "max_user_run", "user"),
+_RUN_LIMITS = {"queue_user_limit": ("queue", "max_user_run", "user"),
+               "queue_group_limit": ("queue", "max_group_run", "group"),
+               "server_max_running": ("server", "max_running", None),
+               "server_user_limit": ("server", "max_user_run", "user"),
                "server_group_limit": ("server", "max_group_run", "group")}
+"""Wait reason -> (where the limit is set, its qmgr name, what it counts by)."""
 
 
 def _run_limit(doc: dict[str, Any], j: dict[str, Any]) -> str | None:
@@ -228,7 +232,7 @@ def _run_limit(doc: dict[str, Any], j: dict[str, Any]) -> str | None:
     else:
         cap = ((doc.get("limits") or {}).get("server") or {}).get(key)
         scope, prefix = "the server", f"qmgr -c 'set server {key}'"
-    running = sum(1 for x in rows(doc, "jobs") if x["state"] in RUNNING and (where == "server" or x["queue"] == j["queue"])
-                  and (by is None or x[by] == j[by]))
+    running = sum(1 for x in rows(doc, "jobs") if x["state"] in RUNNING
+                  and (where == "server" or x["queue"] == j["queue"]) and (by is None or x[by] == j[by]))
     who = f"{by} {j[by]}" if by else "all users"
     return f"{who} run(s) {running} job(s) in {scope}; {key} = {cap if cap is not None else '?'} ({prefix})"
