@@ -46,8 +46,8 @@ class RequestPlacing:
         if why is not None:
             away = [e[0] for e in mine if not e[4]]
             if away and _unfit(req, [e[0] for e in mine]) is None:
-                needs = _needs(req)
-                names = [n.name for n in away if req.procs or any(_serves(n, *pn) for pn in needs)]
+                serving = {n.name for pn in _needs(req) for n in _fitting(away, *pn)}
+                names = [n.name for n in away if req.procs or n.name in serving]
                 shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
                 why = ("nodes_down", f"{_unfit(req, up, 'up')}; down or offline now: {shown}")
             else:
@@ -178,10 +178,12 @@ class RequestPlacing:
         return None
 
 
-def _serves(n, part: NodePart, need: int, vneed: int) -> bool:  # noqa: ANN001 - a model Node
-    """Could node `n` serve one node of `part` (`need`, `vneed` bytes of memory), were it free?"""
-    return ((part.host is None or n.name == part.host) and n.slots >= part.ppn and part.properties <= n.properties
-            and (n.mem is None or n.mem >= need) and (n.vmem is None or n.vmem >= vneed))
+def _fitting(nodes: list, part: NodePart, need: int, vneed: int) -> list:
+    """The nodes of `nodes` (model Nodes) that could serve one node of `part` (`need`, `vneed`
+    bytes of memory), were they free. Runs per node for every distinct request of a cycle."""
+    ppn, props, host = part.ppn, part.properties, part.host
+    return [n for n in nodes if (host is None or n.name == host) and n.slots >= ppn and props <= n.properties
+            and (n.mem is None or n.mem >= need) and (n.vmem is None or n.vmem >= vneed)]
 
 
 def _needs(req: Request) -> list[tuple[NodePart, int, int]]:
@@ -194,10 +196,7 @@ def _unfit(req: Request, nodes: list, scope: str = "") -> str | None:
     """Why `nodes` (model Nodes), all free, could not serve `req` (None: they could);
     `scope`: what the nodes are ("up"), else the farm's nodes the job may use."""
     for part, need, vneed in _needs(req):
-        ppn, props, host = part.ppn, part.properties, part.host
-        # `_serves` inline: this runs per node for every distinct request of a cycle
-        fit = sum(1 for n in nodes if (host is None or n.name == host) and n.slots >= ppn and props <= n.properties
-                  and (n.mem is None or n.mem >= need) and (n.vmem is None or n.vmem >= vneed))
+        fit = len(_fitting(nodes, part, need, vneed))
         if fit < part.count:
             what = f"host {part.host}" if part.host else f"{part.count} node(s)"
             whose = f"node(s) {scope} it may use could serve it" if scope else \
