@@ -193,7 +193,7 @@ class Store:
     def migrate(self) -> int:
         """Bring the schema to `SCHEMA_VERSION` in one transaction; return the version found.
         Idempotent; a database newer than this code is refused."""
-        with self._db("cannot open or migrate the schema"), self._writer.begin() as c:
+        with self.write("cannot open or migrate the schema") as c:
             if self.dialect == "postgresql":
                 c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
             current = self._read_version(c)
@@ -261,7 +261,7 @@ class Store:
 
     def add_finished(self, records: list[FinishedJob], source: str = "sim") -> int:
         """Store wall-clock records (one transaction); known ones are ignored. Returns how many were new."""
-        with self._db("cannot store finished jobs"), self._writer.begin() as c:
+        with self.write("cannot store finished jobs") as c:
             return self._insert_finished(c, records, source)[0]
 
     def finished_since(self, t: float) -> list[FinishedJob]:
@@ -326,7 +326,7 @@ class Store:
                      starts: list[dict[str, Any]] | None = None) -> int:
         """Store a cycle and its start attempts (dicts as `record_start` takes) in one
         transaction; return the cycle id."""
-        with self._db("cannot record the cycle"), self._writer.begin() as c:
+        with self.write("cannot record the cycle") as c:
             cid = c.execute(insert(cycles).values(
                 time=time, duration=duration, result=result, n_started=n_started, n_failed=n_failed,
                 n_queued=n_queued, n_running=n_running, summary=json.dumps(summary or {}))).inserted_primary_key[0]
@@ -342,7 +342,7 @@ class Store:
         """Write the starts about to be made ({job_id, placement, reason}) in one transaction."""
         if not intents:
             return
-        with self._db("cannot record start intents"), self._writer.begin() as c:
+        with self.write("cannot record start intents") as c:
             ids = [i["job_id"] for i in intents]
             for k in range(0, len(ids), 500):
                 c.execute(start_intents.delete().where(start_intents.c.job_id.in_(ids[k:k + 500])))
@@ -355,7 +355,7 @@ class Store:
 
     def record_start(self, cycle_id: int, job_id: str, placement: str, reason: str, result: str) -> int:
         """Store one start attempt of cycle `cycle_id` (placement as given to pbs_runjob)."""
-        with self._db("cannot record the start"), self._writer.begin() as c:
+        with self.write("cannot record the start") as c:
             return int(c.execute(insert(start_attempts).values(
                 cycle_id=cycle_id, job_id=job_id, placement=placement, reason=reason, result=result)
             ).inserted_primary_key[0])
@@ -382,7 +382,7 @@ class Store:
 
     def set_state(self, key: str, value: Any) -> None:
         """Store a JSON-serialisable value under `key` (replacing any)."""
-        with self._db("cannot write state"), self._writer.begin() as c:
+        with self.write("cannot write state") as c:
             self._upsert(c, state, "key", {"key": key, "value": json.dumps(value)})
 
     # -- accounting ingestion positions (mysched.history.ingest reads the files) --------------
@@ -395,7 +395,7 @@ class Store:
         """Insert accounting records and set their file's position in one transaction, so a
         kill never leaves records without the position that covers them (or the reverse).
         Returns (added, duplicates)."""
-        with self._db(f"cannot store the records of {position['path']}"), self._writer.begin() as c:
+        with self.write(f"cannot store the records of {position['path']}") as c:
             counts = self._insert_finished(c, records, "accounting")
             self._upsert(c, ingest_positions, "path", position)
         return counts
