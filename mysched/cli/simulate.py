@@ -122,10 +122,13 @@ def _with_pack(config: Config, name: str, policy: str, ttl: float) -> Config:
 def _load_trace(args: argparse.Namespace, vo_map: dict[str, str] | None) -> tuple[list[TraceJob], dict]:
     from mysched.sim.workloads import load_trace
 
-    fmt = args.format
-    if fmt == "auto" and os.path.isdir(args.trace):  # a directory of accounting logs, as TORQUE keeps them
-        fmt = "accounting"
-    return load_trace(args.trace, fmt=fmt, first=args.first, start_from=args.start_from, vo_map=vo_map, warn=warn)
+    return load_trace(args.trace, fmt=_trace_format(args), first=args.first, start_from=args.start_from,
+                      vo_map=vo_map, warn=warn)
+
+
+def _trace_format(args: argparse.Namespace) -> str:
+    """--format, with a directory read as accounting logs (as TORQUE keeps them) under "auto"."""
+    return "accounting" if args.format == "auto" and os.path.isdir(args.trace) else args.format
 
 
 SYNTHETIC_DEFAULTS = {"duration": 48.0, "seed": 1, "mcore_fraction": 0.0, "bursts": 0, "burst_every": 12.0}
@@ -139,8 +142,7 @@ def _why_empty(args: argparse.Namespace, vo_map: dict[str, str] | None) -> str:
 
         from mysched.sim.workloads import load_trace
 
-        fmt = "accounting" if args.format == "auto" and os.path.isdir(args.trace) else args.format
-        every, _ = load_trace(args.trace, fmt=fmt, vo_map=vo_map)
+        every, _ = load_trace(args.trace, fmt=_trace_format(args), vo_map=vo_map)
         if every:
             day = lambda t: dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")  # noqa: E731
             return (f"--from {day(args.start_from)} is after its last submission, {day(every[-1].job.submit_time)}; "
