@@ -42,14 +42,14 @@ class RequestPlacing:
         allowed = set(self.index.rules(job.queue, vo, job.group)[5])
         mine = [e for e in self.index.entries if e[2] in allowed]
         up = [e[0] for e in mine if e[4]]
-        why = _unfit(req, up)
+        why = unfit(req, up)
         if why is not None:
             away = [e[0] for e in mine if not e[4]]
-            if away and _unfit(req, [e[0] for e in mine]) is None:
+            if away and unfit(req, [e[0] for e in mine]) is None:
                 serving = {n.name for pn in _needs(req) for n in _fitting(away, *pn)}
                 names = [n.name for n in away if req.procs or n.name in serving]
                 shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-                why = ("nodes_down", f"{_unfit(req, up, 'up')}; down or offline now: {shown}")
+                why = ("nodes_down", f"{unfit(req, up, 'up')}; down or offline now: {shown}")
             else:
                 why = ("never_fits", why)
         memo[key] = why
@@ -192,7 +192,7 @@ def _needs(req: Request) -> list[tuple[NodePart, int, int]]:
     return [(part, req.mem_for(part.ppn, total), req.vmem_for(part.ppn, total)) for part in req.parts]
 
 
-def _unfit(req: Request, nodes: list, scope: str = "") -> str | None:
+def unfit(req: Request, nodes: list, scope: str = "") -> str | None:
     """Why `nodes` (model Nodes), all free, could not serve `req` (None: they could);
     `scope`: what the nodes are ("up"), else the farm's nodes the job may use."""
     for part, need, vneed in _needs(req):

@@ -9,6 +9,8 @@ from typing import Callable
 from mysched.core.admission import admits, node_key, node_type, type_admits
 from mysched.core.config import Config
 from mysched.core.model import Job, Node, TraceJob
+from mysched.core.request import Request
+from mysched.core.wholerequest import unfit
 
 
 def closed_nodes(config: Config, nodes: tuple[Node, ...], workload: list[TraceJob]) -> dict[str, str]:
@@ -31,20 +33,24 @@ def closed_nodes(config: Config, nodes: tuple[Node, ...], workload: list[TraceJo
 
 def larger_than_farm(nodes: tuple[Node, ...]) -> Callable[[Job], bool]:
     """A test of whether no set of the farm's nodes, empty, could ever run a job: more cores
-    than all of them, a node part wider than the widest node, or more nodes than there are."""
+    than all of them, a node part wider than the widest node, more nodes than there are, or
+    more memory on a node than any node that fits it has -- the planner's own test
+    (`mysched.core.wholerequest.unfit`), so a job left out here is one it reports
+    `never_fits`. `nodes` as the planner sees them (a node type's `mem` applied)."""
     total = sum(n.slots for n in nodes)
     widest = max((n.slots for n in nodes), default=0)
-    count = len(nodes)
+    listed = list(nodes)
+    memo: dict[Request, bool] = {}
 
     def test(job: Job) -> bool:
         if job.cores > total:
             return True
         req = job.request
-        if req is None:
+        if req is None or req.simple:
             return job.cores > widest
-        if req.procs is not None:
-            return req.procs > total
-        return any(p.ppn > widest for p in req.parts) or sum(p.count for p in req.parts) > count
+        if req not in memo:
+            memo[req] = unfit(req, listed) is not None
+        return memo[req]
 
     return test
 

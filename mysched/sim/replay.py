@@ -47,7 +47,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     # and not as waiting work, which would make a farm idle for their sake look badly used.
     unfit: dict[str, list[float]] = {}
     work = 0.0
-    too_large = larger_than_farm(nodes)
+    too_large = larger_than_farm(tuple(e[0] for e in index.entries))
     for tj in workload:
         vo = tj.job.vo or config.vo_of(tj.job.group)
         res.vo_jobs[vo] = res.vo_jobs.get(vo, 0) + 1

@@ -62,7 +62,7 @@ def format_result(r: SimResult) -> str:
                                                           if r.start_failures else "")
         + (f"; never started: {sum(r.unplaceable.values())} ("
            + ", ".join(f"{k} {v}" for k, v in sorted(r.unplaceable.items())) + ")" if r.unplaceable else ""),
-        *([f"  larger than farm {r.too_large_jobs:7d}   jobs ask for more than the farm's nodes have (up to "
+        *([f"  larger than farm {r.too_large_jobs:7d}   jobs ask for more cores, nodes or memory than the farm's nodes have (up to "
            f"{r.too_large} cores; {r.nodes} x {_slots(r)}): they never start, and the figures below leave them "
            "out of the waiting work"]
           if r.too_large_jobs else []),
