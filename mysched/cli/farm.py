@@ -19,9 +19,10 @@ from mysched.daemon.statusfile import rows
 @command("nodes", "per-node slots, VOs, users and diversity")
 def fill_nodes(p: argparse.ArgumentParser) -> None:
     """Per node: state, type, slots used/total, jobs per VO, distinct users, diversity (distinct
-    users / jobs) and the packing class holding it; then a farm summary."""
+    users / jobs), the packing class holding it and the admin's note (pbsnodes -N, last: it may
+    hold spaces); then a farm summary."""
     options(p, json_keys="summary{nodes,by_state,slots,used_slots,diversity}, nodes[{name,state,type,slots,used,"
-            "jobs,vos,users,diversity,class,properties}], drains{NODE: {since,ready}}, "
+            "jobs,vos,users,diversity,class,properties,note}], drains{NODE: {since,ready}}, "
             "reservations{JOBID: {start,nodes}}")
     p.add_argument("--state", choices=statusdoc.NODE_STATES, help="only nodes in this state")
     p.add_argument("--type", help="only nodes of this node type")
@@ -48,10 +49,11 @@ def run_nodes(args: argparse.Namespace) -> int:
         if n["name"] in loaded:
             n["load"] = loaded[n["name"]]
     colour = {"free": "green", "down": "red", "offline": "red", "busy": "yellow"}
-    table(["NODE", "STATE", "TYPE", "USED", "JOBS", "USERS", "DIV", "CLASS", "VOS"],
+    # Every cell filled ("-"), so --noheader splits on blanks up to the note, which takes the rest.
+    table(["NODE", "STATE", "TYPE", "USED", "JOBS", "USERS", "DIV", "CLASS", "VOS", "NOTE"],
           [[n["name"], n["state"], n["type"] or "-", f"{n['used']}/{n['slots']}", n["jobs"], n["users"],
             f"{n['diversity']:.2f}" if n["diversity"] is not None else "-", n["class"] or "-",
-            ",".join(f"{k}:{v}" for k, v in sorted(n["vos"].items()))] for n in nodes],
+            ",".join(f"{k}:{v}" for k, v in sorted(n["vos"].items())) or "-", n["note"] or "-"] for n in nodes],
           noheader=args.noheader, colours=[colour.get(n["state"]) for n in nodes], right=(4, 5, 6))
     if not args.noheader:
         print(f"\n{summary['nodes']} nodes (" + ", ".join(f"{v} {k}" for k, v in sorted(by_state.items()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from mysched.cli.main import command
@@ -89,9 +90,11 @@ def run_jobs(args: argparse.Namespace) -> int:
 @command("why", "everything about one job and why it is not running (checkjob)")
 def fill_why(p: argparse.ArgumentParser) -> None:
     """Explain one job: its place in the last cycle's order and why, the limits it meets (VO and
-    group totals and per node), and how many nodes were rejected for each reason."""
+    group totals and per node), how many nodes were rejected for each reason, and the admin's
+    note (pbsnodes -N) of each down or offline node it names (where it runs or waits for)."""
     options(p, json_keys="job{...}, class, explanation, reason_text, limits{vo,group}, "
-            "run_limit (a qmgr run limit holding it back, or null), nodes_rejected",
+            "run_limit (a qmgr run limit holding it back, or null), nodes_rejected, "
+            "nodes_out[{name,state,note}] (down or offline nodes it names, with the admin's note)",
             table_=False)
     p.add_argument("job_id", metavar="JOBID")
     p.set_defaults(run=run_why)
@@ -131,9 +134,10 @@ def run_why(args: argparse.Namespace) -> int:
                 f"({n_waiting} waiting" + (f", {n_blocked} of them blocked" if n_blocked else "")
                 + f"), VO priority {prio}: {REASONS.get(j['reason'], j['reason'])}")
     run_limit = _run_limit(doc, j)
+    out = _nodes_out(doc, j)
     if args.json:
         dump_json({"job": j, "class": cls, "explanation": text, "reason_text": REASONS.get(j["reason"], ""),
-                   "limits": limits, "run_limit": run_limit, "nodes_rejected": rejected})
+                   "limits": limits, "run_limit": run_limit, "nodes_rejected": rejected, "nodes_out": out})
         return 0
     print(f"job {j['id']}: user {j['user']}, group {j['group']}, VO {j['vo']}, queue {j['queue']}, "
           f"{j['cores']} core(s)" + (f" ({j['request']})" if j.get("request") else "")
@@ -141,6 +145,8 @@ def run_why(args: argparse.Namespace) -> int:
     print(f"  {text}")
     if j.get("detail"):
         print(f"  detail: {j['detail']}")
+    for n in out:
+        print(f"  {n['name']} is {n['state']}: " + (f"note \"{n['note']}\"" if n["note"] else "no note (pbsnodes -N)"))
     if run_limit is not None:
         print(f"  {run_limit}")
     v = limits["vo"]
@@ -210,6 +216,17 @@ def run_when(args: argparse.Namespace) -> int:
         print(f"job {j['id']}: expected to start in {duration(est.start - now)} (about "
               f"{statusdoc.clock(doc, est.start)}), {est.ahead} job(s) ahead; {est.why}")
     return 0
+
+
+_WORDS = re.compile(r"[\s,;:+=()]+")
+
+
+def _nodes_out(doc: dict[str, Any], j: dict[str, Any]) -> list[dict[str, Any]]:
+    """The down or offline nodes `why` names for `j` -- where it runs, the hosts its request
+    names, those its wait's detail names -- with the admin's note, which says why they are out."""
+    words = set(_WORDS.split(" ".join(filter(None, (j.get("nodes"), j.get("request"), j.get("detail"))))))
+    return [{"name": n["name"], "state": n["state"], "note": n.get("note") or ""} for n in rows(doc, "nodes")
+            if n["state"] in ("down", "offline") and n["name"] in words]
 
 
 _RUN_LIMITS = {"queue_user_limit": ("queue", "max_user_run", "user"),

@@ -352,7 +352,8 @@ _JOB = {"id": STR, "vo": STR, "group": STR, "user": STR, "queue": STR, "cores": 
         "submit": TIME, "start": TIME.n, "walltime": SECONDS.n, "nodes": PLACEMENT.n, "rank": COUNT.n,
         "priority": NUM.n, "reason": STR, "detail": STR.n, "rejected": COUNT.n, "cycle": STR.n, "request": STR.n}
 _NODE = {"name": STR, "state": NODE_STATE, "type": STR.n, "slots": COUNT, "used": COUNT, "jobs": COUNT,
-         "vos": Map(COUNT), "users": COUNT, "diversity": NUM.n, "class": STR.n, "properties": NAMES.n}
+         "vos": Map(COUNT), "users": COUNT, "diversity": NUM.n, "class": STR.n, "properties": NAMES.n,
+         "note": STR}
 _LIMITS = {"max_running": COUNT.n, "max_per_node": COUNT.n}
 _POOL = Rec({"package": Rec({"slots": COUNT.n, "mem": NUM.n}), "hosts": INT, "status": STR, "total": INT,
              "free": INT, "guaranteed": INT, "owner_use": INT, "loan_use": INT, "other_use": INT,

@@ -127,6 +127,8 @@ class Node:
     vmem: int | None = None
     """Physical memory plus swap in bytes, pbs_mom's totmem (None: unknown, virtual memory
     requests are not checked here)."""
+    note: str = ""
+    """The admin's note (``pbsnodes -N``): why a node is out, shown where it is named."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,15 +22,17 @@ from mysched.core.model import NodeState, Snapshot
 from mysched.core.plan import Plan
 from mysched.core.reasons import BLOCKING
 
-FORMAT = 2
+FORMAT = 3
 """2: a job's state is TORQUE's (``S`` is suspended); the ``cycle`` column says "started" or
-"planned" (dry run) for what this cycle did; ``dry_run`` at the top."""
+"planned" (dry run) for what this cycle did; ``dry_run`` at the top.
+3: ``rank`` counts only the jobs the cycle could start (a blocked job has none: an older
+reader would call it "waiting, position -"); nodes carry the admin's ``note``."""
 FILENAME = "status.json"
 
 JOB_COLUMNS = ["id", "vo", "group", "user", "queue", "cores", "state", "submit", "start", "walltime",
                "nodes", "rank", "priority", "reason", "detail", "rejected", "cycle", "request"]
 NODE_COLUMNS = ["name", "state", "type", "slots", "used", "jobs", "vos", "users", "diversity", "class",
-                "properties"]
+                "properties", "note"]
 
 
 def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[str, Any] | None = None,
@@ -112,7 +114,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
             state = "full" if full else ("free" if not js else "partial")
         nodes.append([node.name, state, types[node.name], node.slots, used, len(js), vos, users,
                       round(div, 4) if div is not None else None, plan.node_classes.get(node.name, ""),
-                      sorted(node.properties)])
+                      sorted(node.properties), node.note])
     # VO figures after this cycle's starts, like the jobs and nodes above (the plan's are
     # those of the cycle's beginning).
     slots_now: dict[str, int] = {}
@@ -297,14 +299,27 @@ def read_status(path: str, *, max_age: float | None = None, now: float | None = 
                           "state directory's permissions)") from None
     except (OSError, ValueError) as exc:
         raise StatusError(f"{path}: unreadable status file: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise StatusError(f"{path}: not a mysched status file of format {FORMAT}")
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    if fmt != FORMAT:
+        raise StatusError(f"{path}: {_format_mismatch(fmt)}")
     if max_age is not None:
         age = (now if now is not None else time.time()) - st.st_mtime
         if age > max_age:
             raise StatusError(f"{path}: status is stale: last written {age:.0f} s ago (daemon stopped or "
                               f"stuck? expected a cycle every {doc.get('interval', 60):g} s)")
     return doc
+
+
+def _format_mismatch(fmt: Any) -> str:
+    """Why a file of another format is refused, and what to do: across an upgrade the daemon
+    and the commands can differ for a cycle (or for good, on another host)."""
+    if type(fmt) is not int:
+        return f"not a mysched status file (no format number; this mysched reads format {FORMAT})"
+    if fmt < FORMAT:
+        return (f"status file of format {fmt}, written by an older mysched daemon; this mysched reads format "
+                f"{FORMAT}: restart the daemon on the new version (it rewrites the file every cycle)")
+    return (f"status file of format {fmt}, written by a newer mysched daemon; this mysched reads format "
+            f"{FORMAT}: upgrade mysched where you run this command")
 
 
 def rows(doc: dict[str, Any], kind: str) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from mysched.cli.main import main
 from mysched.config import config_from_text
 from mysched.core.model import JobState, Node, NodeState
 from mysched.core.planner import plan
-from mysched.daemon.statusfile import build_status, write_status
+from mysched.daemon.statusfile import FORMAT, build_status, write_status
 from mysched.core.usage import Usage
 
 from ..conftest import queued, running, snap
@@ -227,7 +227,13 @@ def _cell(kind, row, col, value):
 
 
 DAMAGED = [  # (what a hand edit, a truncated copy or another program left, the key the error names)
-    (lambda d: [d.clear(), d.update(format=2, published=time.time())], "snapshot_time: missing"),
+    (lambda d: [d.clear(), d.update(format=FORMAT, published=time.time())], "snapshot_time: missing"),
+    # another format: one line saying which side to upgrade (format 2 files number blocked jobs
+    # and lack the node note; a reader of 2 would call a blocked job "waiting, position -")
+    (_set("format", 2), "status file of format 2, written by an older mysched daemon; this mysched reads "
+                        f"format {FORMAT}: restart the daemon"),
+    (_set("format", FORMAT + 1), f"status file of format {FORMAT + 1}, written by a newer mysched daemon"),
+    (lambda d: d.pop("format"), "not a mysched status file (no format number"),
     (lambda d: d.pop("job_columns"), "job_columns: missing"),
     (lambda d: d.pop("node_columns"), "node_columns: missing"),
     (lambda d: d.pop("vos"), "vos: missing"),
@@ -247,7 +253,7 @@ DAMAGED = [  # (what a hand edit, a truncated copy or another program left, the 
 ]
 
 
-@pytest.mark.parametrize("change, where", DAMAGED, ids=[w.split(":")[0] + ":" + w.split(":")[1][:20]
+@pytest.mark.parametrize("change, where", DAMAGED, ids=[(w.split(":") + [""])[0] + ":" + (w.split(":") + [""])[1][:20]
                                                         for _, w in DAMAGED])
 def test_a_damaged_status_file_is_refused_naming_its_key_in_every_command(tmp_path, capsys, change, where):
     _damage(tmp_path, change)

@@ -46,7 +46,7 @@ def test_free_counts_idle_slots_on_draining_nodes_apart(tmp_path, capsys):
     _publish(tmp_path)
     doc = read_status(str(tmp_path))
     for name in ("wn03", "wn04"):  # two idle nodes; wn03 drains for a multi-core job
-        doc["nodes"].append([name, "free", "", 4, 0, 0, {}, 0, None, "", []])
+        doc["nodes"].append([name, "free", "", 4, 0, 0, {}, 0, None, "", [], ""])
     doc["drains"] = {"wn03": {"since": NOW, "ready": None}}
     write_status(str(tmp_path), doc)
     assert main(["free", "--state-dir", str(tmp_path), "--max-age", "1e10", "--json"]) == 0

@@ -190,7 +190,9 @@ def _status_size(name: str, status: str, key: str, consequence: str, warnings: l
 
 
 def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
-    """A model `Node`; an unreadable np makes it offline (0 slots) rather than guessed."""
+    """A model `Node`; an unreadable np makes it offline (0 slots) rather than guessed. The
+    admin's note is kept on one line: the status commands print it in a table row."""
+    note = " ".join(a.get("note", "").split())
     np_text = a.get("np", "1")
     try:
         slots = int(np_text)
@@ -198,7 +200,7 @@ def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
             raise ValueError
     except ValueError:
         warnings.append(f"node {name}: bad np {np_text!r}; taken as offline")
-        return Node(name, 0, NodeState.OFFLINE)
+        return Node(name, 0, NodeState.OFFLINE, note=note)
     props = frozenset(p.strip() for p in a.get("properties", "").split(",") if p.strip())
     status = a.get("status", "")
     mem = _status_size(name, status, "physmem", "memory not checked there", warnings)
@@ -215,7 +217,7 @@ def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
             load = None
             warnings.append(f"node {name}: bad loadave {loadave!r}; its load not checked")
     return Node(name, slots, NodeState.parse(a.get("state", "")), props, parse_node_jobs(a.get("jobs", "")), mem,
-                load, avail, vmem)
+                load, avail, vmem, note)
 
 
 def _count(what: str, a: dict[str, str], key: str, warnings: list[str]) -> int | None:
