@@ -6,6 +6,7 @@ import argparse
 import re
 from typing import Any
 
+from mysched.cli.common import non_empty
 from mysched.cli.main import command
 from mysched.cli import statusdoc
 from mysched.cli.statusdoc import RUNNING, classify, find_job, load, options
@@ -25,10 +26,10 @@ def fill_jobs(p: argparse.ArgumentParser) -> None:
             "counts{running,queued,blocked}, daemon{role,host,pid,since,lock}, standby (null or "
             "{role,host,pid,since,checked,leader,error}), jobs[{id,vo,group,user,queue,cores,state,class,"
             "wait_s,elapsed_s,rank,priority,reason,detail,nodes}]")
-    p.add_argument("-u", "--user")
-    p.add_argument("-g", "--group")
-    p.add_argument("--vo")
-    p.add_argument("-q", "--queue")
+    p.add_argument("-u", "--user", help="only this user's jobs")
+    p.add_argument("-g", "--group", help="only this Unix group's jobs")
+    p.add_argument("--vo", help="only this VO's jobs")
+    p.add_argument("-q", "--queue", help="only jobs in this queue")
     p.add_argument("--state", choices=("running", "queued", "blocked"), help="only jobs in this state")
     p.set_defaults(run=run_jobs)
 
@@ -51,12 +52,16 @@ def run_jobs(args: argparse.Namespace) -> int:
         if args.state and cls != args.state:
             continue
         j["class"] = cls
-        j["elapsed_s"] = (now - j["start"]) if cls == "running" and j["start"] else None
+        # a job the last cycle started has no start_time from pbs_server yet: it runs since then
+        start = j["start"] if j["start"] is not None or j.get("cycle") != "started" else now
+        j["elapsed_s"] = (now - start) if cls == "running" and start is not None else None
         j["wait_s"] = (now - j["submit"]) if cls != "running" else None
         out.append(j)
     order = {"running": 0, "queued": 1, "blocked": 2}
-    out.sort(key=lambda j: (order[j["class"]], j["rank"] if j["rank"] is not None else 1 << 30,
-                            j["start"] or 0, j["id"]))
+    # running: longest first (their rank is that of the cycle that started them); waiting: by
+    # position, blocked ones (none) by id; ids in qstat's numeric order
+    out.sort(key=lambda j: (order[j["class"]], 1 << 30 if j["rank"] is None or j["class"] == "running" else j["rank"],
+                            -(j["elapsed_s"] or 0), id_order(j["id"])))
     farm = doc["farm"]
     occ = farm["used_slots"] / farm["total_slots"] if farm["total_slots"] else 0.0
     if args.json:
@@ -85,6 +90,19 @@ def run_jobs(args: argparse.Namespace) -> int:
     return 0
 
 
+_ID = re.compile(r"(\d+)(?:\[(\d*)\])?")
+
+
+def id_order(job_id: str) -> tuple:
+    """Sort key of a job id in TORQUE's numeric order, as qstat lists them: 9.srv before
+    10.srv, 7[2] before 7[10]; ids of another form after them, by text."""
+    number, _, rest = job_id.partition(".")
+    m = _ID.fullmatch(number)
+    if m is None:
+        return (1, 0, -1, job_id)
+    return (0, int(m[1]), int(m[2]) if m[2] else -1, rest)
+
+
 # -- why --------------------------------------------------------------------------------------
 
 @command("why", "everything about one job and why it is not running (checkjob)")
@@ -96,7 +114,7 @@ def fill_why(p: argparse.ArgumentParser) -> None:
             "run_limit (a qmgr run limit holding it back, or null), nodes_rejected, "
             "nodes_out[{name,state,note}] (down or offline nodes it names, with the admin's note)",
             table_=False)
-    p.add_argument("job_id", metavar="JOBID")
+    p.add_argument("job_id", metavar="JOBID", type=non_empty)
     p.set_defaults(run=run_why)
 
 
@@ -173,7 +191,7 @@ def fill_when(p: argparse.ArgumentParser) -> None:
     ahead of it in the last cycle's order; says plainly when no estimate is possible."""
     options(p, json_keys="job, start (Unix time or null), in_s, running, exact, why, ahead, "
             "clock (wall or simulated)", table_=False)
-    p.add_argument("job_id", metavar="JOBID")
+    p.add_argument("job_id", metavar="JOBID", type=non_empty)
     p.set_defaults(run=run_when)
 
 

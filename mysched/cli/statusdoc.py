@@ -137,7 +137,8 @@ def find_job(doc: dict[str, Any], job_id: str) -> dict[str, Any]:
     for j in jobs:
         if j["id"] == job_id:
             return j
-    matches = [j for j in jobs if j["id"].split(".")[0] == job_id]
+    # 123 or 123.batch for 123.batch.grid.example.org, as qstat takes them (a prefix up to a dot)
+    matches = [j for j in jobs if j["id"].startswith(job_id + ".")]
     if len(matches) == 1:
         return matches[0]
     if matches:  # the same number on two servers: guessing would explain the wrong job
