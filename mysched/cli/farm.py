@@ -61,12 +61,10 @@ def run_nodes(args: argparse.Namespace) -> int:
               + (f"{div:.3f}" if div is not None else "-"))
         for name, why in sorted(loaded.items()):
             print(f"{name}: no new jobs (node_load): {why}")
-        drains = doc.get("drains") or {}
-        if drains:
-            print("draining for multi-core jobs: " + ", ".join(
-                f"{n} (since {statusdoc.clock(doc, d['since'])}"
-                + (f", ready since {statusdoc.clock(doc, d['ready'])})" if d["ready"] is not None else ")")
-                for n, d in sorted(drains.items())))
+        # one line a node, as node_load: dozens of drains made one line of thousands of columns
+        for n, d in sorted((doc.get("drains") or {}).items()):
+            print(f"{n}: draining for multi-core jobs (since {statusdoc.clock(doc, d['since'])}"
+                  + (f", ready since {statusdoc.clock(doc, d['ready'])})" if d["ready"] is not None else ")"))
         for jid, r in sorted((doc.get("reservations") or {}).items()):
             print(f"reserved for {jid}: {'+'.join(r['nodes'])} from {statusdoc.clock(doc, r['start'])}")
         for note in statusdoc.notes(doc):

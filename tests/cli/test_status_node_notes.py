@@ -63,3 +63,17 @@ def test_why_gives_the_note_of_an_offline_node_it_names(tmp_path, capsys):
     assert f'wn03 is offline: note "{NOTE}"' in out, out
     doc = json.loads(_run(capsys, "why", "--state-dir", str(tmp_path), "3.srv", "--json"))
     assert doc["nodes_out"] == []  # names no node that is out: nothing said about them
+
+
+def test_nodes_lists_each_draining_node_on_a_line_of_its_own(tmp_path, capsys):
+    """A site drains dozens of nodes at once: one line a node, greppable, like node_load's."""
+    _status(tmp_path)
+    path = tmp_path / "status.json"
+    doc = json.loads(path.read_text())
+    doc["drains"] = {f"wn{i:02d}.grid.example.org": {"since": 1000.0, "ready": None if i % 2 else 1500.0}
+                     for i in range(30)}
+    path.write_text(json.dumps(doc))
+    lines = [line for line in _run(capsys, "nodes", "--state-dir", str(tmp_path)).splitlines() if "draining" in line]
+    assert len(lines) == 30 and all(len(line) < 160 for line in lines), lines[:2]
+    assert lines[0].startswith("wn00.grid.example.org: draining for multi-core jobs (since ") and "ready since" in lines[0]
+    assert lines[1].startswith("wn01.grid.example.org: draining") and "ready" not in lines[1]
