@@ -9,7 +9,7 @@ import sys
 from mysched.cli.common import duration_arg
 from mysched.cli.main import command
 from mysched.cli.progress import ProgressBar, add_progress_option, wanted
-from mysched.errors import UsageError
+from mysched.errors import InputError, UsageError
 
 
 @command("history", "import TORQUE accounting logs into the history store")
@@ -20,8 +20,9 @@ def fill(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
     imp = sub.add_parser("import", help="import accounting files or directories",
-                         description="Import TORQUE accounting files (or directories of YYYYMMDD files) into the "
-                         "history store. Malformed or implausible records are skipped, and a record whose CPU time, "
+                         description="Import TORQUE accounting files (or directories of YYYYMMDD files, "
+                         "also YYYYMMDD.gz, .bz2 or .xz) into the history store; compressed files (by their "
+                         "content, whatever their name) are read whole. Malformed or implausible records are skipped, and a record whose CPU time, "
                          "exit status or exec_host is garbled is kept for its wall-clock, each with a "
                          "FILE:LINE warning. "
                          "A last line without its newline is taken for one pbs_server is still writing: it is "
@@ -111,7 +112,12 @@ def run_import(args: argparse.Namespace) -> int:
         print(f"mysched: warning: {msg}", file=sys.stderr)
 
     rep = ingest_accounting(store, args.paths, on_problem=warn, progress=progress if bar.enabled else None,
-                            finished_after=FINISHED_AFTER)
+                            finished_after=FINISHED_AFTER, compressed=True)
+    if rep.empty_dirs and len(rep.empty_dirs) == len(args.paths):  # nothing to read at all: a wrong path
+        raise InputError(f"{', '.join(rep.empty_dirs)}: no accounting file in it (TORQUE names them YYYYMMDD, "
+                         "in server_priv/accounting)")
+    for d in rep.empty_dirs:
+        warn(f"{d}: no accounting file in it (TORQUE names them YYYYMMDD, in server_priv/accounting)")
     print(f"{rep.files} file(s)" + (f" ({rep.unread_files} more not read)" if rep.unread_files else "") +
           f", {rep.lines} new line(s): {rep.records_added} job record(s) added, "
           f"{rep.duplicates} already known, {rep.malformed} malformed line(s) skipped, "

@@ -16,12 +16,16 @@ instead, as they are exact and zone-free.
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import logging
+import lzma
 import math
 import re
 import time
+import zlib
 from dataclasses import dataclass, field
-from typing import Collection, Iterator
+from typing import BinaryIO, Collection, Iterator
 
 from mysched.core.model import FinishedJob
 from mysched.backends.torque.values import parse_exec_host, parse_nodes
@@ -56,7 +60,9 @@ database's 64-bit INTEGER would refuse the whole batch)."""
 
 log = logging.getLogger("mysched")
 
-_STAMP = re.compile(r"(\d\d)/(\d\d)/(\d{4}) (\d\d):(\d\d):(\d\d)")
+_STAMP = re.compile(r"(\d\d)/(\d\d)/(\d{4}) (\d\d):(\d\d):(\d\d)", re.ASCII)
+_RECORD = re.compile(r"\d\d/\d\d/\d{4} \d\d:\d\d:\d\d;[A-Za-z];", re.ASCII)
+"""Where a record begins: found inside a line, the line before it was cut short."""
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _hour_cache: dict[tuple[str, str, str, str], float] = {}
 _hour_cache_zone: tuple = ()
@@ -78,11 +84,13 @@ class AccountingRecord:
 
 @dataclass(frozen=True, slots=True)
 class LineProblem:
-    """A line that could not be used, located as ``FILE:LINE`` for the admin's editor."""
+    """A line that could not be used, located as ``FILE:LINE`` for the admin's editor;
+    `record` is one found after the damage on the same line (see `Spliced`)."""
 
     path: str
     line: int
     message: str
+    record: AccountingRecord | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"
@@ -90,6 +98,17 @@ class LineProblem:
 
 class NotRun(ValueError):
     """An `E` record of a job that never started (TORQUE writes ``start=0``): no wall-clock."""
+
+
+class Spliced(ValueError):
+    """A line holding the start of a record cut short and then a whole one: pbs_server writes
+    through a stdio buffer, so when it dies the file may end inside a line, and the next
+    server appends its first record right after it. The cut record is lost (any of its values
+    may be cut); `record` is the whole one (None if it is of a type not asked for)."""
+
+    def __init__(self, message: str, record: AccountingRecord | None) -> None:
+        super().__init__(message)
+        self.record = record
 
 
 LINE_BUGS = (ArithmeticError, LookupError, TypeError)
@@ -129,6 +148,11 @@ def parse_stamp(text: str) -> float:
     return base + int(minute) * 60 + int(sec)
 
 
+def _digits(text: str) -> bool:
+    """Only ASCII digits: str.isdigit() also takes '²' and the like, which int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
 def _is_key(k: str) -> bool:
     ok = _key_cache.get(k)
     if ok is None:
@@ -155,12 +179,30 @@ def parse_attrs(text: str) -> dict[str, str]:
 
 def parse_line(line: str, types: Collection[str] | None = None) -> AccountingRecord | None:
     """Parse one line: None for a blank line, a record type TORQUE does not write, or one
-    not in `types` (its attributes are then not parsed at all); ValueError if malformed."""
+    not in `types` (its attributes are then not parsed at all); ValueError if malformed,
+    `Spliced` if a record cut short runs into the next one."""
     line = line.strip()
     if not line:
         return None
-    if line[8:9] == ":" and line[:8].isdigit():
+    if line[8:9] == ":" and _digits(line[:8]):
         line = line[9:]  # "20150327:" file-name prefix of concatenated logs
+    # a sound line has its three ';' after the stamp (and seldom one more in a value)
+    if line[19:20] != ";" or line.count(";") > 3:
+        at = [m.start() for m in _RECORD.finditer(line, 1)]
+        if at:
+            cut, rest = line[:at[-1]], line[at[-1]:]
+            what = (f"{len(cut)} NUL bytes (a damaged stretch of the file)" if not cut.strip("\x00") else
+                    f"a record cut short ({cut[:60]!r}{'...' if len(cut) > 60 else ''})")
+            try:
+                rec = _parse(rest, types)
+            except ValueError as exc:
+                raise ValueError(f"{what}, then a record that is malformed too: {exc}") from None
+            raise Spliced(f"{what} before the record on this line (pbs_server stopped while writing?): "
+                          "skipped; the record after it is read", rec)
+    return _parse(line, types)
+
+
+def _parse(line: str, types: Collection[str] | None) -> AccountingRecord | None:
     parts = line.split(";", 3)
     if len(parts) < 3:
         raise ValueError("expected 'MM/DD/YYYY HH:MM:SS;TYPE;JOBID;attributes'")
@@ -172,10 +214,12 @@ def parse_line(line: str, types: Collection[str] | None = None) -> AccountingRec
         raise ValueError(f"bad job id {job_id!r}")
     if rtype not in RECORD_TYPES or (types is not None and rtype not in types):
         return None
+    if "\x00" in line:  # PostgreSQL takes no NUL in a string: it would refuse the whole batch
+        raise ValueError("NUL bytes inside the record (a damaged stretch of the file)")
     attrs = parse_attrs(parts[3]) if len(parts) > 3 else {}
     stamp = t
     epoch = attrs.get("end" if rtype == "E" else "start" if rtype == "S" else "")
-    if epoch and epoch.isdigit() and int(epoch) > 0:
+    if epoch and _digits(epoch) and int(epoch) > 0:
         t = float(epoch)
     return AccountingRecord(rtype, t, job_id, attrs, stamp)
 
@@ -184,7 +228,7 @@ def _cores(a: dict[str, str], placement: tuple[tuple[str, int], ...]) -> int:
     """total_execution_slots, else slots counted in exec_host, else the nodes request, else 1;
     ValueError if the one taken exceeds `MAX_CORES`."""
     slots = a.get("total_execution_slots", "")
-    if slots.isdigit() and int(slots) > 0:
+    if _digits(slots) and int(slots) > 0:
         cores, source = int(slots), f"total_execution_slots={slots[:40]}"
     elif placement:
         cores, source = max(1, sum(c for _, c in placement)), f"exec_host={a['exec_host'][:40]}"
@@ -214,8 +258,10 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
             raise ValueError
     except (KeyError, ValueError):
         raise ValueError("E record without a valid start=") from None
-    if start <= 0:
+    if start == 0:
         raise NotRun("E record of a job that never started (start=0)")
+    if start < 0:  # not TORQUE's "never started": a garbled value, said rather than ignored
+        raise ValueError(f"start={a['start'][:40]!r} is before 1970: a wrong time stamp")
     end_text = a.get("end", "")
     try:
         end = float(end_text) if end_text and end_text != "0" else rec.time
@@ -252,7 +298,7 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
         cput = None
         said.append(f"resources_used.cput={a['resources_used.cput'][:40]!r}")
     status_text = a.get("Exit_status", "")
-    status = int(status_text) if status_text.lstrip("-").isdigit() else None
+    status = int(status_text) if _digits(status_text.lstrip("-")) else None
     if status is not None and not -_INT32 <= status < _INT32:
         status = None
     if status_text and status is None:
@@ -261,19 +307,51 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
                        tuple(n for n, _ in placement))
 
 
+COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}
+"""Magic bytes of the compressions admins give old accounting files; all but zstd are read."""
+
+
+def compression(path: str) -> str | None:
+    """The compression of a file by its first bytes (not its name), None if plain."""
+    with open(path, "rb") as f:
+        head = f.read(6)
+    return next((name for magic, name in COMPRESSED.items() if head.startswith(magic)), None)
+
+
+def open_log(path: str, kind: str | None) -> BinaryIO:
+    """The file's bytes, decompressed if `kind` (from `compression`) says so; ValueError for a
+    compression the standard library cannot read."""
+    if kind is None:
+        return open(path, "rb")
+    if kind == "gzip":
+        return gzip.open(path, "rb")
+    if kind == "bzip2":
+        return bz2.open(path, "rb")
+    if kind == "xz":
+        return lzma.open(path, "rb")
+    raise ValueError(f"{kind}-compressed: decompress it first")
+
+
+DAMAGED = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile)
+"""What reading a compressed file that ends early (still being compressed) or is damaged
+raises; bz2 says OSError("Invalid data stream"), seen apart from a disk error by its errno."""
+
+
 def iter_file(path: str, start_offset: int = 0, *, first_line: int = 1, types: Collection[str] | None = None,
-              partial: bool = False) -> Iterator[tuple[AccountingRecord | LineProblem | None, int]]:
+              partial: bool = False, kind: str | None = None) -> Iterator[tuple[AccountingRecord | LineProblem | None,
+                                                                                int]]:
     """``(item, byte offset after the line)`` for each complete line from `start_offset` on.
 
     The item is an `AccountingRecord`, a `LineProblem` (malformed line, numbered from
-    `first_line`) or None (blank line, type skipped): exactly one per line, so callers can
-    count lines and resume at any offset yielded.
+    `first_line`; it may carry a record found after the damage) or None (blank line, type
+    skipped): exactly one per line, so callers can count lines and resume at any offset
+    yielded. Offsets of a compressed file (`kind`) count its decompressed bytes.
 
     A last line without its newline is still being written: it is not returned, so a later
     read picks it up whole -- unless `partial` (the caller knows the file is finished).
-    OSError propagates.
+    OSError and `DAMAGED` propagate.
     """
-    with open(path, "rb") as f:
+    with open_log(path, kind) as f:
         f.seek(start_offset)
         offset = start_offset
         lineno = first_line
@@ -282,8 +360,12 @@ def iter_file(path: str, start_offset: int = 0, *, first_line: int = 1, types: C
                 return
             offset += len(raw)
             try:
-                item: AccountingRecord | LineProblem | None = parse_line(raw.decode("utf-8", errors="replace"),
-                                                                         types)
+                # a byte that is not UTF-8 (a name from a Latin-1 terminal) is kept as \xNN:
+                # two such names stay two, where U+FFFD would make them one
+                item: AccountingRecord | LineProblem | None = parse_line(
+                    raw.decode("utf-8", errors="backslashreplace"), types)
+            except Spliced as exc:
+                item = LineProblem(path, lineno, str(exc), exc.record)
             except ValueError as exc:
                 item = LineProblem(path, lineno, str(exc))
             except LINE_BUGS as exc:  # one line never stops a read; said as a bug

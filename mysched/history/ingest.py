@@ -18,7 +18,8 @@ from typing import Any, Callable, Iterable
 
 from mysched.core.model import FinishedJob
 from mysched.errors import InputError
-from mysched.history.accounting import LINE_BUGS, LineProblem, NotRun, iter_file, to_finished_job, unexpected
+from mysched.history.accounting import (DAMAGED, LINE_BUGS, AccountingRecord, LineProblem, NotRun, compression,
+                                        iter_file, to_finished_job, unexpected)
 from mysched.history.store import Store
 
 MAX_PROBLEMS = 20
@@ -34,6 +35,9 @@ pbs_server writes the rest of a line within a second, so a last line still witho
 newline ten minutes on will never get one (a copy, a hand edit, a disk that was full) and is
 read as it is. Ten minutes also covers NFS attribute caches."""
 _DAY_FILE = re.compile(r"^\d{8}$")
+_OLD_DAY_FILE = re.compile(r"^\d{8}(\.gz|\.bz2|\.xz)?$")
+"""A day's file as TORQUE names it, and compressed as admins keep old days."""
+READABLE = ("gzip", "bzip2", "xz")
 
 PathArg = str | os.PathLike[str]
 Progress = Callable[[int, int, int], None]
@@ -53,20 +57,24 @@ class IngestReport:
     ignored: int = 0
     """Lines without wall-clock: other record types, blank lines, jobs that never ran."""
     unread_files: int = 0
-    """Files skipped whole (gzip-compressed), each reported."""
+    """Compressed files skipped whole (not asked for, or zstd), each reported."""
     repaired: int = 0
     """Records kept without a garbled field that only refines them (cput, exec_host, exit status)."""
     waiting: int = 0
     """Files whose last line has no newline yet, left for a later read (said only when the
     caller asked, with `finished_after`)."""
     problems: list[str] = field(default_factory=list)
+    empty_dirs: list[str] = field(default_factory=list)
+    """Directories given that hold no accounting file (YYYYMMDD)."""
 
 
 def ingest_accounting(store: Store, dir_or_files: PathArg | Iterable[PathArg], *, now: float | None = None,
                       on_problem: Callable[[str], None] | None = None, progress: Progress | None = None,
-                      finished_after: float | None = None) -> IngestReport:
+                      finished_after: float | None = None, compressed: bool = False) -> IngestReport:
     """Read new `E` records from accounting files into `store`; a directory means its
-    ``YYYYMMDD`` files in name order (so after midnight yesterday's file is finished first).
+    ``YYYYMMDD`` files in name order (so after midnight yesterday's file is finished first),
+    with `compressed` also ``YYYYMMDD.gz``, ``.bz2`` and ``.xz`` (which a daemon, needing
+    only recent days, leaves alone: a year of them would stall its first cycle).
 
     Incremental and idempotent: each file's inode, byte offset and line are remembered
     with the records they cover, in the same transaction; an unchanged file costs one
@@ -80,13 +88,12 @@ def ingest_accounting(store: Store, dir_or_files: PathArg | Iterable[PathArg], *
     the start have been read (a long backfill should not be silent).
     """
     paths = [dir_or_files] if isinstance(dir_or_files, (str, os.PathLike)) else list(dir_or_files)
-    files = _accounting_files([os.fspath(p) for p in paths])
+    files, rep = _accounting_files([os.fspath(p) for p in paths], compressed)
     known = store.read_positions()
-    rep = IngestReport()
     meter = _Meter(progress, sum(_unread(f, known.get(f)) for f in files)) if progress else None
     for path in files:
         _ingest_file(store, path, known.get(path), rep, time.time() if now is None else now, on_problem, meter,
-                     finished_after)
+                     finished_after, compressed)
     if meter is not None:
         meter.finish(rep.lines)
     return rep
@@ -114,88 +121,118 @@ def _unread(path: str, row: Any) -> int:
         st = os.stat(path)
     except OSError:
         return 0
-    if row is not None and row.inode == st.st_ino and row.offset <= st.st_size:
-        return st.st_size - row.offset
+    if row is not None and row.inode == st.st_ino and (row.size == st.st_size or row.offset <= st.st_size):
+        return 0 if row.size == st.st_size else st.st_size - row.offset
     return st.st_size
 
 
 def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: float,
                  on_problem: Callable[[str], None] | None, meter: _Meter | None = None,
-                 finished_after: float | None = None) -> None:
+                 finished_after: float | None = None, compressed: bool = False) -> None:
     try:
         st = os.stat(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
     size = st.st_size
-    finished = finished_after is not None and now - st.st_mtime >= finished_after
     if row is not None and row.inode == st.st_ino and row.size == size and (
             finished_after is None or row.offset >= size):
         return  # unchanged since last read (and no last line waiting for its newline to be said)
+    try:
+        kind = compression(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    if kind is not None and (not compressed or kind not in READABLE):
+        rep.unread_files += 1
+        how = "read it with 'mysched history import'" if kind in READABLE else "decompress it first"
+        _problem(rep, f"{path}: {kind}-compressed; {how}", on_problem, malformed=False)
+        return
+    # A compressed file is finished (rotated): it is read to its end, last line included, and
+    # its offsets count decompressed bytes, so only its inode, size and first bytes compare.
+    if kind is not None and row is not None and row.inode == st.st_ino and row.size == size:
+        return
+    finished = kind is not None or finished_after is not None and now - st.st_mtime >= finished_after
     offset = line = 0
     try:
         # Same inode, not shorter, same first bytes: the same file grown. Anything else
         # (rotated, truncated, replaced — inodes get reused) is read from the start.
-        if row is not None and row.inode == st.st_ino and row.offset <= size and (
-                not row.head or row.head == _head(path, row.offset)):
+        if row is not None and row.inode == st.st_ino and (kind is not None or row.offset <= size) and (
+                not row.head or row.head == _head(path, HEAD_BYTES if kind else row.offset)):
             offset = row.offset
             line = row.line if row.line is not None else _count_lines(path, offset)
-        if offset == 0 and _is_gzip(path):
-            rep.unread_files += 1
-            _problem(rep, f"{path}: gzip-compressed; decompress it first (zcat)", on_problem, malformed=False)
-            return
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
     rep.files += 1
     batch: list[FinishedJob] = []
     pos, n = offset, 0
+    head = _head(path, HEAD_BYTES) if kind else ""
 
     def flush(done: bool) -> None:
         # `size` = "read to the end of a file this big": set only once at the end, so a
         # kill between batches leaves a position that does not look complete.
         added, dups = store.store_batch(batch, {
-            "path": path, "inode": st.st_ino, "offset": pos, "size": max(size, pos) if done else pos,
-            "line": line + n, "head": _head(path, pos), "updated": now})
+            "path": path, "inode": st.st_ino, "offset": pos, "size": (size if kind else max(size, pos)) if done
+            else (None if kind else pos), "line": line + n, "head": head or _head(path, pos), "updated": now})
         rep.records_added += added
         rep.duplicates += dups
         batch.clear()
 
     try:
-        for item, pos in iter_file(path, offset, first_line=line + 1, types=("E",), partial=finished):
+        for item, pos in iter_file(path, offset, first_line=line + 1, types=("E",), partial=finished, kind=kind):
             n += 1
             rep.lines += 1
-            if item is None:
-                rep.ignored += 1
-            elif isinstance(item, LineProblem):
+            if isinstance(item, LineProblem):
                 _problem(rep, str(item), on_problem)
+                if item.record is not None:
+                    _take(item.record, path, line + n, batch, rep, on_problem)
+            elif item is None:
+                rep.ignored += 1
             else:
-                dropped: list[str] = []
-                try:
-                    batch.append(to_finished_job(item, dropped))
-                    if dropped:
-                        rep.repaired += 1
-                        _problem(rep, str(LineProblem(path, line + n, f"garbled {', '.join(dropped)} ignored; the "
-                                                      "wall-clock record is kept")), on_problem, malformed=False)
-                except NotRun:
-                    rep.ignored += 1
-                except ValueError as exc:
-                    _problem(rep, str(LineProblem(path, line + n, str(exc))), on_problem)
-                except LINE_BUGS as exc:  # one line never stops an import or a daemon
-                    _problem(rep, str(LineProblem(path, line + n, unexpected(exc))), on_problem)
+                _take(item, path, line + n, batch, rep, on_problem)
             if n % BATCH_LINES == 0:
                 flush(False)
-            if meter is not None and n % PROGRESS_LINES == 0:
+            if meter is not None and n % PROGRESS_LINES == 0 and not kind:
                 meter.at(pos - offset, rep.lines)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+        if kind is None or exc.errno is not None:  # bz2 says "Invalid data stream" without an errno
+            raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+        _damaged(rep, path, line + n, exc, on_problem)
+    except DAMAGED as exc:
+        _damaged(rep, path, line + n, exc, on_problem)
     flush(True)
-    if finished_after is not None and pos < size:
+    if finished_after is not None and not kind and pos < size:
         rep.waiting += 1
         _problem(rep, str(LineProblem(path, line + n + 1, "the last line has no newline yet (pbs_server may be "
                                       "writing it): left for the next import; once the file has not changed for "
                                       f"{finished_after / 60:.0f} minutes it is read as it is")),
                  on_problem, malformed=False)
     if meter is not None:
-        meter.file_done(pos - offset)
+        meter.file_done(size if kind else pos - offset)
+
+
+def _take(rec: AccountingRecord, path: str, lineno: int, batch: list[FinishedJob], rep: IngestReport,
+          on_problem: Callable[[str], None] | None) -> None:
+    """An `E` record into the batch, or its problem reported."""
+    dropped: list[str] = []
+    try:
+        batch.append(to_finished_job(rec, dropped))
+        if dropped:
+            rep.repaired += 1
+            _problem(rep, str(LineProblem(path, lineno, f"garbled {', '.join(dropped)} ignored; the "
+                                          "wall-clock record is kept")), on_problem, malformed=False)
+    except NotRun:
+        rep.ignored += 1
+    except ValueError as exc:
+        _problem(rep, str(LineProblem(path, lineno, str(exc))), on_problem)
+    except LINE_BUGS as exc:  # one line never stops an import or a daemon
+        _problem(rep, str(LineProblem(path, lineno, unexpected(exc))), on_problem)
+
+
+def _damaged(rep: IngestReport, path: str, lines: int, exc: Exception,
+             on_problem: Callable[[str], None] | None) -> None:
+    """A compressed file that ends early or is damaged: what came before it is kept."""
+    _problem(rep, f"{path}: compressed data damaged or cut short after line {lines} ({exc}): the lines before "
+             "are read, the rest is lost (being compressed right now? it is read on when it changes)",
+             on_problem)
 
 
 def _problem(rep: IngestReport, msg: str, on_problem: Callable[[str], None] | None, *,
@@ -207,22 +244,29 @@ def _problem(rep: IngestReport, msg: str, on_problem: Callable[[str], None] | No
             on_problem(msg)
 
 
-def _accounting_files(paths: list[str]) -> list[str]:
+def _accounting_files(paths: list[str], compressed: bool) -> tuple[list[str], IngestReport]:
     """Files to read, each once, by real path: directories give their ``YYYYMMDD`` files in
-    name order (anything else in there is not TORQUE's)."""
+    name order (anything else in there is not TORQUE's); a new report naming the directories
+    that hold none (a wrong path should not pass for 'nothing new')."""
     out: list[str] = []
+    rep = IngestReport()
+    day_file = _OLD_DAY_FILE if compressed else _DAY_FILE
     for p in paths:
         if os.path.isdir(p):
             try:
                 names = sorted(os.listdir(p))
             except OSError as exc:
                 raise InputError(f"{p}: cannot list accounting directory: {exc.strerror}") from None
-            out += [os.path.join(p, n) for n in names if _DAY_FILE.match(n) and os.path.isfile(os.path.join(p, n))]
+            found = [os.path.join(p, n) for n in names if day_file.match(n) and os.path.isfile(os.path.join(p, n))]
+            if not found:
+                rep.empty_dirs.append(p)
+            out += found
         elif os.path.isfile(p):
             out.append(p)
         else:
-            raise InputError(f"{p}: no such accounting file or directory")
-    return list(dict.fromkeys(os.path.realpath(f) for f in out))
+            raise InputError(f"{p}: no such accounting file or directory" if not os.path.exists(p) else
+                             f"{p}: not a file or directory")
+    return list(dict.fromkeys(os.path.realpath(f) for f in out)), rep
 
 
 def _head(path: str, limit: int) -> str:
@@ -247,6 +291,3 @@ def _count_lines(path: str, offset: int) -> int:
     return n
 
 
-def _is_gzip(path: str) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"

@@ -119,7 +119,8 @@ CASES = [
     _acct("garbled exit status", E.format(id="1.s") + GOOD_E + " Exit_status=?\n", "20261122:1"),
     _acct("too few fields", "11/22/2026 10:00:00;E\n", "20261122:1"),
     _acct("binary line", b"\x00\xff;E;\x01\n", "20261122:1"),
-    _acct("gzip file", gzip.compress((E.format(id="1.s") + GOOD_E + "\n").encode()), "20261122"),
+    _acct("zstd file", b"\x28\xb5\x2f\xfd" + bytes(range(40)), "20261122"),
+    _acct("gzip file cut short", gzip.compress((E.format(id="1.s") + GOOD_E + "\n").encode())[:-9], "20261122"),
     # -- arguments, URLs ------------------------------------------------------------------------
     _cli("negative queued", ["bench", "--queued", "-5"], "--queued"),
     _cli("huge simulated farm", ["simulate", "--nodes", "1000000000"], "--nodes"),
