@@ -25,8 +25,9 @@ from mysched.core.reasons import BLOCKING
 FORMAT = 3
 """2: a job's state is TORQUE's (``S`` is suspended); the ``cycle`` column says "started" or
 "planned" (dry run) for what this cycle did; ``dry_run`` at the top.
-3: ``rank`` counts only the jobs the cycle could start (a blocked job has none: an older
-reader would call it "waiting, position -"); nodes carry the admin's ``note``."""
+3: ``rank`` counts only the waiting jobs the cycle could start (a blocked job and a job it
+started have none: an older reader would call a blocked one "waiting, position -"); nodes
+carry the admin's ``note``."""
 FILENAME = "status.json"
 
 JOB_COLUMNS = ["id", "vo", "group", "user", "queue", "cores", "state", "submit", "start", "walltime",
@@ -44,15 +45,17 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
     the next snapshot will show them: running, on their nodes, in their VO's figures. In a
     dry run nothing started: planned starts stay queued, marked "planned" with their nodes."""
     starts = {s.job_id: s for s in plan.starts}
-    # Positions in the order count the jobs it could start (as showq's eligible list): a
-    # blocked job (a hold, a limit, its queue) has none and moves no one else down.
-    ordered = sorted([s.rank for s in plan.starts]
-                     + [w.rank for w in plan.waits.values() if w.reason not in BLOCKING])
-    position = {r: i for i, r in enumerate(ordered, 1)}
     if dry_run:
         started = set()
     elif started is None:
         started = set(starts)
+    # Positions count the jobs still waiting that the cycle could start, as showq's eligible
+    # list: a blocked job (a hold, a limit, its queue) has none and moves no one else down, and
+    # the jobs the cycle started run now (counted, the first waiting job was "position 168" and
+    # `when` said 19,999 jobs were ahead of one `why` put at position 20,143).
+    ordered = sorted([s.rank for s in plan.starts if s.job_id not in started]
+                     + [w.rank for w in plan.waits.values() if w.reason not in BLOCKING])
+    position = {r: i for i, r in enumerate(ordered, 1)}
     rejected_sets: list[dict[str, int]] = []
     rejected_index: dict[int, int] = {}
     jobs = []
@@ -75,7 +78,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         w = plan.waits.get(job.id)
         mark = ""
         if s is not None:
-            rank, prio, reason = position[s.rank], s.priority, s.reason
+            rank, prio, reason = position.get(s.rank), s.priority, s.reason
             placement = s.placement
             if job.id in started:
                 state, mark = "R", "started"

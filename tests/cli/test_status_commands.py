@@ -57,10 +57,11 @@ def test_jobs_lists_states_reasons_and_summary(tmp_path, capsys):
     for w in p.waits.values():
         assert by_id[w.job_id]["reason"] == w.reason
     # A blocked job has no place in the order and puts no one behind it (as showq's eligible
-    # list): the others are numbered 1..N in the plan's order, the held job (first in the
-    # plan's order here) without a position.
+    # list): the others still waiting are numbered 1..N in the plan's order, the held job
+    # (first in the plan's order here) and the jobs the cycle started without a position.
     assert p.waits["h1"].rank == 1 and by_id["h1"]["rank"] is None
-    ordered = sorted([st.rank for st in p.starts] + [w.rank for w in p.waits.values() if w.reason != "held"])
+    assert p.starts and all(by_id[st.job_id]["rank"] is None for st in p.starts)
+    ordered = sorted(w.rank for w in p.waits.values() if w.reason != "held")
     ranks = {jid: by_id[jid]["rank"] for jid in by_id if by_id[jid]["rank"] is not None}
     assert sorted(ranks.values()) == list(range(1, len(ordered) + 1))
     for w in p.waits.values():
@@ -106,7 +107,7 @@ def test_why_explains_a_waiting_job(tmp_path, capsys):
     s, p = make_status(tmp_path)
     jid, w = next((k, w) for k, w in p.waits.items() if w.reason not in ("held",))
     doc = run_json(capsys, "why", "--state-dir", str(tmp_path), jid)
-    ordered = sorted([st.rank for st in p.starts] + [x.rank for x in p.waits.values() if x.reason != "held"])
+    ordered = sorted(x.rank for x in p.waits.values() if x.reason != "held")  # started jobs run now: not ahead
     assert doc["class"] == "queued" and f"position {ordered.index(w.rank) + 1} " in doc["explanation"]
     assert "6 waiting, 1 of them blocked" in doc["explanation"]  # the held job has no position
     assert doc["limits"]["vo"]["name"] == s.jobs[[j.id for j in s.jobs].index(jid)].group.replace("sgm", "")

@@ -68,3 +68,18 @@ def test_an_empty_job_id_is_refused_as_such(tmp_path, capsys, cmd):
     with pytest.raises(SystemExit) as exc:
         main([cmd, "--state-dir", str(tmp_path), ""])
     assert exc.value.code == 2 and "JOBID: must not be empty" in capsys.readouterr().err
+
+
+def test_why_and_when_agree_on_how_many_wait_ahead(tmp_path, capsys):
+    """`why` gives a waiting job's position, `when` the jobs ahead of it: the jobs the last
+    cycle started run now and are ahead of no one (counted, the first waiting job of a farm
+    said 'position 168')."""
+    jobs = [queued(f"{n}.{SRV}", "bob", "atlas", submit=float(n)) for n in range(1, 9)]
+    s = snap(jobs, [Node("wn01", 3)])
+    write_status(str(tmp_path), build_status(s, plan(s, CFG, Usage(), NOW), CFG, published=time.time()))
+    doc = _json(capsys, "jobs", "--state-dir", str(tmp_path), "--state", "queued")
+    assert [j["rank"] for j in doc["jobs"]] == [1, 2, 3, 4, 5]  # three started: the first waits at 1
+    for j in doc["jobs"]:
+        why = _json(capsys, "why", "--state-dir", str(tmp_path), j["id"])
+        when = _json(capsys, "when", "--state-dir", str(tmp_path), j["id"])
+        assert f"position {j['rank']} in" in why["explanation"] and when["ahead"] == j["rank"] - 1, (why, when)
