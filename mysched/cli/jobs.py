@@ -103,6 +103,10 @@ def id_order(job_id: str) -> tuple:
     return (0, int(m[1]), int(m[2]) if m[2] else -1, rest)
 
 
+JOBID_HELP = ("as qsub or qstat print it: 123.batch.example.org, or 123 or 123.batch when unambiguous; "
+              "7[2] for a sub-job of an array")
+
+
 # -- why --------------------------------------------------------------------------------------
 
 @command("why", "everything about one job and why it is not running (checkjob)")
@@ -114,7 +118,7 @@ def fill_why(p: argparse.ArgumentParser) -> None:
             "run_limit (a qmgr run limit holding it back, or null), nodes_rejected, "
             "nodes_out[{name,state,note}] (down or offline nodes it names, with the admin's note)",
             table_=False)
-    p.add_argument("job_id", metavar="JOBID", type=non_empty)
+    p.add_argument("job_id", metavar="JOBID", type=non_empty, help=JOBID_HELP)
     p.set_defaults(run=run_why)
 
 
@@ -191,7 +195,7 @@ def fill_when(p: argparse.ArgumentParser) -> None:
     ahead of it in the last cycle's order; says plainly when no estimate is possible."""
     options(p, json_keys="job, start (Unix time or null), in_s, running, exact, why, ahead, "
             "clock (wall or simulated)", table_=False)
-    p.add_argument("job_id", metavar="JOBID", type=non_empty)
+    p.add_argument("job_id", metavar="JOBID", type=non_empty, help=JOBID_HELP)
     p.set_defaults(run=run_when)
 
 
