@@ -16,15 +16,16 @@ from mysched.errors import StatusError, UsageError
 
 @command("usage", "wall-clock and CPU hours from the history store (accounting summary)")
 def fill_usage(p: argparse.ArgumentParser) -> None:
-    """Accounting summary from the history store: jobs, wall-clock core-hours (clipped to the
-    interval) and CPU hours, per VO, group, user or queue."""
+    """Accounting summary from the history store, per VO, group, user or queue: the jobs that
+    ended in the interval, and the wall-clock core-hours and CPU hours of every job's run inside
+    it, so that consecutive intervals add up to the whole (as APEL counts)."""
     p.add_argument("-c", "--config", metavar="FILE", help="configuration (history.database, group -> VO)")
     p.add_argument("--db", metavar="URL", help="history database URL (default: history.database of -c FILE, else "
                    "history.db in --state-dir or $MYSCHED_STATE_DIR when it exists, else "
                    "/var/lib/mysched/history.db; which one is said on stderr)")
     p.add_argument("--state-dir", metavar="DIR", help="the daemon's state directory (default: $MYSCHED_STATE_DIR)")
     p.add_argument("--since", type=date_arg, metavar="DATE", help="from DATE (YYYY-MM-DD[THH:MM], UTC)")
-    p.add_argument("--until", type=date_arg, metavar="DATE", help="until DATE")
+    p.add_argument("--until", type=date_arg, metavar="DATE", help="until DATE, not included (the next interval's --since)")
     p.add_argument("--by", choices=("vo", "group", "user", "queue"), default="vo",
                    help="one row per VO (the default), group, user or queue")
     p.add_argument("--json", action="store_true", help="JSON: database, since, until, by, rows[{key,jobs,"

@@ -287,9 +287,9 @@ class Store:
                       vo_of: Callable[[str], str | None] | None = None) -> list[dict[str, Any]]:
         """Per VO/group/user/queue: ``{key, jobs, wall_hours, cpu_hours}``, most wall-clock first.
 
-        Wall-clock is (end - start) x cores clipped to [since, until]; CPU time is clipped in
-        the same proportion. The VO is the record's own, else ``vo_of(group)``, else the group.
-        """
+        Wall-clock is (end - start) x cores clipped to [since, until); CPU time is clipped in the same
+        proportion; jobs are those that ended in [since, until), so that consecutive intervals add
+        up (as APEL counts). The VO is the record's own, else ``vo_of(group)``, else the group."""
         if by not in ("vo", "group", "user", "queue"):
             raise StoreError(f"cannot summarise by {by!r}: use vo, group, user or queue")
         fj = finished_jobs.c
@@ -297,7 +297,7 @@ class Store:
         if since is not None:
             q = q.where(fj.end >= since)
         if until is not None:
-            q = q.where(fj.start <= until)
+            q = q.where(fj.start < until)
         out: dict[Any, dict[str, Any]] = {}
         with self._db("cannot summarise usage"), self.engine.connect() as c:
             for row in c.execute(q):
@@ -306,7 +306,7 @@ class Store:
                     raise StoreError(f"history database {self.masked}: {bad} (mend or delete that row)")
                 _, _, start, end, cores, cput, user, grp, queue, vo = row
                 if by == "vo":
-                    key = vo or (vo_of(grp) if vo_of else grp)
+                    key = vo or (vo_of(grp) if vo_of else None) or grp
                 else:
                     key = {"user": user, "group": grp, "queue": queue}[by]
                 lo = max(start, since) if since is not None else start
@@ -314,7 +314,7 @@ class Store:
                 span = max(0.0, hi - lo)
                 full = end - start
                 d = out.setdefault(key, {"key": key, "jobs": 0, "wall_hours": 0.0, "cpu_hours": 0.0})
-                d["jobs"] += 1
+                d["jobs"] += until is None or end < until
                 d["wall_hours"] += span * cores / 3600.0
                 if cput is not None:
                     d["cpu_hours"] += cput / 3600.0 * (span / full if full > 0 else 1.0)
