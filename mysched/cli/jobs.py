@@ -58,8 +58,8 @@ def run_jobs(args: argparse.Namespace) -> int:
         j["wait_s"] = (now - j["submit"]) if cls != "running" else None
         out.append(j)
     order = {"running": 0, "queued": 1, "blocked": 2}
-    # running: longest first (their rank is that of the cycle that started them); waiting: by
-    # position, blocked ones (none) by id; ids in qstat's numeric order
+    # running: longest first; waiting: by position, blocked ones (none) by id; ids in qstat's
+    # numeric order
     out.sort(key=lambda j: (order[j["class"]], 1 << 30 if j["rank"] is None or j["class"] == "running" else j["rank"],
                             -(j["elapsed_s"] or 0), id_order(j["id"])))
     farm = doc["farm"]
