@@ -263,8 +263,13 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
     if start < 0:  # not TORQUE's "never started": a garbled value, said rather than ignored
         raise ValueError(f"start={a['start'][:40]!r} is before 1970: a wrong time stamp")
     end_text = a.get("end", "")
+    # No end (end=0: completion time unset): start + resources_used.walltime, TORQUE's own end
+    # with USESAVEDRESOURCES, before the line's local stamp -- in the hour repeated when DST ends
+    # that stamp is ambiguous, and a 90-min job came out 30 min (or refused as ending first).
+    used = None if end_text and end_text != "0" else duration_or_none(a.get("resources_used.walltime"))
     try:
-        end = float(end_text) if end_text and end_text != "0" else rec.time
+        end = float(end_text) if end_text and end_text != "0" else (
+            start + used if used is not None and math.isfinite(used) else rec.time)
         if not math.isfinite(end):
             raise ValueError
     except ValueError:

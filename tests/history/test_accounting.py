@@ -211,3 +211,25 @@ def test_iter_file_skips_attribute_parsing_of_other_types(tmp_path):
     f = tmp_path / "20261122"
     f.write_text("11/22/2026 08:49:46;S;4.vm;user=bob\n" + TORQUE61_E)
     assert [i is None for i, _ in iter_file(str(f), types=("E",))] == [True, False]
+
+
+def test_a_record_without_its_end_keeps_its_length_across_the_end_of_dst(monkeypatch, tmp_path):
+    """Europe/Berlin, 25 Oct 2026: 02:00-03:00 comes twice. Read in file order, the stamps of
+    that hour are taken the first time (CEST): a job of 90 min ending at 02:10 the second time
+    (CET), written with end=0, came out 30 min -- and a shorter one 'ended before it started'."""
+    try:
+        monkeypatch.setenv("TZ", "Europe/Berlin")
+        time.tzset()
+        cet = calendar.timegm((2026, 10, 25, 1, 10, 0))  # 02:10 CET; 02:10 CEST is an hour before
+        e = "E;{j}.srv;user=v group=atlas queue=q start={s} end={e} exec_host=wn/0 resources_used.walltime={w}\n"
+        f = tmp_path / "20261025"
+        f.write_text("10/25/2026 01:50:00;" + e.format(j=1, s=cet - 4800, e=cet - 4800, w="00:00:00") +
+                     "10/25/2026 02:10:00;" + e.format(j=2, s=cet - 7200, e=cet - 3600, w="01:00:00") +
+                     "10/25/2026 02:10:00;" + e.format(j=3, s=cet - 5400, e=0, w="01:30:00") +
+                     "10/25/2026 02:10:00;" + e.format(j=4, s=cet - 1200, e=0, w="00:20:00"))
+        jobs = [to_finished_job(rec) for rec, _ in iter_file(str(f))]
+        assert [j.end - j.start for j in jobs] == [0, 3600, 5400, 1200]
+        assert jobs[2].end == jobs[3].end == cet
+    finally:
+        monkeypatch.undo()
+        time.tzset()
