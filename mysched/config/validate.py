@@ -14,6 +14,7 @@ from mysched.core.config import (DRAIN_BACKFILL, PACKING_POLICIES, Config, Drain
                                  HotLists, NodeType, PackingClass, QueueConfig, VOConfig)
 from mysched.core.durations import parse_duration
 from mysched.config.loads import build_loads, size
+from mysched.config.downtimes import build_downtimes
 from mysched.config.pools import build_pools
 from mysched.config.parse import ParsedConfig, Path, at, dotted, parse_file, parse_text
 from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
@@ -75,7 +76,7 @@ def _check_database(c: "_Checker", path: Path, url: str) -> None:
 _TOP = dict.fromkeys([
     "scheduler", "history", "fairshare", "server", "daemon", "default_vo", "vos", "groups",
     "queues", "hot", "node_types", "packing", "farm", "load_sources", "load_rules", "node_load", "drain",
-    "pools",
+    "pools", "downtimes",
 ])
 
 
@@ -330,6 +331,7 @@ def build_config(parsed: ParsedConfig) -> Config:
         c.problem(("drain", "keep"), "must be a duration of at most a day")
 
     pools = build_pools(c, top, vos, set(group_vo) | set(groups_cfg), queues, type_names)
+    downtimes = build_downtimes(c, top, type_names)
 
     if c.problems:
         raise ConfigError(c.problems)
@@ -341,7 +343,7 @@ def build_config(parsed: ParsedConfig) -> Config:
         half_life=half_life, keep_cycles=keep_cycles, keep_jobs=keep_jobs, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
         server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
         event_address=event_address, leader_timeout=leader_timeout, load_sources=load_sources,
-        load_rules=load_rules, node_load=node_load, drain=drain, pools=pools, farm=farm, source=parsed.filename, group_vo=group_vo,
+        load_rules=load_rules, node_load=node_load, drain=drain, pools=pools, downtimes=downtimes, farm=farm, source=parsed.filename, group_vo=group_vo,
     )
 
 

@@ -11,6 +11,8 @@ import fnmatch
 import math
 from dataclasses import dataclass, field, replace
 
+from mysched.core.downtime import Downtime
+
 PACKING_POLICIES = ("none", "relaxed", "exclusive")
 
 
@@ -335,6 +337,8 @@ class Config:
     """A job gets a reservation only once it has waited this many times its requested walltime
     (selective reservation); 0: at once."""
     drain: DrainConfig = DrainConfig()
+    downtimes: tuple[Downtime, ...] = ()
+    """Scheduled maintenance windows (`mysched.core.downtime`)."""
     pools: tuple[PoolConfig, ...] = ()
     """Package guarantees, in configuration order (a host belongs to the first that selects it)."""
     history_window: float = 2 * 86400.0

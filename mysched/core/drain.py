@@ -167,8 +167,8 @@ class Draining:
             if not usable or key not in keys or name in self.out.drains or node.slots < need:
                 continue
             ld = self.loads.get(name) or self.tally.loads.get(name)
-            if ld is None or ld.free >= need or name in self.resv_nodes:
-                continue  # idle enough already, or held by a reservation
+            if ld is None or ld.free >= need or name in self.resv_nodes or name in self.dt_closed:
+                continue  # idle enough already, held by a reservation, or in a downtime
             scored.append((left.get(name, 0.0), ld.used, name))
         scored.sort()
         return [name for _, _, name in scored]

@@ -15,6 +15,7 @@ from typing import Iterable, Sequence
 
 from mysched.core.admission import admits, node_key, node_type
 from mysched.core.config import Config
+from mysched.core.downtime import clear_start, windows_by_node
 from mysched.core.model import Job, Node
 
 
@@ -80,10 +81,14 @@ def estimate_start(job: Job, vo: str, running: Iterable[Job], ahead: Sequence[tu
     for t, name in heap:
         per_node[name].append(t)
     best = math.inf
-    for ts in per_node.values():
+    windows = windows_by_node(config.downtimes, ((n.name, node_type(config, n.name, n.properties)) for n in nodes
+                                                 if n.name in usable)) if config.downtimes else {}
+    for name, ts in per_node.items():
         if len(ts) >= cores:
             ts.sort()
-            best = min(best, ts[cores - 1])
+            t = ts[cores - 1]
+            w = windows.get(name)
+            best = min(best, clear_start(w, t, job.walltime) if w and math.isfinite(t) else t)
     if math.isinf(best):
         return Estimate(None, False, f"cannot estimate: {unknown} running or earlier job(s) on the nodes it may "
                         "use have no requested walltime", competing)

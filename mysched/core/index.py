@@ -12,6 +12,7 @@ import dataclasses
 
 from mysched.core.admission import admits, consumer_admits, node_key, node_type
 from mysched.core.config import Config, PackingClass
+from mysched.core.downtime import windows_by_node
 from mysched.core.model import Node, NodeState
 from mysched.core.nodescore import empty_key, keeps_whole
 from mysched.core.tally import Ranking, Tally
@@ -89,6 +90,8 @@ class NodeIndex:
         self.idle_free = sum(self.usable_free.values())
         """Free slots of the farm if no job ran."""
         self.packing = {pc.name: pc for pc in config.packing}
+        self.downtimes = windows_by_node(config.downtimes, ((e[0].name, e[1]) for e in entries))
+        """Node -> its scheduled downtimes, soonest first (`mysched.core.downtime`)."""
         self.total_limits = (any(q.max_running is not None for q in config.queues.values())
                              or any(v.max_running is not None for v in config.vos.values())
                              or any(g.max_running is not None for g in config.groups.values()))

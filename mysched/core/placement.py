@@ -122,6 +122,7 @@ class Placing:
         fallback = None
         resv = self.resv_nodes
         drain = self.draining if cores < self.mc_min else None
+        dt = self.dt_ahead
         only = self._only
         gate = self.pool_gate
         for key in keys:
@@ -136,6 +137,7 @@ class Placing:
                     or (avoid is not None and ld.classes.get(avoid, 0) > 0)
                     or (resv and ld.name in resv and not self._fits_before(job, resv[ld.name]))
                     or (drain and ld.name in drain and self._drain_blocks(job, ld.name))
+                    or (dt and ld.name in dt and self._downtime_blocks(job, ld.name))
                     or (gate and ld.name in gate and self._pool_refuses(job, vo, ld.name, cores) is not None)):
                 continue
             if fast:
@@ -193,13 +195,14 @@ class Placing:
         gmax = self.cfg.groups.get(job.group)
         gmax = gmax.max_per_node if gmax is not None else None
         counts: dict[str, int] = {}
+        dt_hit: list[str] = []
         loads, base, pools = self.loads, self.tally.loads, self.pool_by_key
         for name in self.index.by_name:
             ld = loads.get(name) or base.get(name) or loads[name]  # read only: no copy
             pool = pools[ld.key]
             if name in self.overloaded:
                 r = "node_load" if ld.free >= cores else "no_free_slot"
-            elif not ld.usable:
+            elif not ld.usable and name not in self.dt_closed:
                 r = "node_down"
             elif ld.free < cores:
                 r = "no_free_slot"
@@ -207,6 +210,9 @@ class Placing:
                 r = refusals.get(ld.key)
                 if r is None:
                     r = refusals[ld.key] = refusal(self.cfg, ld.key, job.queue)
+            elif name in self.dt_closed or (name in self.dt_ahead and self._downtime_blocks(job, name)):
+                r = "downtime"
+                dt_hit.append(name)
             elif ld.reserved is not None and ld.reserved != cls:
                 r = "packing"
             elif name in self.resv_nodes and not self._fits_before(job, self.resv_nodes[name]):
@@ -228,6 +234,8 @@ class Placing:
             detail = f"{roomy[reason]} node(s) with room rejected: {NODE_REJECTIONS.get(reason, reason)}"
             if reason in ("pool_held", "loan_refused"):
                 detail += f" ({self._pool_detail(job, vo, reason)})"
+            elif reason == "downtime":
+                detail += f" ({self._downtime_detail(job, dt_hit)})"
         else:
             reason = "no_free_slot"
             detail = f"no usable node has {cores} free core(s)"

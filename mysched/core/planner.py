@@ -39,6 +39,7 @@ from mysched.core.ordering import Ordering
 from mysched.core.placement import Placing, _Loads, _Rules
 from mysched.core.reservation import Reservation, Reserving, wants_reservation
 from mysched.core.runlimits import RunLimits
+from mysched.core.downtime import Downtimes
 from mysched.core.drain import Drain, Draining
 from mysched.core.guarantee import Guaranteeing
 from mysched.core.plan import Plan, Start, Wait
@@ -85,7 +86,7 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
             gc.enable()
 
 
-class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guaranteeing):
+class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guaranteeing, Downtimes):
     """One plan: set-up from the tally, screening, the start/wait bookkeeping; ordering and
     placement come from the mixins."""
 
@@ -158,6 +159,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         self.overloaded: dict[str, str] = {}
         if self.cfg.node_load:
             self._skip_loaded()
+        self._downtime_setup()
 
     def _skip_loaded(self) -> None:
         """Nodes whose pbs_mom reports too much load or too little free memory take no new
@@ -330,10 +332,9 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         pc = self.index.job_class(queue, vo, group, job.user) if self.packing else None
         if job.request is not None and not job.request.simple:
             return self._try_request(job, vo, reason, rules, pc)
-        # with reservations or draining nodes, whether a node takes the job depends on its
-        # walltime too
+        # with reservations, draining nodes or downtimes, whether a node takes it depends on its walltime too
         ckey = (queue, vo, group, job.cores, pc.name if pc else None,
-                job.walltime if self.resv_nodes or self.draining or self.pool_on else None)
+                job.walltime if self.resv_nodes or self.draining or self.pool_on or self.dt_ahead else None)
         # a job's own reservation opens nodes to it alone: no wait of its class stands for it
         mine = job.id in self.out.reservations
         if self._class_cache and not mine:

@@ -42,6 +42,8 @@ REASONS: dict[str, str] = {
     "draining": "the nodes with room are draining for waiting multi-core jobs (drain)",
     "reserved": "the nodes with room are reserved for a higher-ranked job, and this one would not end (by its "
                 "requested walltime) before that job starts (EASY backfill)",
+    "downtime": "the nodes with room are in a scheduled downtime, or one begins there before this job would end "
+                "(by its requested walltime; downtimes)",
     "pool_held": "the nodes with room are held by a guarantee pool for owners owed packages (pools)",
     "loan_refused": "the nodes with room keep a pool's idle guarantee, and the pool's loan policy does not lend "
                     "to this job (its queue or requested walltime)",
@@ -72,6 +74,7 @@ NODE_REJECTIONS: dict[str, str] = {
     "node_load": "load or free memory past node_load",
     "reserved": "reserved for a higher-ranked job starting before this one would end",
     "draining": "draining for multi-core jobs",
+    "downtime": "in a scheduled downtime, or one begins before the job would end",
     "pool_held": "held by a guarantee pool for its owners",
     "loan_refused": "guarded by a guarantee pool whose loan policy refuses the job",
 }

@@ -35,7 +35,7 @@ from typing import NamedTuple
 from mysched.core.model import Job
 
 
-_CAPACITY = ("no_free_slot", "reserved", "packing", "node_load")
+_CAPACITY = ("no_free_slot", "reserved", "packing", "node_load", "downtime")
 """Waits that capacity freeing up ends: the ones a reservation serves."""
 
 
@@ -100,12 +100,12 @@ class Reserving:
                 continue
             req = job.request
             parts, ends, procs = self._parts(job), self._node_ends(), (req.procs or 0) if req is not None else 0
-            pick = self._pick(parts, list(prev.nodes), ends, procs)
+            pick = self._pick(parts, list(prev.nodes), ends, procs, job.walltime)
             if procs and not parts:
                 # Cores anywhere: the promise is a number of cores (EASY's shadow time and extra
                 # nodes), so it moves to the set that serves it better now. A node request keeps
                 # its nodes: one part-drained for it is not left for one that only looks earlier.
-                fresh = self._pick(parts, self._open_nodes(keys), ends, procs)
+                fresh = self._pick(parts, self._open_nodes(keys), ends, procs, job.walltime)
                 if fresh is not None and (pick is None or self._better(fresh, pick)):
                     pick = fresh
             if pick is not None and math.isfinite(pick[0]):
@@ -213,9 +213,12 @@ class Reserving:
             lst.sort()
         return self._ends
 
-    def _room_at(self, name: str, cores: int, ends: dict[str, list[tuple[float, int]]]) -> float:
-        """The earliest time node `name` has `cores` free (inf: never, by what is known)."""
-        return self.loads[name].room_at(cores, ends.get(name, ()), self.now)
+    def _room_at(self, name: str, cores: int, ends: dict[str, list[tuple[float, int]]],
+                 wall: float | None) -> float:
+        """The earliest time node `name` has `cores` free for a job of walltime `wall` (inf:
+        never, by what is known), past any scheduled downtime the job would run into."""
+        t = self.loads[name].room_at(cores, ends.get(name, ()), self.now)
+        return self._downtime_room(name, t, wall) if self.dt_ahead else t
 
     def _reserve(self, job: Job, vo: str) -> str:
         """Reserve nodes for a job that does not fit now; return what to add to its wait."""
@@ -231,12 +234,12 @@ class Reserving:
         names = self._open_nodes(self._keys_of(job, vo))
         parts = self._parts(job)
         prev = self._resv_prev.get(job.id)
-        got = self._pick(parts, names, ends, procs)
+        got = self._pick(parts, names, ends, procs, job.walltime)
         if got is None:
             return ""
         start, nodes = got
         if prev is not None and set(prev.nodes) <= set(names):
-            again = self._pick(parts, list(prev.nodes), ends, procs)
+            again = self._pick(parts, list(prev.nodes), ends, procs, job.walltime)
             if again is not None and again[0] <= start + 1.0:
                 start, nodes = again  # the same nodes, unless another set starts it earlier
         if not math.isfinite(start) or start <= self.now:
@@ -264,17 +267,18 @@ class Reserving:
         return set(self.index.rules(job.queue, vo, job.group)[5])
 
     def _pick(self, parts: list[tuple[int, int, str | None, frozenset]], names: list[str],
-              ends: dict[str, list[tuple[float, int]]], procs: int = 0) -> tuple[float, list[str]] | None:
-        """The nodes that serve every part (and `procs` cores anywhere) earliest, and when
-        (the latest of them)."""
+              ends: dict[str, list[tuple[float, int]]], procs: int = 0,
+              wall: float | None = None) -> tuple[float, list[str]] | None:
+        """The nodes that serve every part (and `procs` cores anywhere) earliest for a job of
+        walltime `wall`, and when (the latest of them)."""
         by_name = self.index.by_name
         chosen: list[str] = []
         start = self.now
         for count, ppn, host, props in parts:
             if host is not None:
-                cand = [(self._room_at(host, ppn, ends), host)] if host in names and host not in chosen else []
+                cand = [(self._room_at(host, ppn, ends, wall), host)] if host in names and host not in chosen else []
             else:
-                cand = sorted((self._room_at(n, ppn, ends), n) for n in names
+                cand = sorted((self._room_at(n, ppn, ends, wall), n) for n in names
                               if n not in chosen and (not props or props <= by_name[n][0].properties))
             if len(cand) < count:
                 return None
@@ -282,7 +286,8 @@ class Reserving:
                 chosen.append(n)
                 start = max(start, t)
         if procs:
-            got = self._pick_procs(procs, [n for n in names if n not in chosen], ends)
+            # cores anywhere: only nodes no downtime lies ahead on (their free times are a profile)
+            got = self._pick_procs(procs, [n for n in names if n not in chosen and n not in self.dt_ahead], ends)
             if got is None:
                 return None
             start = max(start, got[0])

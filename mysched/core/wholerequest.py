@@ -88,6 +88,9 @@ class RequestPlacing:
                 return False
             if self._drain_blocks(job, ld.name):
                 return False
+            if ld.name in self.dt_ahead and self._downtime_blocks(job, ld.name):
+                self._dt_refused.add(ld.name)
+                return False
             if ld.name in self.pool_gate:
                 why = self._pool_refuses(job, vo, ld.name, cores, req.mem_for(cores, total))
                 if why is not None:
@@ -149,7 +152,7 @@ class RequestPlacing:
         """`_try` for a whole request: place it on its nodes, or wait with why."""
         req = job.request
         key = (job.queue, vo, job.group, req, pc.name if pc else None,
-               job.walltime if self.resv_nodes or self.draining or self.pool_on else None)
+               job.walltime if self.resv_nodes or self.draining or self.pool_on or self.dt_ahead else None)
         mine = job.id in self.out.reservations  # its own reserved nodes: the class's wait is not its
         cached = None if mine else self._class_cache.get(key)
         if cached is not None:
@@ -157,6 +160,7 @@ class RequestPlacing:
             return cached.reason
         got = None
         self._pool_refused.clear()
+        self._dt_refused = set()
         if self.pool_on:  # an owner within its guarantee: its pool's guarded hosts first
             self._only = self._pool_prefer(job, vo)
             if self._only:
@@ -166,7 +170,11 @@ class RequestPlacing:
             got = self._place_request(job, vo, pc, rules, req)
         if isinstance(got, str):
             reason = "no_free_slot"
-            if self._pool_refused:  # room there was, but a guarantee pool kept it
+            shut = self._dt_refused | self._downtime_closed(job, vo, min((p.ppn for p in req.parts), default=1))
+            if shut:  # room there was, or will be, but a scheduled downtime comes first
+                reason = "downtime"
+                got += f"; {len(shut)} node(s) refused it: {self._downtime_detail(job, shut)}"
+            elif self._pool_refused:  # room there was, but a guarantee pool kept it
                 reason = max(sorted(self._pool_refused), key=self._pool_refused.get)
                 got += f"; {self._pool_refused[reason]} node(s) with room refused it ({self._pool_detail(job, vo, reason)})"
             w = Wait(job.id, reason, 0, 0.0, got, None)

@@ -1,0 +1,72 @@
+"""Validation of scheduled downtimes: `downtimes`.
+
+    downtimes = {
+      gocdb_34567 = { start = "2026-12-01T08:00"; end = "2026-12-01T12:00"; };   # every node
+      disks = { start = "2026-12-03T09:00Z"; end = "2026-12-03T10:30Z"; hosts = ["wn01*"]; };
+    };
+
+Times are ISO 8601 (``YYYY-MM-DDTHH:MM[:SS]``), in UTC unless they carry an offset
+(``+01:00``): GOCDB declares downtimes in UTC, and a daemon's local zone may change under it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from mysched.core.downtime import Downtime
+from mysched.config.values import kind, strings
+
+_KEYS = ["start", "end", "hosts", "node_types"]
+
+
+def instant(v: Any) -> float:
+    """Unix seconds from an ISO 8601 date and time (UTC unless it names an offset)."""
+    if not isinstance(v, str):
+        raise ValueError(f"expected a date and time such as \"2026-12-01T08:00\" (UTC), got {kind(v)}")
+    text = v.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        t = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"expected a date and time such as \"2026-12-01T08:00\" (UTC) or "
+                         f"\"2026-12-01T09:00+01:00\", got {v!r}") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return t.timestamp()
+
+
+def build_downtimes(c: Any, top: dict, type_names: set[str]) -> tuple[Downtime, ...]:
+    """The `downtimes` section; problems go to the checker `c` with their key paths."""
+    raw = top.get("downtimes")
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        c.problem(("downtimes",), f"expected a group of downtimes {{ name = {{ start = ...; end = ...; }}; }}, "
+                  f"got {kind(raw)}")
+        return ()
+    out = []
+    for name, draw in raw.items():
+        p = ("downtimes", name)
+        g = c.group(draw, p, dict.fromkeys(_KEYS))
+        if not g and draw is not None and isinstance(draw, dict):
+            c.problem(p, "a downtime needs start and end")
+            continue
+        for key in ("start", "end"):
+            if g and key not in g:
+                c.problem(p, f"a downtime needs {key} (e.g. {key} = \"2026-12-01T08:00\";)")
+        start = c.get(g, p, "start", instant, None)
+        end = c.get(g, p, "end", instant, None)
+        hosts = c.get(g, p, "hosts", strings, ())
+        node_types = c.get(g, p, "node_types", strings, ())
+        for t in node_types:
+            if t not in type_names:
+                c.problem(p + ("node_types",), f"unknown node type '{t}'")
+        if start is None or end is None:
+            continue
+        if end <= start:
+            c.problem(p + ("end",), "must be after start")
+            continue
+        out.append(Downtime(name, start, end, hosts, node_types))
+    return tuple(out)

@@ -1,0 +1,133 @@
+"""Scheduled downtimes: maintenance windows declared ahead (a GOCDB downtime, a kernel or
+firmware campaign), as MAUI's ``setres`` and Slurm's maintenance reservations give them.
+
+TORQUE cannot preempt, so the only way to have a node empty at a given hour is to start
+nothing there that would still run then. A node under a downtime takes, before it, only jobs
+that end -- by their requested walltime -- before it starts (a job without a walltime none),
+and nothing while it lasts; it reopens by itself when the window ends. Other nodes go on as
+usual, so short jobs keep the farm busy up to the last hour instead of the whole farm being
+stopped a queue's maximum walltime ahead. A job such windows keep waiting waits with reason
+`downtime`; reservations for multi-core jobs are moved past the window they would run into.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Iterable
+
+from mysched.core.model import Job
+
+
+@dataclass(frozen=True)
+class Downtime:
+    """One maintenance window of some nodes (all nodes when `hosts` and `node_types` are empty)."""
+
+    name: str
+    start: float
+    end: float
+    hosts: tuple[str, ...] = ()
+    """Host name patterns (globs)."""
+    node_types: tuple[str, ...] = ()
+
+    def covers(self, name: str, ntype: str | None) -> bool:
+        if not (self.hosts or self.node_types):
+            return True
+        return ntype in self.node_types or any(fnmatchcase(name, p) for p in self.hosts)
+
+
+def windows_by_node(downtimes: Iterable[Downtime], nodes: Iterable[tuple[str, str | None]]
+                    ) -> dict[str, tuple[Downtime, ...]]:
+    """Node name -> its windows, soonest first, for the (name, node type) pairs any covers."""
+    dts = sorted(downtimes, key=lambda d: (d.start, d.end, d.name))
+    out: dict[str, tuple[Downtime, ...]] = {}
+    if not dts:
+        return out
+    for name, ntype in nodes:
+        mine = tuple(d for d in dts if d.covers(name, ntype))
+        if mine:
+            out[name] = mine
+    return out
+
+
+def current(windows: tuple[Downtime, ...], now: float) -> Downtime | None:
+    """The window in force at `now`, else the next one (None: all are over)."""
+    return next((w for w in windows if w.end > now), None)
+
+
+def clear_start(windows: tuple[Downtime, ...], t: float, walltime: float | None) -> float:
+    """The earliest time from `t` a job of `walltime` (None: unknown, runs on) can start on a
+    node with these windows and end before the next one begins."""
+    for w in windows:
+        if w.end <= t:
+            continue
+        if walltime is None or t + walltime > w.start:
+            t = w.end
+    return t
+
+
+def when(w: Downtime) -> str:
+    """A window as admins write it: 'NAME (YYYY-MM-DD HH:MM to ... UTC)'."""
+
+    def fmt(t: float) -> str:
+        return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
+
+    return f"{w.name} ({fmt(w.start)} to {fmt(w.end)} UTC)"
+
+
+class Downtimes:
+    """The planner's downtime steps (a mixin of `mysched.core.planner._Planner`)."""
+
+    def _downtime_setup(self) -> None:
+        """Nodes within a window take nothing this cycle (dropped from the rankings, as
+        overloaded nodes are); nodes with one ahead take only jobs that end before it."""
+        now = self.now
+        self.dt_closed: dict[str, Downtime] = {}
+        self.dt_ahead: dict[str, Downtime] = {}
+        for name, windows in self.index.downtimes.items():
+            w = current(windows, now)
+            if w is None:
+                continue
+            self._wake(w.end)  # the node reopens (or its next window comes into force)
+            self.out.downtimes[name] = (w.start, w.end, w.name)
+            if w.start > now:
+                self.dt_ahead[name] = w
+                continue
+            self.dt_closed[name] = w
+            ld = self.loads[name]
+            ld.usable = False
+            ld.pool.ranking.drop(name)
+            for r in ld.pool.by_class.values():
+                r.drop(name)
+
+    def _downtime_blocks(self, job: Job, name: str) -> bool:
+        """Does a window keep this job off node `name` (it would run into the next one)?"""
+        w = self.dt_ahead.get(name)
+        if w is None:
+            return name in self.dt_closed
+        return job.walltime is None or self.now + job.walltime > w.start
+
+    def _downtime_closed(self, job: Job, vo: str, cores: int) -> set[str]:
+        """The nodes `job` may use that are within a window now with `cores` free."""
+        if not self.dt_closed:
+            return set()
+        keys = set(self.index.rules(job.queue, vo, job.group)[5])
+        by_name, loads = self.index.by_name, self.loads
+        return {n for n in self.dt_closed if by_name[n][2] in keys and loads[n].free >= cores}
+
+    def _downtime_room(self, name: str, t: float, walltime: float | None) -> float:
+        """When a job of `walltime` could start on node `name` that has room at `t`."""
+        windows = self.index.downtimes.get(name)
+        return clear_start(windows, t, walltime) if windows and math.isfinite(t) else t
+
+    def _downtime_detail(self, job: Job, names: Iterable[str]) -> str:
+        """The windows that kept `job` off nodes `names`, for its wait's detail."""
+        seen = {}
+        for n in names:
+            w = self.dt_closed.get(n) or self.dt_ahead.get(n)
+            if w is not None:
+                seen.setdefault(w.name, w)
+        wall = "no walltime" if job.walltime is None else f"walltime {job.walltime / 3600:.1f} h"
+        return "downtime " + ", ".join(when(w) for w in seen.values()) + f"; the job asks for {wall}"
