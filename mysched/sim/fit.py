@@ -4,10 +4,13 @@ and keep them idle, which a site configuration written for other node names does
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from mysched.core.admission import admits, node_key, node_type, type_admits
 from mysched.core.config import Config
+from mysched.core.index import NodeIndex
+from mysched.core.downtime import when
 from mysched.core.model import Job, Node, TraceJob
 from mysched.core.request import Request
 from mysched.core.wholerequest import unfit
@@ -55,6 +58,23 @@ def larger_than_farm(nodes: tuple[Node, ...]) -> Callable[[Job], bool]:
     return test
 
 
+def closed_spans(index: NodeIndex, nodes: tuple[Node, ...]) -> list[tuple[float, float, int]]:
+    """(start, end, slots) the farm's scheduled downtimes close, overlapping windows of a node
+    counted once: slot-seconds that are not available to any job."""
+    slots = {n.name: n.slots for n in nodes}
+    spans: dict[tuple[float, float], int] = {}
+    for name, windows in index.downtimes.items():
+        merged: list[list[float]] = []
+        for w in windows:  # soonest first
+            if merged and w.start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], w.end)
+            else:
+                merged.append([w.start, w.end])
+        for s, e in merged:
+            spans[(s, e)] = spans.get((s, e), 0) + slots.get(name, 0)
+    return [(s, e, n) for (s, e), n in sorted(spans.items())]
+
+
 def idle_settings(config: Config, workload: list[TraceJob]) -> list[str]:
     """Settings that no job of `workload` can bring into play, each as a sentence: a what-if
     run of them would print the same figures as without them."""
@@ -71,9 +91,19 @@ def idle_settings(config: Config, workload: list[TraceJob]) -> list[str]:
             if pc.name not in hit:
                 out.append(f"packing class {pc.name} ({pc.policy}) takes no job of the workload: it packs nothing and "
                            "its figures are '-'")
+    if config.downtimes and workload:
+        first = min(tj.job.submit_time for tj in workload)
+        for d in config.downtimes:
+            if d.end <= first:
+                out.append(f"downtime {when(d)} ends before the workload's first submission ({_utc(first)} UTC): "
+                           "it closes no node in this replay")
     for pool in config.pools:
         for c in pool.consumers:
             if not any(c.matches(q, vo, g) for q, vo, g, _ in kinds):
                 out.append(f"pool {pool.name}: no job of the workload belongs to its consumer {c}: its guarantee "
                            "is never asked for")
     return out
+
+
+def _utc(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))

@@ -23,7 +23,7 @@ from mysched.core.usage import UsageLedger
 from mysched.sim.result import SimOptions, SimResult
 from mysched.sim.violations import share_violations
 from mysched.sim.poolstats import PoolWatch
-from mysched.sim.fit import closed_nodes, larger_than_farm
+from mysched.sim.fit import closed_nodes, closed_spans, larger_than_farm
 
 
 def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], opts: SimOptions = SimOptions(),
@@ -109,6 +109,10 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         return needed / used_nodes, cs / (used_nodes * slots_per_node)
 
     grid_at = [t0, 0]  # the last time seen and its grid index (the next call starts there)
+    shut = closed_spans(index, nodes)  # scheduled downtimes: their slots are not available
+
+    def closed(ta: float, tb: float) -> float:
+        return sum(n * (min(tb, e) - max(ta, s)) for s, e, n in shut if s < tb and e > ta) if shut else 0.0
 
     vo_waiting: dict[str, list[float]] = {}  # VO -> [its running slot-seconds, seconds] while it had jobs waiting
 
@@ -117,7 +121,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         acc["work"] += farm.used * dt
         if farm.queued > (bisect_right(all_unfit, ta) if all_unfit else 0):
             acc["q_used"] += farm.used * dt
-            acc["q_avail"] += total * dt
+            acc["q_avail"] += total * dt - closed(ta, tb)
             running = farm.vo_running
             for vo, q in farm.vo_queued.items():
                 if q > 0 and (vo not in unfit or waiting(vo, ta) > 0):
@@ -127,7 +131,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             if ta < span_end:  # the same while the workload still submits
                 ds = min(tb, span_end) - ta
                 acc["s_used"] += farm.used * ds
-                acc["s_avail"] += total * ds
+                acc["s_avail"] += total * ds - closed(ta, ta + ds)
         ka = grid_at[1] if ta == grid_at[0] else math.ceil((ta - t0) / interval - 1e-9)
         kb = math.ceil((tb - t0) / interval - 1e-9)
         grid_at[0], grid_at[1] = tb, kb
@@ -261,7 +265,9 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             vo = job.vo or config.vo_of(job.group)
             vo_area[vo] = vo_area.get(vo, 0.0) + job.cores * (farm.now - job.start_time)
     used_total = sum(vo_area.values())
-    res.utilisation = used_total / (total * (farm.now - t0)) if total and farm.now > t0 else 0.0
+    res.downtime_slot_s = closed(t0, farm.now)
+    span_avail = total * (farm.now - t0) - res.downtime_slot_s
+    res.utilisation = used_total / span_avail if span_avail > 0 else 0.0
     res.queued_s = acc["q_avail"] / total if total else 0.0
     names = sorted(set(config.vos) | set(vo_area) | set(res.vo_jobs))
     res.vo = {vo: _vo_figures(vo, config, total, guarantees, res, vo_area.get(vo, 0.0), used_total,

@@ -67,6 +67,8 @@ def format_result(r: SimResult) -> str:
            "out of the waiting work"]
           if r.too_large_jobs else []),
         *_closed_lines(r),
+        *([f"  downtimes  {r.downtime_slot_s / 3600:10.1f}   slot-hours closed by scheduled downtimes: not available "
+           "in the figures below"] if r.downtime_slot_s else []),
         _occupancy_line(r),
         f"  utilisation      {r.utilisation:7.2%}   (used / available slot-seconds over the whole replay)",
         ("  diversity              -   (no node was ever busy)" if r.diversity is None else

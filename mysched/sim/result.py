@@ -47,6 +47,8 @@ class SimResult:
     too_large: int = 0
     """The most cores of a job no set of the farm's nodes could ever run (0: every job fits)."""
     too_large_jobs: int = 0
+    downtime_slot_s: float = 0.0
+    """Slot-seconds scheduled downtimes closed (left out of the available slots of every figure)."""
     closed_nodes: dict[str, str] = field(default_factory=dict)
     """Nodes no job of the workload may use (node types, queues' nodes) -> why."""
     vo_jobs: dict[str, int] = field(default_factory=dict)
@@ -116,6 +118,7 @@ class SimResult:
             **({"closed_nodes": dict(sorted(self.closed_nodes.items()))} if self.closed_nodes else {}),
             **({"larger_than_farm": {"jobs": self.too_large_jobs, "max_cores": self.too_large}}
                if self.too_large_jobs else {}),
+            **({"downtime_slot_h": round(self.downtime_slot_s / 3600.0, 3)} if self.downtime_slot_s else {}),
             **({"throttled_slot_h": {vo: round(s / 3600.0, 3) for vo, s in sorted(self.throttled_s.items())}}
                if self.throttled_s is not None else {}),
         }

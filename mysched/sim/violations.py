@@ -94,7 +94,7 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
 
     def fits(j: Job, vo: str, name: str) -> bool:
         # The planner's own rules: the pools (queue assignment, node type), per-node limits,
-        # reservations (EASY backfill) and the multi-core partition.
+        # reservations (EASY backfill), the multi-core partition and scheduled downtimes.
         *_, vmax, gmax, pool_keys = index.rules(j.queue, vo, j.group)
         if j.cores > free[name] or index.by_name[name][2] not in pool_keys:
             return False
@@ -103,6 +103,9 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
             return False
         if (name in p.draining_now and j.cores < mc_min
                 and not (j.walltime is not None and p.now + j.walltime <= p.drain_horizons.get(name, p.now))):
+            return False
+        dt = p.downtimes.get(name)  # a scheduled downtime there, in force or ahead
+        if dt is not None and (p.now >= dt[0] or j.walltime is None or p.now + j.walltime > dt[0]):
             return False
         gate = p.pool_gates.get(name)
         if gate is not None and _pool_refuses(p, config, gate, j, vo, name, free[name]):
