@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from mysched.cli.main import command
 from mysched.config import load_config
 from mysched.core.config import Config
+from mysched.core.downtime import when
 from mysched.core.index import NodeIndex
 from mysched.core.model import Node, Snapshot
 
@@ -66,7 +68,10 @@ def farm_warnings(cfg: Config, snap: Snapshot) -> list[str]:
     if snap.queues:
         have = {q.name for q in snap.queues}
         out += [f"{cfg.source}: queues.{q}: pbs_server has no such queue" for q in cfg.queues if q not in have]
-    keys = {e[2] for e in NodeIndex().get(cfg, snap.nodes).entries}  # each node's type and queues
+    idx = NodeIndex().get(cfg, snap.nodes)
+    keys = {e[2] for e in idx.entries}  # each node's type and queues
+    out += [f"{cfg.source}: downtimes.{d.name}: matches none of the server's {len(snap.nodes)} node(s)"
+            for d in cfg.downtimes if not any(d in ws for ws in idx.downtimes.values())]
     out += [f"{cfg.source}: node_types.{nt.name}: matches none of the server's {len(snap.nodes)} node(s)"
             for nt in cfg.node_types if all(k.ntype != nt.name for k in keys)]
     for q in cfg.queues.values():
@@ -113,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
           f"{len(cfg.node_types)} node types, {len(cfg.packing)} packing classes, {len(cfg.pools)} guarantee pools; "
           f"default VO '{cfg.default_vo}'"
           + ("" if cfg.default_vo in cfg.vos else " (not declared under vos: no share, no limits)"))
+    now = time.time()
+    for d in cfg.downtimes:
+        state = "over" if d.end <= now else "in force" if d.start <= now else "ahead"
+        lines.append(f"downtime {when(d)}: {state}")
     for line in lines + problems:
         print(line)
     for line in warnings:

@@ -30,3 +30,18 @@ def test_check_config_server_prints_them_and_keeps_exit_status_0(tmp_path, capsy
     assert main(["check-config", "-c", str(cfg), "--server", "sim://?nodes=3"]) == 0
     out = capsys.readouterr().out
     assert f"warning: {cfg}: node_types.big: matches none of the server's 3 node(s)" in out
+
+
+def test_downtimes_are_listed_with_their_state_and_one_on_no_node_is_a_warning(tmp_path, capsys):
+    # An admin leaves last month's window in the file, or mistypes a host pattern: both
+    # would silently close nothing.
+    cfg = tmp_path / "site.cfg"
+    cfg.write_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
+                   'downtimes = { old = { start = "2020-03-01T08:00"; end = "2020-03-01T12:00"; };\n'
+                   '  typo = { start = "2099-03-01T08:00"; end = "2099-03-01T12:00"; hosts = ["nw*"]; }; };\n')
+    assert main(["check-config", "-c", str(cfg), "--server", "sim://?nodes=3"]) == 0
+    out = capsys.readouterr().out
+    assert "downtime old (2020-03-01 08:00 to 2020-03-01 12:00 UTC): over" in out
+    assert "downtime typo (2099-03-01 08:00 to 2099-03-01 12:00 UTC): ahead" in out
+    assert f"warning: {cfg}: downtimes.typo: matches none of the server's 3 node(s)" in out
+    assert "downtimes.old: matches none" not in out
