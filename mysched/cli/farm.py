@@ -23,7 +23,7 @@ def fill_nodes(p: argparse.ArgumentParser) -> None:
     hold spaces); then a farm summary."""
     options(p, json_keys="summary{nodes,by_state,slots,used_slots,diversity}, nodes[{name,state,type,slots,used,"
             "jobs,vos,users,diversity,class,properties,note}], drains{NODE: {since,ready}}, "
-            "reservations{JOBID: {start,nodes}}")
+            "reservations{JOBID: {start,nodes}}, downtimes{NODE: {name,start,end}}")
     p.add_argument("--state", choices=statusdoc.NODE_STATES, help="only nodes in this state")
     p.add_argument("--type", help="only nodes of this node type")
     p.set_defaults(run=run_nodes)
@@ -42,7 +42,7 @@ def run_nodes(args: argparse.Namespace) -> int:
                "used_slots": sum(n["used"] for n in nodes), "diversity": round(div, 4) if div is not None else None}
     if args.json:
         dump_json({"summary": summary, "nodes": nodes, "drains": doc.get("drains") or {},
-                   "reservations": doc.get("reservations") or {}})
+                   "reservations": doc.get("reservations") or {}, "downtimes": doc.get("downtimes") or {}})
         return 0
     loaded = doc.get("node_load") or {}
     for n in nodes:
@@ -67,6 +67,8 @@ def run_nodes(args: argparse.Namespace) -> int:
                   + (f", ready since {statusdoc.clock(doc, d['ready'])})" if d["ready"] is not None else ")"))
         for jid, r in sorted((doc.get("reservations") or {}).items()):
             print(f"reserved for {jid}: {'+'.join(r['nodes'])} from {statusdoc.clock(doc, r['start'])}")
+        for line in _downtime_lines(doc):
+            print(line)
         for note in statusdoc.notes(doc):
             print(note)
     return 0
@@ -145,7 +147,7 @@ def fill_free(p: argparse.ArgumentParser) -> None:
     multi-core jobs), and which VOs and groups may use them. Idle slots on nodes that are
     draining, reserved or held by a guarantee pool are not free to all: they are counted apart."""
     options(p, json_keys="total_free, rows[{type,queue,free_slots,nodes,max_per_node,vos,groups}], "
-            "held{draining,reserved,pool_held} (idle slots kept apart; 0 where none)")
+            "held{draining,reserved,pool_held,downtime} (idle slots kept apart; 0 where none)")
     p.set_defaults(run=run_free)
 
 
@@ -159,6 +161,8 @@ def run_free(args: argparse.Namespace) -> int:
     kept: dict[str, str] = {h: "pool_held" for p in (doc.get("pools") or {}).values() for h in p["held_hosts"]}
     kept.update((h, "reserved") for r in (doc.get("reservations") or {}).values() for h in r["nodes"])
     kept.update((h, "draining") for h in doc.get("drains") or {})
+    now = doc.get("snapshot_time", 0.0)
+    kept.update((h, "downtime") for h, w in (doc.get("downtimes") or {}).items() if w["start"] <= now)
     held: dict[str, int] = dict.fromkeys(_HELD, 0)  # stable keys for scripts
     for n in nodes:
         if n.name in kept:
@@ -197,6 +201,22 @@ def run_free(args: argparse.Namespace) -> int:
     return 0
 
 
+def _downtime_lines(doc: dict[str, Any]) -> list[str]:
+    """One line per scheduled downtime: when, in force or ahead, on which nodes (the first 10)."""
+    by: dict[tuple, list[str]] = {}
+    for n, w in (doc.get("downtimes") or {}).items():
+        by.setdefault((w["start"], w["end"], w["name"]), []).append(n)
+    out = []
+    for (start, end, name), names in sorted(by.items()):
+        names.sort()
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        state = "in force: no new jobs" if start <= doc.get("snapshot_time", 0.0) else "ahead: only jobs that end before it"
+        out.append(f"downtime {name} from {statusdoc.clock(doc, start)} to {statusdoc.clock(doc, end)}, {state}, "
+                   f"on {len(names)} node(s): {shown}")
+    return out
+
+
 _HELD = {"draining": "for multi-core jobs, and shorter jobs that end before the node empties",
          "reserved": "for a reserved job, and jobs that end before its reservation starts",
-         "pool_held": "for a guarantee pool's owners (mysched pools)"}
+         "pool_held": "for a guarantee pool's owners (mysched pools)",
+         "downtime": "in a scheduled downtime (downtimes)"}

@@ -51,4 +51,4 @@ def test_free_counts_idle_slots_on_draining_nodes_apart(tmp_path, capsys):
     write_status(str(tmp_path), doc)
     assert main(["free", "--state-dir", str(tmp_path), "--max-age", "1e10", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert got["total_free"] == 4 and got["held"] == {"draining": 4, "reserved": 0, "pool_held": 0}  # wn04 is free to all, wn03 kept
+    assert got["total_free"] == 4 and got["held"] == {"draining": 4, "reserved": 0, "pool_held": 0, "downtime": 0}  # wn04 is free to all, wn03 kept
