@@ -19,7 +19,8 @@ def fill_usage(p: argparse.ArgumentParser) -> None:
     """Accounting summary from the history store, per VO, group, user or queue: the jobs that
     ended in the interval, and the wall-clock core-hours and CPU hours of every job's run inside
     it, so that consecutive intervals add up to the whole (as APEL counts)."""
-    p.add_argument("-c", "--config", metavar="FILE", help="configuration (history.database, group -> VO)")
+    p.add_argument("-c", "--config", metavar="FILE", help="configuration (history.database, group -> VO; without "
+                   "it each group is its own VO)")
     p.add_argument("--db", metavar="URL", help="history database URL (default: history.database of -c FILE, else "
                    "history.db in --state-dir or $MYSCHED_STATE_DIR when it exists, else "
                    "/var/lib/mysched/history.db; which one is said on stderr)")
@@ -41,7 +42,9 @@ def run_usage(args: argparse.Namespace) -> int:
     from mysched.history.locate import database_url
     from mysched.history.store import Store, sqlite_file
 
-    cfg = config_or_default(args.config)
+    # Without -c there is no site mapping: the embedded example's would put every group it does
+    # not know (a site's own VOs) into "others" without a word. Each group then stands for itself.
+    vo_of = config_or_default(args.config).vo_of if args.config else None
     choice = database_url(args.db, args.config, args.state_dir or os.environ.get("MYSCHED_STATE_DIR"))
     if not choice.explicit:
         print(f"mysched: {choice.note()}", file=sys.stderr)
@@ -56,7 +59,10 @@ def run_usage(args: argparse.Namespace) -> int:
     if args.since is not None and args.until is not None and args.until <= args.since:
         raise UsageError("--until must be later than --since")
     store = Store(url, create=False)
-    out = store.usage_summary(args.since, args.until, by=args.by, vo_of=cfg.vo_of)
+    out = store.usage_summary(args.since, args.until, by=args.by, vo_of=vo_of)
+    if args.by == "vo" and vo_of is None and out and not args.json:
+        print("mysched: no -c FILE: each group is its own VO (the daemon's configuration maps groups to VOs)",
+              file=sys.stderr)
     total = {"jobs": sum(r["jobs"] for r in out), "wall_hours": round(sum(r["wall_hours"] for r in out), 3),
              "cpu_hours": round(sum(r["cpu_hours"] for r in out), 3)}
     if args.json:

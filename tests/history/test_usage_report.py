@@ -73,3 +73,20 @@ def test_usage_matches_a_hand_count_of_the_log(tmp_path, capsys):
     got = {r["key"]: (r["jobs"], r["wall_hours"]) for r in doc["rows"]}
     assert got == {u: (jobs, round(secs / 3600, 3)) for u, (jobs, secs) in want.items()}
     assert doc["total"]["jobs"] == 40
+
+
+def test_without_a_configuration_groups_are_not_put_into_the_example_vos(tmp_path, capsys):
+    """The embedded example maps 'atlas' and 'cms' but not a site's 'alice' or 'belle2', which
+    were summed into "others" as if that were the site's VO."""
+    db = f"sqlite:///{tmp_path}/h.db"
+    Store(db).add_finished([FinishedJob(str(i), "u", g, "q", 0.0, 3600.0, 1)
+                            for i, g in enumerate(("atlas", "alice", "belle2", "atlasprd"))])
+    assert main(["usage", "--db", db, "--noheader"]) == 0
+    out, err = capsys.readouterr()
+    assert sorted(ln.split()[0] for ln in out.splitlines()) == ["alice", "atlas", "atlasprd", "belle2"]
+    assert "each group is its own VO" in err
+    cfg = tmp_path / "site.cfg"
+    cfg.write_text('vos = { atlas = { groups = ["atlas", "atlasprd"]; share = 50; }; };\ndefault_vo = "others";\n')
+    assert main(["usage", "--db", db, "-c", str(cfg), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {r["key"]: r["jobs"] for r in doc["rows"]} == {"atlas": 2, "others": 2}
