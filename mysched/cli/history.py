@@ -27,7 +27,9 @@ def fill(p: argparse.ArgumentParser) -> None:
                          "FILE:LINE warning. "
                          "A last line without its newline is taken for one pbs_server is still writing: it is "
                          "left for the next import, with a warning, unless the file has not changed for "
-                         "ten minutes (a finished file, a copy or a hand edit), which is then read to its end.")
+                         "ten minutes (a finished file, a copy or a hand edit), which is then read to its end -- but for an E "
+                         "record there that stops before its Exit_status=, cut short by a crash: that one is skipped "
+                         "with a warning.")
     imp.add_argument("paths", nargs="+", metavar="PATH", help="accounting file or directory")
     imp.add_argument("-c", "--config", metavar="FILE", help="configuration file (for history.database)")
     imp.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")

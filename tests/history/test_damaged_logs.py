@@ -170,3 +170,24 @@ def test_iter_file_gives_one_item_per_line_whatever_the_bytes(tmp_path):
     items = [i for i, _ in iter_file(str(f))]
     assert len(items) == 4 and all(isinstance(i, LineProblem) or i is None for i in items)
     assert items[1].record.job_id == "13.srv"
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_finished_file_ending_in_a_cut_record_does_not_charge_it(store, tmp_path):
+    """pbs_server died in the last second of the day and came back after midnight: yesterday's
+    file ends inside a record, which was read, once the file was finished, as it stood: here
+    1 core (exec_host cut from node03/0-7) until the line's stamp (end= never written)."""
+    f = tmp_path / "20261124"
+    cut = ("11/22/2026 10:05:00;E;60.srv;user=bob group=atlas jobname=b queue=atlas ctime=900 qtime=900 etime=900 "
+           "start_count=1 start=1795335000 owner=bob@ce exec_host=node03/0")
+    f.write_text(lines(2) + cut)
+    seen: list[str] = []
+    rep = ingest_accounting(store, [str(f)], finished_after=600, now=f.stat().st_mtime + 601,
+                            on_problem=seen.append)
+    assert (rep.records_added, rep.malformed) == (2, 1)
+    assert seen == [f"{f}:3: the last line, without its newline, stops before Exit_status=: a record cut short "
+                    "(pbs_server stopped while writing it?): skipped"]
+    assert "60.srv" not in {j.id for j in store.finished_since(0)}
+    g = tmp_path / "20261125"
+    g.write_text(lines(2)[:-1])  # whole but for its newline (a copy, a hand edit): read
+    assert ingest_accounting(store, [str(g)], finished_after=600, now=g.stat().st_mtime + 601).duplicates == 2
