@@ -191,3 +191,17 @@ def test_a_finished_file_ending_in_a_cut_record_does_not_charge_it(store, tmp_pa
     g = tmp_path / "20261125"
     g.write_text(lines(2)[:-1])  # whole but for its newline (a copy, a hand edit): read
     assert ingest_accounting(store, [str(g)], finished_after=600, now=g.stat().st_mtime + 601).duplicates == 2
+
+
+def test_simulate_replays_the_record_after_a_cut_one(tmp_path):
+    """`simulate --trace` reads accounting logs with the same parser: the cut record is said
+    and counted, the whole one after it replayed (it said 'the record after it is read' and
+    dropped it)."""
+    from mysched.sim.workloads.acctrace import read_accounting_trace
+
+    f = tmp_path / "20261125"
+    f.write_text(CUT + WHOLE)
+    said: list[str] = []
+    jobs, counts = read_accounting_trace(str(f), warn=said.append)
+    assert [tj.job.id for tj in jobs] == ["13.srv"] and jobs[0].job.group == "cms"
+    assert counts["malformed"] == 1 and said[0].startswith(f"{f}:1: a record cut short")

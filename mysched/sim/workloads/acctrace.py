@@ -13,7 +13,7 @@ import os
 from typing import Callable, Mapping
 
 from mysched.backends.torque.values import parse_node_parts
-from mysched.history.accounting import NotRun, parse_line, to_finished_job
+from mysched.history.accounting import NotRun, Spliced, parse_line, to_finished_job
 from mysched.core.durations import duration_or_none
 from mysched.errors import InputError
 from mysched.core.model import Job, JobState, NodePart, Request, TraceJob
@@ -66,7 +66,13 @@ def read_accounting_trace(path: str, *, first: int | None = None, start_from: fl
         with open_text(fname) as f:
             for lineno, line in enumerate(f, 1):
                 try:
-                    rec = parse_line(line)
+                    try:
+                        rec = parse_line(line)
+                    except Spliced as exc:  # a record cut short by a crash: said; the whole one after it replayed
+                        malformed += 1
+                        if warn is not None and malformed <= MAX_PROBLEMS:
+                            warn(f"{fname}:{lineno}: {exc}")
+                        rec = exc.record
                     if rec is None or rec.type != "E":
                         continue
                     fj = to_finished_job(rec)
