@@ -14,9 +14,8 @@ from typing import Any, Callable, Protocol
 
 from mysched.core.config import Config
 
-from mysched.errors import (ConfigError, JobGone, JobStateError, MyschedError, RunRefused, ServerError,
-                     ServerTimeout, ServerUnavailable, StoreError, Unauthorized)
-from mysched.core.model import FinishedJob, JobState, Snapshot
+from mysched.errors import ConfigError, MyschedError, ServerError, StoreError
+from mysched.core.model import FinishedJob, Snapshot
 from mysched.core.plan import Plan, Start
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.protocol import BatchServer
@@ -28,12 +27,11 @@ from mysched.backends.loads import LoadSources
 from mysched.daemon.loadwatch import LoadWatch
 from mysched.daemon.reload import reread
 from mysched.daemon.role import Role, settle
+from mysched.daemon.starts import FAILURE_REASONS, Starter, still_uncertain  # noqa: F401 - FAILURE_REASONS: re-exported
+from mysched.daemon.starts import loc as _loc
 from mysched.history.leader import Leadership, LeadershipLost
 
 log = logging.getLogger("mysched")
-
-FAILURE_REASONS = {JobGone: "gone", JobStateError: "state", RunRefused: "refused", ServerTimeout: "timeout",
-                   Unauthorized: "unauthorized"}
 
 
 class HistoryStore(Protocol):
@@ -238,6 +236,7 @@ class Daemon:
             return self._failed(t0, f"batch server: {exc}")
         phases = Phases(t0)
         phases.mark("read")
+        self._uncertain = still_uncertain(self._uncertain, snapshot)
         now = snapshot.time or self.wall()
         scheduling = (snapshot.extra.get("server") or {}).get("scheduling", "")
         if self.events_expected and scheduling.lower() == "false" and not self._warned_scheduling:
@@ -296,66 +295,7 @@ class Daemon:
         return out
 
     def _start_all(self, p: Plan, out: CycleOutcome, done: list[tuple[Start, str]]) -> None:
-        for k, s in enumerate(p.starts):
-            if not self.role.may_start():  # its lease ran out and could not be renewed
-                for rest in p.starts[k:]:
-                    done.append((rest, "not_leader"))
-                out.result, out.error = "partial", "leadership lost during starts"
-                log.error("%s: %d planned start(s) dropped", out.error, len(p.starts) - k)
-                return
-            if s.job_id in self._uncertain:
-                # A start of this job timed out before: look before touching it again.
-                try:
-                    job = self.server.get_job(s.job_id)
-                except ServerError as exc:
-                    self._fail(out, done, s, "timeout", f"cannot re-read {s.job_id}: {exc}")
-                    continue
-                if job is None or job.state != JobState.QUEUED:
-                    self._uncertain.discard(s.job_id)
-                    log.info("%s: earlier timed-out start took effect (state %s); not starting again",
-                             s.job_id, job.state.value if job else "gone")
-                    continue
-                self._uncertain.discard(s.job_id)
-            try:
-                with self._timed("runjob"):
-                    self.server.run_job(s.job_id, s.placement)
-            except ServerTimeout as exc:
-                self._uncertain.add(s.job_id)
-                try:
-                    job = self.server.get_job(s.job_id)
-                except ServerError:
-                    job = None
-                if job is not None and job.state in (JobState.RUNNING, JobState.EXITING):
-                    self._uncertain.discard(s.job_id)
-                    self._ok(out, done, s)
-                else:
-                    self._fail(out, done, s, "timeout", str(exc))
-                continue
-            except ServerUnavailable as exc:
-                # The server went away mid-cycle: the rest of the plan is void.
-                self._fail(out, done, s, "unavailable", str(exc))
-                out.result = "partial"
-                out.error = f"batch server lost during starts: {exc}"
-                log.error("%s; %d planned start(s) dropped", out.error, len(p.starts) - len(done))
-                return
-            except ServerError as exc:
-                reason = next((r for t, r in FAILURE_REASONS.items() if isinstance(exc, t)), "error")
-                self._fail(out, done, s, reason, str(exc))
-                continue
-            self._ok(out, done, s)
-
-    def _ok(self, out: CycleOutcome, done: list, s: Start) -> None:
-        out.started += 1
-        done.append((s, "ok"))
-        log.info("started %s (%s/%s/%s) on %s: %s", s.job_id, s.vo, s.group, s.user, _loc(s), s.reason)
-        self.metrics.record_start(s.vo, s.reason)
-
-    def _fail(self, out: CycleOutcome, done: list, s: Start, reason: str, msg: str) -> None:
-        out.failed += 1
-        out.failures[reason] = out.failures.get(reason, 0) + 1
-        done.append((s, reason))
-        log.warning("start of %s on %s failed (%s): %s", s.job_id, _loc(s), reason, msg)
-        self.metrics.record_start_failure(reason)
+        Starter(self.server, self.metrics, self.role.may_start, self._timed, self._uncertain).run(p.starts, out, done)
 
     def crashed(self, exc: BaseException) -> CycleOutcome:
         """A cycle that raised (a bug, not the outside world): log its traceback -- once for a
@@ -442,6 +382,3 @@ class Daemon:
         if not isinstance(self.metrics, NullMetrics):
             publish_farm(self.metrics, p, [s for s, r in done if r == "ok"])
 
-
-def _loc(s: Start) -> str:
-    return "+".join(f"{n}:ppn={c}" for n, c in s.placement)

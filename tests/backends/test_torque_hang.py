@@ -70,3 +70,56 @@ def test_a_hung_pbs_server_costs_the_timeout_not_the_thread(local_server_pid):
     assert isinstance(out.get("exc"), ServerTimeout) and out["s"] < 8, out
     srv.snapshot()  # and the next call connects again
     srv.close()
+
+
+def test_a_server_that_stops_answering_during_starts_ends_the_starts(local_server_pid, tmp_path):
+    """pbs_server is stopped at the cycle's first pbs_runjob: that call and the re-read of its
+    job get no answer, the rest of the plan waits (before, the next start was tried too),
+    and once the server answers again the job is looked at before it is started -- once."""
+    from mysched.backends.torque.backend import TorqueServer
+    from mysched.config import config_from_text
+    from mysched.core.model import JobState
+    from mysched.daemon.cycle import Daemon
+    from mysched.history.store import Store
+
+    from .test_torque_live import qsub, quiet_four_core_farm, tool
+
+    try:
+        srv = TorqueServer(HOST, timeout=2)
+        quiet_four_core_farm(srv)
+    except MyschedError as exc:
+        pytest.skip(f"pbs_server not usable: {exc}")
+    ids = [qsub(u, q, "nodes=1:ppn=1,walltime=00:05:00", seconds=5)
+           for u, q in (("alice", "atlas"), ("carol", "cms"), ("bob", "atlas"))]
+    tried: list[str] = []
+    real = srv.run_job
+
+    def run_job(job_id, placement):
+        tried.append(job_id)
+        if len(tried) == 1:
+            os.kill(local_server_pid, signal.SIGSTOP)
+        return real(job_id, placement)
+    srv.run_job = run_job
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; '
+                           'cms = { groups = ["cms"]; share = 50; }; };')
+    d = Daemon(cfg, srv, store=Store(f"sqlite:///{tmp_path}/h.db"), state_dir="")
+    try:
+        out = d.cycle()
+    finally:
+        os.kill(local_server_pid, signal.SIGCONT)
+    try:
+        assert len(tried) == 1 and out.result == "partial" and out.failures == {"timeout": 1}, (tried, out.error)
+        assert d._uncertain == {tried[0]} and d.store.open_intents() == []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            out = d.cycle()
+            if out.result == "ok" and not d._uncertain:
+                break
+            time.sleep(1)
+        assert out.result == "ok" and not d._uncertain, out.error
+        states = {j.id: j.state for j in srv.snapshot().jobs if j.id in ids}
+        assert all(s != JobState.QUEUED for s in states.values()), states
+        assert tried.count(tried[0]) <= 2  # tried again only after a look that found it queued
+    finally:
+        subprocess.run([tool("qdel"), "-W", "0", *ids], capture_output=True)
+        srv.close()
