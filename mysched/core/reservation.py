@@ -63,6 +63,8 @@ class Reserving:
         self._ends: dict[str, list[tuple[float, int]]] | None = None
         self._started_ends: list[tuple[str, float, int]] = []
         self._released: set[str] = set()
+        self._resv_never: set[tuple] = set()
+        """(pools, parts, procs) no open node could serve by what is known, this cycle."""
         """Jobs that started this cycle on a reservation."""
         self._started_ids: set[str] = set()
         self._resv_order: list[tuple[Job, str]] = []
@@ -230,12 +232,18 @@ class Reserving:
         if not self._resv_due(job):
             due = job.submit_time + self._resv_factor * (job.walltime or 0.0) - self.now
             return f"; no reservation for {due:.0f} s yet (reservation_wait_factor)"
+        parts = self._parts(job)
+        # Nodes only close during a cycle (other reservations): a request no open node could
+        # serve in time is not tried again for each such job (all nodes down or in a downtime).
+        sig = (self.index.rules(job.queue, vo, job.group)[5], tuple(parts), procs)
+        if sig in self._resv_never:
+            return ""
         ends = self._node_ends()
         names = self._open_nodes(self._keys_of(job, vo))
-        parts = self._parts(job)
         prev = self._resv_prev.get(job.id)
         got = self._pick(parts, names, ends, procs, job.walltime)
-        if got is None:
+        if got is None or not math.isfinite(got[0]):
+            self._resv_never.add(sig)
             return ""
         start, nodes = got
         if prev is not None and set(prev.nodes) <= set(names):
