@@ -63,6 +63,8 @@ class Daemon:
         self.loads = LoadWatch(loads, self.metrics)
         """Leader or standby (`mysched.daemon.role`); without a lock, always leader."""
         self.ledger: UsageLedger | None = None
+        self._partial = False
+        """The ledger lacks the window's history: the store could not be read."""
         self.index = NodeIndex()
         self._uncertain: set[str] = set()
         """Jobs whose pbs_runjob timed out: re-read before any new attempt."""
@@ -138,11 +140,23 @@ class Daemon:
                     self._pending = []
                 except StoreError as exc:
                     self._history_failed(str(exc), f" ({len(self._pending)} finished job(s) kept to retry)")
-        if self.ledger is None:
-            self.ledger = UsageLedger(cfg.history_window, cfg.half_life, vo_of=cfg.vo_of)
-            recs = self.store.finished_since(now - cfg.history_window) if self.store is not None else []
-            self._seen_ids = set()
-            self._count(recs + self._pending + ([] if self.store is not None else new))
+        if self.ledger is None or self._partial:
+            # The window is read whole (at start, after a reload or a takeover). A store that
+            # cannot be read leaves a ledger of what finished since, marked partial and read
+            # again every cycle: the failed read used to leave an empty ledger behind it,
+            # and the window's usage was lost for the daemon's lifetime.
+            recs: list[FinishedJob] | None = []
+            if self.store is not None:
+                try:
+                    recs = self.store.finished_since(now - cfg.history_window)
+                except StoreError as exc:
+                    recs = None
+                    self._history_failed(str(exc), " (usage counts only what finished since, until it reads again)")
+            if recs is not None or self.ledger is None:
+                self.ledger = UsageLedger(cfg.history_window, cfg.half_life, vo_of=cfg.vo_of)
+                self._seen_ids = set()
+            self._partial = recs is None
+            self._count((recs or []) + self._pending + (new if self.store is None or self._partial else []))
         else:
             # Records may arrive a little after their end time (log lag): look back a margin;
             # the seen-set keeps each job counted once.
