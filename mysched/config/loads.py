@@ -69,11 +69,11 @@ def build_loads(c: Any, top: dict[str, Any], vos: dict[str, VOConfig], queues: d
             max_age=c.get(g, p, "max_age", parse_duration, 300.0),
             on_stale=c.get(g, p, "on_stale", one_of(*STALE_ACTIONS), "ignore"))
         if typ == "prometheus" and src.url:
-            u = urlparse(src.url)
             try:
+                u = urlparse(src.url)
                 u.port  # raises on a port out of range or not a number
-            except ValueError:
-                u = u._replace(netloc="")
+            except ValueError:  # also a bracketed host left open ('http://[::1')
+                u = urlparse("")
             if u.scheme not in ("http", "https") or not u.netloc:
                 c.problem(p + ("url",), f"expected the Prometheus server's http(s)://HOST:PORT, got {src.url!r}")
         for key in ("query", "path"):

@@ -100,13 +100,17 @@ class Daemon:
             return False
         try:
             new = reread(self.config_path, self.config)
+            if self.loads.sources is not None:
+                self.loads.sources.update(new.load_sources)
         except ConfigError as exc:
             log.error("configuration reload rejected, keeping the previous one:\n%s", exc)
             self.metrics.reload("error")
             return False
+        except Exception:  # noqa: BLE001 - a bug in reading the file must not end the daemon
+            log.exception("configuration reload failed (a mysched bug: please report it); keeping the previous one")
+            self.metrics.reload("error")
+            return False
         self.config = new
-        if self.loads.sources is not None:
-            self.loads.sources.update(new.load_sources)
         self.ledger = None  # window or decay may have changed: rebuild from the store
         log.info("configuration reloaded from %s", self.config_path)
         self.metrics.reload("ok")

@@ -1,0 +1,61 @@
+"""SIGHUP with a file that trips a bug: the daemon keeps its configuration and runs on."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from mysched.daemon import reload as reload_module
+from mysched.daemon.service import Service
+
+from .test_daemon import CFG, make
+
+BAD_URL = CFG + 'load_sources = { s = { type = "prometheus"; url = "http://[::1"; query = "up"; }; };\n'
+
+
+def test_a_prometheus_url_that_does_not_parse_is_a_config_error(tmp_path, caplog):
+    """urlparse raises ValueError on an open bracket: that ended the daemon at a SIGHUP
+    ('internal error: ValueError: Invalid IPv6 URL', exit 70)."""
+    (tmp_path / "m.cfg").write_text(CFG)
+    d, server, farm = make(config_path=str(tmp_path / "m.cfg"))
+    before = d.config
+    (tmp_path / "m.cfg").write_text(BAD_URL)
+    assert d.reload() is False and d.config is before
+    assert "load_sources.s.url: expected the Prometheus server's http(s)://HOST:PORT" in caplog.text
+
+
+def _wait(pred, limit: float = 5.0) -> bool:
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_reload_that_raises_keeps_the_config_and_the_service_runs_on(tmp_path, monkeypatch, caplog):
+    """A bug in reading the file (anything but a ConfigError) escaped the service's loop and
+    ended the daemon."""
+    (tmp_path / "m.cfg").write_text(CFG)
+    d, server, farm = make(config_path=str(tmp_path / "m.cfg"))
+    before = d.config
+
+    def bug(path, running):
+        raise KeyError("a bug in building the configuration")
+    monkeypatch.setattr("mysched.daemon.cycle.reread", bug)
+    caplog.set_level("INFO", logger="mysched")
+    svc = Service(d)
+    t = threading.Thread(target=svc.run, daemon=True)
+    t.start()
+    try:
+        assert _wait(lambda: svc.cycles >= 1)
+        svc.request_reload()
+        assert _wait(lambda: "a bug in building the configuration" in caplog.text or not t.is_alive())
+        assert t.is_alive() and d.config is before
+        monkeypatch.setattr("mysched.daemon.cycle.reread", reload_module.reread)
+        svc.request_reload()  # the next good file is taken
+        assert _wait(lambda: "configuration reloaded" in caplog.text) and d.config is not before
+    finally:
+        svc.stop()
+        t.join(10)
+    assert not t.is_alive()
