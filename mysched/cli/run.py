@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     store = None
     ingest = None
     if not args.no_db:
-        from mysched.history.ingest import ingest_accounting
+        from mysched.history.feed import AccountingFeed
         from mysched.history.locate import database_url
         from mysched.history.store import Store
 
@@ -104,10 +104,7 @@ def run(args: argparse.Namespace) -> int:
             acct, why = accounting_dir(config.accounting_dir, Config.accounting_dir)
             if os.path.isdir(acct):
                 log.info("accounting logs: %s (%s)", acct, why)
-
-                def ingest() -> int:
-                    rep = ingest_accounting(store, [acct], on_problem=log.warning)
-                    return rep.records_added
+                ingest = AccountingFeed(store, acct, config.history_window, on_problem=log.warning)
             else:
                 log.warning("accounting directory %s not found: usage history comes from nothing but "
                             "running jobs (set history.accounting_dir)", acct)

@@ -88,7 +88,7 @@ def ingest_accounting(store: Store, dir_or_files: PathArg | Iterable[PathArg], *
     the start have been read (a long backfill should not be silent).
     """
     paths = [dir_or_files] if isinstance(dir_or_files, (str, os.PathLike)) else list(dir_or_files)
-    files, rep = _accounting_files([os.fspath(p) for p in paths], compressed)
+    files, rep = accounting_files([os.fspath(p) for p in paths], compressed)
     known = store.read_positions()
     meter = _Meter(progress, sum(_unread(f, known.get(f)) for f in files)) if progress else None
     for path in files:
@@ -244,7 +244,7 @@ def _problem(rep: IngestReport, msg: str, on_problem: Callable[[str], None] | No
             on_problem(msg)
 
 
-def _accounting_files(paths: list[str], compressed: bool) -> tuple[list[str], IngestReport]:
+def accounting_files(paths: list[str], compressed: bool) -> tuple[list[str], IngestReport]:
     """Files to read, each once, by real path: directories give their ``YYYYMMDD`` files in
     name order (anything else in there is not TORQUE's); a new report naming the directories
     that hold none (a wrong path should not pass for 'nothing new')."""
