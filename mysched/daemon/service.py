@@ -87,11 +87,19 @@ class Service:
             self._last_cycle_start = time.monotonic()
             out = self._cycle()
             self._prune(out)
-        self._after_cycle(out)
+        # The next cycle is scheduled whatever happens after this one: an exception here
+        # went to APScheduler, which logs it and schedules nothing -- a daemon alive, and
+        # idle for good (until systemd's watchdog, where there is one).
+        delay = self.daemon.config.interval * self._scale
+        try:
+            self._after_cycle(out)
+            delay = self._delay_after(out)
+        except Exception:  # noqa: BLE001 - the loop must outlive its own bugs
+            log.exception("after the cycle (a mysched bug: please report it); the next cycle follows")
         if self.once:
             self._stop.set()
             return
-        self._schedule(self._delay_after(out))
+        self._schedule(delay)
 
     def _cycle(self) -> CycleOutcome:
         """One cycle, whatever it raises: an exception from a bug is the daemon's own failure,
@@ -193,14 +201,7 @@ class Service:
             while not self._stop.wait(0.5):
                 if self._reload.is_set():
                     self._reload.clear()
-                    sdnotify.reloading()
-                    before = self.daemon.config.interval
-                    with self._lock:
-                        self.daemon.reload()
-                        if self.daemon.config.interval < before:  # not after the wait the old one set
-                            since = time.monotonic() - self._last_cycle_start
-                            self._schedule(self.daemon.config.interval * self._scale - since)
-                    sdnotify.ready("configuration reloaded")
+                    self._reload_now()
         finally:
             sdnotify.stopping()
             self._sched.shutdown(wait=True)  # a running cycle finishes first
@@ -216,6 +217,21 @@ class Service:
             self.daemon.role.release()  # a standby takes over at its next try
         log.info("stopped after %d cycle(s)", self.cycles)
         return 0
+
+    def _reload_now(self) -> None:
+        """SIGHUP: re-read the file between cycles (`Daemon.reload` keeps the old one if it
+        is bad); whatever raises here is logged, and the daemon runs on."""
+        sdnotify.reloading()
+        try:
+            before = self.daemon.config.interval
+            with self._lock:
+                self.daemon.reload()
+                if self.daemon.config.interval < before:  # not after the wait the old one set
+                    since = time.monotonic() - self._last_cycle_start
+                    self._schedule(self.daemon.config.interval * self._scale - since)
+        except Exception:  # noqa: BLE001 - the loop must outlive its own bugs
+            log.exception("configuration reload failed (a mysched bug: please report it)")
+        sdnotify.ready("configuration reloaded")
 
     def _run_cycle_once(self) -> None:
         with self._lock:

@@ -59,3 +59,25 @@ def test_a_reload_that_raises_keeps_the_config_and_the_service_runs_on(tmp_path,
         svc.stop()
         t.join(10)
     assert not t.is_alive()
+
+
+def test_a_bug_after_a_cycle_does_not_stop_the_cycles_that_follow(tmp_path, monkeypatch, caplog):
+    """An exception after the cycle itself (logging it, notifying systemd, working out the
+    next delay) went to APScheduler, which scheduled nothing more: the daemon idled for good."""
+    cfg = CFG + "scheduler = { interval = 1; min_interval = 1; };\n"
+    d, server, farm = make(cfg_text=cfg)
+    svc = Service(d)
+    calls = {"n": 0}
+
+    def after(out):
+        calls["n"] += 1
+        raise TypeError("a bug after the cycle")
+    monkeypatch.setattr(svc, "_after_cycle", after)
+    t = threading.Thread(target=svc.run, daemon=True)
+    t.start()
+    try:
+        assert _wait(lambda: svc.cycles >= 3, 10), svc.cycles
+    finally:
+        svc.stop()
+        t.join(10)
+    assert "a bug after the cycle" in caplog.text
