@@ -106,6 +106,9 @@ class Job(NamedTuple):
     request: Request | None = None
     """The whole resource request where it is more than `cores` on one node (several nodes,
     node properties or names, memory, exclusive nodes); None: `cores` on any one node."""
+    priority: int = 0
+    """TORQUE's job priority (``qsub -p``, ``qalter -p``; -1024..1023): orders the user's own
+    jobs only (higher first), so it cannot take anything from other users."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 Hot lists first, in submit order; then the share tree: VOs below their guarantee, most
 under-served first, then by dynamic fair-share priority; inside a VO the group, then the
-user, with the least ``u_hist + u_run``; a user's jobs in submit order. Priorities are kept
+user, with the least ``u_hist + u_run``; a user's jobs by their TORQUE priority (qsub -p),
+then in submit order. Priorities are kept
 in heaps and re-keyed after every start, since a start changes its VO's running slots.
 """
 
@@ -122,6 +123,7 @@ class Ordering:
     def _run_shares(self, eligible: list[tuple[Job, str]]) -> None:
         """`eligible` comes in submit order (from `_screen`)."""
         vos: dict[str, _VOQ] = {}
+        ranked: dict[int, _UserQ] = {}  # users who set a priority on a job (qsub -p)
         for job, vo in eligible:
             vq = vos.get(vo)
             if vq is None:
@@ -133,6 +135,10 @@ class Ordering:
             if uq is None:
                 uq = gq.users[job.user] = _UserQ()
             uq.jobs.append(job)
+            if job.priority:
+                ranked[id(uq)] = uq
+        for uq in ranked.values():  # higher priority first, then submit order (the sort is stable)
+            uq.jobs = deque(sorted(uq.jobs, key=lambda j: -j.priority))
         ug, uu = self.usage.group, self.usage.user
         heap = _Heap()
         for vo, vq in vos.items():

@@ -136,13 +136,19 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
             return None
 
     submit = stamp("qtime") or stamp("ctime") or 0.0
+    priority = 0
+    if a.get("Priority"):
+        try:
+            priority = max(-1024, min(1023, int(a["Priority"])))
+        except ValueError:
+            warnings.append(f"job {name}: bad Priority {a['Priority']!r}; taken as 0")
     req = request_from_attrs(name, a, warnings, node_names, mem)
     if req is not None and not placement:
         cores = req.cores
     if placement:
         placement = tuple((intern(n), c) for n, c in placement)
     return Job(name, intern(a.get("queue", "")), user, group, cores, state, submit, stamp("start_time"), walltime,
-               mem, placement, None, a.get("Job_Name", ""), req)
+               mem, placement, None, a.get("Job_Name", ""), req, priority)
 
 
 class JobReader:
