@@ -20,7 +20,7 @@ import platform
 import time
 from typing import ContextManager, Iterator, Mapping, Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily
 
 from mysched import __version__
@@ -28,6 +28,7 @@ from mysched.config.values import parse_address as _parse_address
 from mysched.errors import ServerError, UsageError
 from mysched.core.plan import Plan, Start
 from mysched.core.reasons import REASONS
+from mysched.daemon import endpoint
 
 log = logging.getLogger("mysched")
 
@@ -419,11 +420,8 @@ def parse_address(text: str) -> tuple[str, int]:
     return got
 
 
-def serve(metrics: Metrics, address: str = "127.0.0.1:9720") -> tuple[str, int]:
-    """Serve /metrics on a background thread; returns the bound (host, port)."""
+def serve(metrics: Metrics, address: str = "127.0.0.1:9720", retry: float = 30.0) -> tuple[str, int]:
+    """Serve /metrics on a background thread; returns the bound (host, port), port 0 while
+    an address in use waits to be free (`mysched.daemon.endpoint`)."""
     host, port = parse_address(address)
-    try:
-        server, _thread = start_http_server(port, addr=host, registry=metrics.registry)
-    except OSError as exc:
-        raise UsageError(f"cannot serve metrics on {address}: {exc.strerror or exc}") from None
-    return host, server.server_port
+    return host, endpoint.serve(metrics.registry, host, port, retry)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -54,14 +55,33 @@ def test_bad_metrics_address():
     with pytest.raises(UsageError, match="HOST:PORT"):
         parse_address("localhost")
     assert parse_address("[::1]:9720") == ("::1", 9720)
+    with pytest.raises(UsageError, match="cannot serve metrics"):  # not an address of this host
+        serve(Metrics(CollectorRegistry()), "192.0.2.1:9720")
+
+
+def test_a_metrics_address_in_use_is_taken_once_it_is_free(caplog):
+    """A second daemon on the host (a standby with the same configuration) refused to start
+    ('cannot serve metrics on 127.0.0.1:9720: Address already in use'): it schedules on and
+    binds when the address frees."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     s.listen(1)
+    port = s.getsockname()[1]
+    m = Metrics(CollectorRegistry())
     try:
-        with pytest.raises(UsageError, match="cannot serve metrics"):
-            serve(Metrics(CollectorRegistry()), f"127.0.0.1:{s.getsockname()[1]}")
+        assert serve(m, f"127.0.0.1:{port}", retry=0.1) == ("127.0.0.1", 0)
+        assert "Address already in use" in caplog.text and "tried every 0.1 s" in caplog.text
     finally:
         s.close()
+    for _ in range(100):
+        try:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
+            break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        pytest.fail("the metrics address was never taken")
+    assert "mysched_cycles_total" in text
 
 
 def test_sd_notify_messages(tmp_path, monkeypatch):

@@ -1,0 +1,53 @@
+"""The /metrics endpoint's socket: bound at start, or later when its address is in use.
+
+`mysched run` refused to start when `daemon.metrics_address` was taken: a standby on the
+leader's host with the same configuration never ran (systemd restarted it every 10 s), and
+neither did a daemon restarted while a stray process held the port. Monitoring must not stop
+scheduling: the daemon now schedules on and tries the address every `retry` seconds (the
+standby takes it over when the leader it stands in for dies). Other failures -- an address
+not on this host, a privileged port -- are configuration errors and stay fatal.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import threading
+import time
+
+from prometheus_client import CollectorRegistry, start_http_server
+
+from mysched.errors import UsageError
+
+log = logging.getLogger("mysched")
+
+
+def serve(registry: CollectorRegistry, host: str, port: int, retry: float) -> int:
+    """The bound port, or 0 when the address is in use (then bound in the background)."""
+    try:
+        return _bind(registry, host, port)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise UsageError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from None
+        log.error("cannot serve metrics on %s:%d: %s (another mysched on this host? give each its own "
+                  "daemon.metrics_address); scheduling goes on, the address is tried every %g s", host, port,
+                  exc.strerror, retry)
+    threading.Thread(target=_bind_later, args=(registry, host, port, retry), name="mysched-metrics-bind",
+                     daemon=True).start()
+    return 0
+
+
+def _bind(registry: CollectorRegistry, host: str, port: int) -> int:
+    server, _thread = start_http_server(port, addr=host, registry=registry)
+    return server.server_port
+
+
+def _bind_later(registry: CollectorRegistry, host: str, port: int, retry: float) -> None:
+    while True:
+        time.sleep(retry)
+        try:
+            _bind(registry, host, port)
+        except OSError:
+            continue
+        log.warning("metrics on http://%s:%d/metrics: the address is free now", host, port)
+        return
