@@ -116,8 +116,7 @@ def run(args: argparse.Namespace) -> int:
         from prometheus_client import CollectorRegistry
 
         metrics = Metrics(CollectorRegistry())
-        serve(metrics, maddr)
-        log.info("metrics on http://%s/metrics", maddr)
+        serve(metrics, maddr)  # logs where, or that the address is in use
 
     from mysched.daemon.cycle import Daemon
     from mysched.daemon.service import Service

@@ -25,7 +25,9 @@ log = logging.getLogger("mysched")
 def serve(registry: CollectorRegistry, host: str, port: int, retry: float) -> int:
     """The bound port, or 0 when the address is in use (then bound in the background)."""
     try:
-        return _bind(registry, host, port)
+        bound = _bind(registry, host, port)
+        log.info("metrics on http://%s:%d/metrics", f"[{host}]" if ":" in host else host, bound)
+        return bound
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise UsageError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from None
@@ -49,5 +51,6 @@ def _bind_later(registry: CollectorRegistry, host: str, port: int, retry: float)
             _bind(registry, host, port)
         except OSError:
             continue
-        log.warning("metrics on http://%s:%d/metrics: the address is free now", host, port)
+        log.warning("metrics on http://%s:%d/metrics: the address is free now", f"[{host}]" if ":" in host else host,
+                    port)
         return
