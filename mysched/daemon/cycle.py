@@ -87,6 +87,8 @@ class Daemon:
         self._last_doc: bytes | None = None
         """The last good status file's bytes (not the document: tens of MB at 50,000 jobs)."""
         self._publish_s: float | None = None
+        self._status_error = ""
+        """Why the status file could not be written ("" when it could)."""
         self._resv: dict = {}
         self._drains: dict = {}
         self._gates: dict = {}
@@ -356,7 +358,18 @@ class Daemon:
         try:
             write_status(self.state_dir, doc)
         except OSError as exc:
-            log.error("could not write the status file in %s: %s", self.state_dir, exc)
+            self._status_failed(exc)
+
+    def _status_failed(self, exc: OSError) -> None:
+        """Logged when it begins or changes, not every cycle (event-driven cycles come
+        several a second: an unwritable state directory filled the log with one error each)."""
+        what = exc.strerror or str(exc)  # not the file name: a new temporary file every time
+        if what != self._status_error:
+            log.error("could not write the status file in %s: %s (logged again when it changes or ends)",
+                      self.state_dir, exc)
+            self._status_error = what
+        else:
+            log.debug("could not write the status file in %s: %s", self.state_dir, exc)
 
     def _timed(self, call: str):
         return self.metrics.time_call(call)
@@ -395,8 +408,11 @@ class Daemon:
                     self.state_dir, snapshot, p, cfg, cycle=cycle, published=self.wall(), usage=usage,
                     dry_run=self.dry_run, started={st.job_id for st, r in done if r == "ok"},
                     extra={"role": self.role.doc(), "load_sources": self.loads.doc})
+                if self._status_error:
+                    log.info("status file in %s written again", self.state_dir)
+                    self._status_error = ""
             except OSError as exc:
-                log.error("could not write the status file in %s: %s", self.state_dir, exc)
+                self._status_failed(exc)
         if not isinstance(self.metrics, NullMetrics):
             publish_farm(self.metrics, p, [s for s, r in done if r == "ok"])
 

@@ -1,4 +1,4 @@
-"""SIGHUP with a file that trips a bug: the daemon keeps its configuration and runs on."""
+"""The daemon runs on: a SIGHUP with a file that trips a bug, a bug after a cycle, an unwritable state directory."""
 
 from __future__ import annotations
 
@@ -81,3 +81,27 @@ def test_a_bug_after_a_cycle_does_not_stop_the_cycles_that_follow(tmp_path, monk
         svc.stop()
         t.join(10)
     assert "a bug after the cycle" in caplog.text
+
+
+def test_an_unwritable_state_directory_is_logged_once_and_when_it_ends(tmp_path, monkeypatch, caplog):
+    """Each cycle logged an error of its own (several a second when event-driven)."""
+    import mysched.daemon.cycle as cycle_module
+
+    d, server, farm = make(tmp_path=tmp_path)
+    real = cycle_module.publish_status
+    broken = {"on": True}
+
+    def publish(state_dir, *a, **kw):
+        if broken["on"]:
+            raise PermissionError(13, "Permission denied", f"{state_dir}/.status.{len(caplog.records)}.tmp")
+        return real(state_dir, *a, **kw)
+    monkeypatch.setattr(cycle_module, "publish_status", publish)
+    caplog.set_level("INFO", logger="mysched")
+    for _ in range(3):
+        assert d.cycle().result == "ok"
+    errors = [r for r in caplog.records if "could not write the status file" in r.getMessage()
+              and r.levelname == "ERROR"]
+    assert len(errors) == 1
+    broken["on"] = False
+    d.cycle()
+    assert "written again" in caplog.text and (tmp_path / "status.json").exists()
