@@ -544,6 +544,37 @@ def test_listener_survives_a_failing_callback():
         lst.close()
 
 
+def test_listener_survives_a_failing_accept(caplog):
+    """accept() failing (EMFILE: the daemon out of descriptors) ended the listener's thread:
+    no event reached the daemon again, and nothing said so."""
+    import errno
+
+    class Flaky:
+        def __init__(self, sock):
+            self.sock, self.fails = sock, 2
+
+        def accept(self):
+            if self.fails:
+                self.fails -= 1
+                raise OSError(errno.EMFILE, "Too many open files")
+            return self.sock.accept()
+
+        def __getattr__(self, name):
+            return getattr(self.sock, name)
+
+    got = threading.Event()
+    lst = SchedulerListener(("127.0.0.1", 0), on_event=lambda reason: got.set())
+    lst.sock = Flaky(lst.sock)
+    lst.start()
+    try:
+        with socket.create_connection(("127.0.0.1", lst.port)) as s:
+            s.sendall(struct.pack("!I", 1))
+        assert got.wait(10) and lst.events == 1
+        assert caplog.text.count("cannot accept a contact") == 1  # once, not per retry
+    finally:
+        lst.close()
+
+
 def test_listener_port_in_use_is_a_clear_error():
     lst = SchedulerListener(("127.0.0.1", 0))
     try:

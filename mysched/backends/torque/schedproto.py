@@ -68,13 +68,23 @@ class SchedulerListener:
 
     def _serve(self) -> None:
         self.sock.settimeout(0.5)
+        failing = ""
         while not self._stop.is_set():
             try:
                 conn, peer = self.sock.accept()
             except socket.timeout:
                 continue
-            except OSError:
-                return
+            except OSError as exc:
+                # Out of descriptors or memory (EMFILE, ENOBUFS): the thread used to end here,
+                # and events stopped for the daemon's lifetime without a word. Closed: stop.
+                if self._stop.is_set() or self.sock.fileno() < 0:
+                    return
+                if str(exc) != failing:
+                    log.error("pbs_server events: cannot accept a contact (%s); trying again", exc)
+                    failing = str(exc)
+                self._stop.wait(1.0)
+                continue
+            failing = ""
             with conn:
                 conn.settimeout(5.0)
                 data = b""
