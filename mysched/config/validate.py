@@ -204,7 +204,7 @@ def build_config(parsed: ParsedConfig) -> Config:
     graw = c.group(graw, ("groups",), {k: None for k in graw} if isinstance(graw, dict) else {})
     for name, raw in graw.items():
         p = ("groups", name)
-        g = c.group(raw, p, dict.fromkeys(["max_running", "max_per_node", "vo"]))
+        g = c.group(raw, p, dict.fromkeys(["max_running", "max_per_node", "vo", "share"]))
         if "vo" in g:
             vo = c.get(g, p, "vo", string, None)
             if vo is not None:
@@ -219,7 +219,10 @@ def build_config(parsed: ParsedConfig) -> Config:
             name=name,
             max_running=c.get(g, p, "max_running", int_(0), None),
             max_per_node=c.get(g, p, "max_per_node", int_(0), None),
+            share=c.get(g, p, "share", number(0.0, 1e6), 1.0),
         )
+        if groups_cfg[name].share <= 0:
+            c.problem(p + ("share",), "must be above 0: a weight among the groups of its VO (1 unless set)")
 
     for name in vos:
         if name != default_vo and not vos[name].groups and name not in group_vo.values():

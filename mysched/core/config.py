@@ -44,11 +44,14 @@ class VOConfig:
 
 @dataclass(frozen=True)
 class GroupConfig:
-    """Limits on one unix group (in total and per node)."""
+    """Limits on one unix group (in total and per node), and its share within its VO."""
 
     name: str
     max_running: int | None = None
     max_per_node: int | None = None
+    share: float = 1.0
+    """Weight among the groups of its VO (LSF's share tree: the VO's share divided among its
+    groups, e.g. production 80 and analysis 20); 1 unless set, so groups weigh alike."""
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """Ordering: the sequence in which queued jobs are tried.
 
 Hot lists first, in submit order; then the share tree: VOs below their guarantee, most
-under-served first, then by dynamic fair-share priority; inside a VO the group, then the
-user, with the least ``u_hist + u_run``; a user's jobs by their TORQUE priority (qsub -p),
-then in submit order. Priorities are kept
-in heaps and re-keyed after every start, since a start changes its VO's running slots.
+under-served first, then by dynamic fair-share priority; inside a VO the group with the least
+``(eps + u_hist + u_run) / share`` (a group's share weighs among its VO's groups, 1 unless
+set: LSF's share tree), then the user with the least ``u_hist + u_run``; a user's jobs by their
+TORQUE priority (qsub -p), then in submit order. Priorities are kept in heaps and re-keyed
+after every start, since a start changes its VO's running slots.
 """
 
 from __future__ import annotations
@@ -115,10 +116,17 @@ class Ordering:
             return (0, running / f.guarantee, vo)
         return (1, -self._vo_priority(vo), f.usage_fraction, vo)
 
-    def _sub_key(self, usage: float, running: int, name: str) -> tuple:
+    def _sub_key(self, usage: float, running: int, name: str, share: float = 1.0) -> tuple:
+        """Smallest first: LSF's dynamic priority share / (eps + u_hist + u_run), inverted;
+        `share` a group's weight among its VO's groups (users weigh alike)."""
         u = usage / self.total_usage if self.total_usage > 0 else 0.0
         r = running / self.total_slots if self.total_slots else 0.0
-        return (u + r, name)
+        return ((self.cfg.fairshare_eps + u + r) / share, name)
+
+    def _group_key(self, g: str) -> tuple:
+        gc = self.cfg.groups.get(g)
+        return self._sub_key(self.usage.group.get(g, 0.0), self.group_slots.get(g, 0), g,
+                             gc.share if gc is not None else 1.0)
 
     def _run_shares(self, eligible: list[tuple[Job, str]]) -> None:
         """`eligible` comes in submit order (from `_screen`)."""
@@ -139,13 +147,13 @@ class Ordering:
                 ranked[id(uq)] = uq
         for uq in ranked.values():  # higher priority first, then submit order (the sort is stable)
             uq.jobs = deque(sorted(uq.jobs, key=lambda j: -j.priority))
-        ug, uu = self.usage.group, self.usage.user
+        uu = self.usage.user
         heap = _Heap()
         for vo, vq in vos.items():
             for g, gq in vq.groups.items():
                 for u in gq.users:
                     gq.heap.push(u, self._sub_key(uu.get(u, 0.0), self.user_slots.get(u, 0), u))
-                vq.heap.push(g, self._sub_key(ug.get(g, 0.0), self.group_slots.get(g, 0), g))
+                vq.heap.push(g, self._group_key(g))
             heap.push(vo, self._vo_key(vo))
         limit = self.cfg.max_starts_per_cycle
         # Jobs holding a reservation (kept from the last cycle) go first once no VO below its
@@ -201,7 +209,7 @@ class Ordering:
             if u in gq.users:
                 gq.heap.push(u, self._sub_key(self.usage.user.get(u, 0.0), self.user_slots.get(u, 0), u))
             if g in vq.groups:
-                vq.heap.push(g, self._sub_key(self.usage.group.get(g, 0.0), self.group_slots.get(g, 0), g))
+                vq.heap.push(g, self._group_key(g))
         if not vq.groups:
             heap.remove(vo)
         elif started:
