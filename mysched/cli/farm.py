@@ -82,7 +82,9 @@ def fill_shares(p: argparse.ArgumentParser) -> None:
     wall-clock usage over the history window, current priority, and whether it is below its
     guarantee. --groups and --users break running/queued jobs and usage down further."""
     options(p, json_keys="window_s, vos{VO:{share,guarantee,running_slots,running_jobs,queued_jobs,usage_h,"
-            "priority,below_guarantee,throttled}}, groups{...}, users{...}")
+            "priority,below_guarantee,throttled}}, "
+            "groups{GROUP:{vo,share,running_jobs,running_slots,queued_jobs,usage_h}}, "
+            "users{USER:{vo,running_jobs,running_slots,queued_jobs,usage_h}}")
     p.add_argument("--groups", action="store_true", help="also per group")
     p.add_argument("--users", action="store_true", help="also per user")
     p.set_defaults(run=run_shares)
@@ -109,6 +111,9 @@ def run_shares(args: argparse.Namespace) -> int:
         for kind, ukey in (("groups", "group"), ("users", "user")):
             for key, d in detail[kind].items():
                 d["usage_h"] = round(doc.get("usage", {}).get(ukey, {}).get(key, 0.0) / 3600.0, 2)
+        weights = {g: (v or {}).get("share", 1.0) for g, v in ((doc.get("limits") or {}).get("groups") or {}).items()}
+        for g, d in detail["groups"].items():
+            d["share"] = weights.get(g, 1.0)  # a weight among its VO's groups
     if args.json:
         out = {"window_s": doc.get("usage", {}).get("window_s"), "vos": vos}
         if args.groups:
@@ -133,9 +138,12 @@ def run_shares(args: argparse.Namespace) -> int:
         if on:
             print()
             items = sorted(detail[kind].items(), key=lambda kv: (kv[1]["vo"], kv[0]))
-            table([kind[:-1].upper(), "VO", "RUNNING", "JOBS", "QUEUED", "USAGE(h)"],
-                  [[k, d["vo"], d["running_slots"], d["running_jobs"], d["queued_jobs"], f"{d['usage_h']:.1f}"]
-                   for k, d in items], noheader=args.noheader, right=(2, 3, 4, 5))
+            share = kind == "groups"  # a group's weight among its VO's groups (groups.NAME.share)
+            head = [kind[:-1].upper(), "VO"] + (["SHARE"] if share else []) + ["RUNNING", "JOBS", "QUEUED", "USAGE(h)"]
+            table(head,
+                  [[k, d["vo"]] + ([f"{d['share']:g}"] if share else [])
+                   + [d["running_slots"], d["running_jobs"], d["queued_jobs"], f"{d['usage_h']:.1f}"]
+                   for k, d in items], noheader=args.noheader, right=(2, 3, 4, 5, 6) if share else (2, 3, 4, 5))
     return 0
 
 
@@ -207,10 +215,11 @@ def _downtime_lines(doc: dict[str, Any]) -> list[str]:
     for n, w in (doc.get("downtimes") or {}).items():
         by.setdefault((w["start"], w["end"], w["name"]), []).append(n)
     out = []
+    now = doc.get("snapshot_time", 0.0)
     for (start, end, name), names in sorted(by.items()):
         names.sort()
         shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-        state = "in force: no new jobs" if start <= doc.get("snapshot_time", 0.0) else "ahead: only jobs that end before it"
+        state = "in force: no new jobs" if start <= now else "ahead: only jobs that end before it"
         out.append(f"downtime {name} from {statusdoc.clock(doc, start)} to {statusdoc.clock(doc, end)}, {state}, "
                    f"on {len(names)} node(s): {shown}")
     return out

@@ -164,7 +164,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         "usage": {"window_s": config.history_window, "half_life_s": config.half_life,
                   "group": {k: round(v, 1) for k, v in (usage.group.items() if usage is not None else ())},
                   "user": {k: round(v, 1) for k, v in (usage.user.items() if usage is not None else ())}},
-        "limits": {"groups": {g.name: {"max_running": g.max_running, "max_per_node": g.max_per_node}
+        "limits": {"groups": {g.name: {"max_running": g.max_running, "max_per_node": g.max_per_node, "share": g.share}
                               for g in config.groups.values()},
                    "server": {k: getattr(snapshot.limits, k) for k in ("max_running", "max_user_run", "max_group_run")}
                    if snapshot.limits is not None else None},

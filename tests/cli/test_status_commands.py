@@ -19,7 +19,7 @@ from ..conftest import queued, running, snap
 CFG = config_from_text('''
 vos = { atlas = { groups = ["atlas", "atlassgm"]; share = 60; max_running = 5; };
         cms = { groups = ["cms"]; share = 40; }; };
-groups = { atlassgm = { max_per_node = 1; }; };
+groups = { atlassgm = { max_per_node = 1; }; atlas = { share = 3; }; };
 node_types = { sw = { nodes = ["wn03"]; groups = ["atlassgm"]; }; };
 ''')
 NOW = 1_000_000.0
@@ -101,6 +101,11 @@ def test_shares_match_the_plan(tmp_path, capsys):
         assert (d["guarantee"], d["running_slots"], d["queued_jobs"]) == (
             v.guarantee, v.running_slots + sum(st.cores for st in started), v.queued_jobs - len(started))
     assert doc["users"]["bob"]["usage_h"] == 2.0
+    groups = run_json(capsys, "shares", "--state-dir", str(tmp_path), "--groups")["groups"]
+    assert groups["atlas"]["share"] == 3 and groups["cms"]["share"] == 1.0  # weights within the VO
+    assert main(["shares", "--state-dir", str(tmp_path), "--groups", "--max-age", "99999999999"]) == 0
+    head = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("GROUP"))
+    assert head.split()[:3] == ["GROUP", "VO", "SHARE"]
 
 
 def test_why_explains_a_waiting_job(tmp_path, capsys):
