@@ -16,7 +16,8 @@ from mysched.errors import InputError, UsageError
 def fill(p: argparse.ArgumentParser) -> None:
     """Backfill the history store from TORQUE accounting logs (server_priv/accounting/YYYYMMDD).
     Import is incremental and idempotent: files already read are skipped up to where they were
-    read, and a job is never counted twice, so it is safe to run while the daemon runs."""
+    read, and a job is never counted twice, so it is safe to run while the daemon runs (whose
+    fair share counts what it imports within the hour: it reads its usage window whole hourly)."""
     sub = p.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
     imp = sub.add_parser("import", help="import accounting files or directories",

@@ -9,6 +9,7 @@ timer; `mysched.daemon.service` calls `cycle()` on its schedule.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any, Callable, Protocol
 
@@ -32,6 +33,9 @@ from mysched.daemon.starts import loc as _loc
 from mysched.history.leader import Leadership, LeadershipLost
 
 log = logging.getLogger("mysched")
+
+WINDOW_REREAD = 3600.0
+"""Seconds between whole reads of the usage window (records imported meanwhile count)."""
 
 
 class HistoryStore(Protocol):
@@ -64,6 +68,8 @@ class Daemon:
         """Leader or standby (`mysched.daemon.role`); without a lock, always leader."""
         self.ledger: UsageLedger | None = None
         self._partial = False
+        self._window_read = -math.inf
+        """When the whole usage window was last read from the store."""
         """The ledger lacks the window's history: the store could not be read."""
         self.index = NodeIndex()
         self._uncertain: set[str] = set()
@@ -146,8 +152,10 @@ class Daemon:
                     self._pending = []
                 except StoreError as exc:
                     self._history_failed(str(exc), f" ({len(self._pending)} finished job(s) kept to retry)")
-        if self.ledger is None or self._partial:
-            # The window is read whole (at start, after a reload or a takeover). A store that
+        if self.ledger is None or self._partial or now - self._window_read >= WINDOW_REREAD:
+            # The window is read whole (at start, after a reload or a takeover, and hourly:
+            # records imported meanwhile with `mysched history import` may end anywhere in
+            # it, not only after the last read, which the cycles between look at). A store that
             # cannot be read leaves a ledger of what finished since, marked partial and read
             # again every cycle: the failed read used to leave an empty ledger behind it,
             # and the window's usage was lost for the daemon's lifetime.
@@ -162,6 +170,8 @@ class Daemon:
                 self.ledger = UsageLedger(cfg.history_window, cfg.half_life, vo_of=cfg.vo_of)
                 self._seen_ids = set()
             self._partial = recs is None
+            if recs is not None:
+                self._window_read = now
             self._count((recs or []) + self._pending + (new if self.store is None or self._partial else []))
         else:
             # Records may arrive a little after their end time (log lag): look back a margin;
