@@ -7,17 +7,24 @@
 
 Times are ISO 8601 (``YYYY-MM-DDTHH:MM[:SS]``), in UTC unless they carry an offset
 (``+01:00``): GOCDB declares downtimes in UTC, and a daemon's local zone may change under it.
+Jobs must end `margin` (default 5 minutes) before `start`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 from mysched.core.downtime import Downtime
+from mysched.core.durations import parse_duration
 from mysched.config.values import kind, strings
 
-_KEYS = ["start", "end", "hosts", "node_types"]
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_KEYS = ["start", "end", "hosts", "node_types", "margin"]
+MARGIN = 300.0
+"""Default `margin`: pbs_mom kills a job past its walltime only at its next poll (45 s by
+default) and after its kill_delay, and a cycle's starts take seconds."""
 
 
 def instant(v: Any) -> float:
@@ -25,6 +32,9 @@ def instant(v: Any) -> float:
     if not isinstance(v, str):
         raise ValueError(f"expected a date and time such as \"2026-12-01T08:00\" (UTC), got {kind(v)}")
     text = v.strip()
+    if _DATE.match(text):  # a date alone: midnight at its start, or the end of that day?
+        raise ValueError(f"give a time too, e.g. \"{text}T00:00\" (the day's start) or the next day's T00:00 "
+                         f"(its end), got {v!r}")
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     try:
@@ -59,6 +69,10 @@ def build_downtimes(c: Any, top: dict, type_names: set[str]) -> tuple[Downtime, 
         start = c.get(g, p, "start", instant, None)
         end = c.get(g, p, "end", instant, None)
         hosts = c.get(g, p, "hosts", strings, ())
+        margin = c.get(g, p, "margin", parse_duration, MARGIN)
+        if not 0 <= margin <= 86400:
+            c.problem(p + ("margin",), "must be a duration of at most a day")
+            margin = MARGIN
         node_types = c.get(g, p, "node_types", strings, ())
         for t in node_types:
             if t not in type_names:
@@ -68,5 +82,5 @@ def build_downtimes(c: Any, top: dict, type_names: set[str]) -> tuple[Downtime, 
         if end <= start:
             c.problem(p + ("end",), "must be after start")
             continue
-        out.append(Downtime(name, start, end, hosts, node_types))
+        out.append(Downtime(name, start, end, hosts, node_types, margin))
     return tuple(out)

@@ -31,6 +31,14 @@ class Downtime:
     hosts: tuple[str, ...] = ()
     """Host name patterns (globs)."""
     node_types: tuple[str, ...] = ()
+    margin: float = 0.0
+    """Seconds before `start` by which jobs must have ended (pbs_mom kills a job past its
+    walltime only at its next poll, and a cycle's starts take a while)."""
+
+    @property
+    def begin(self) -> float:
+        """From when the window keeps its nodes empty: `start` less the margin."""
+        return self.start - self.margin
 
     def covers(self, name: str, ntype: str | None) -> bool:
         if not (self.hosts or self.node_types):
@@ -40,20 +48,37 @@ class Downtime:
 
 def windows_by_node(downtimes: Iterable[Downtime], nodes: Iterable[tuple[str, str | None]]
                     ) -> dict[str, tuple[Downtime, ...]]:
-    """Node name -> its windows, soonest first, for the (name, node type) pairs any covers."""
-    dts = sorted(downtimes, key=lambda d: (d.start, d.end, d.name))
+    """Node name -> its windows, soonest first, for the (name, node type) pairs any covers.
+    Host names without glob characters are looked up, not matched (a rolling reboot names
+    every node in a window of its own)."""
+    dts = sorted(downtimes, key=lambda d: (d.begin, d.end, d.name))
     out: dict[str, tuple[Downtime, ...]] = {}
     if not dts:
         return out
+    exact: dict[str, list[int]] = {}
+    loose: list[int] = []
+    for i, d in enumerate(dts):
+        if not (d.hosts or d.node_types) or d.node_types or any(_GLOB & set(h) for h in d.hosts):
+            loose.append(i)
+        else:
+            for h in d.hosts:
+                exact.setdefault(h, []).append(i)
     for name, ntype in nodes:
-        mine = tuple(d for d in dts if d.covers(name, ntype))
+        mine = sorted(set(exact.get(name, ())) | {i for i in loose if dts[i].covers(name, ntype)})
         if mine:
-            out[name] = mine
+            out[name] = tuple(dts[i] for i in mine)
     return out
 
 
+_GLOB = frozenset("*?[")
+
+
 def current(windows: tuple[Downtime, ...], now: float) -> Downtime | None:
-    """The window in force at `now`, else the next one (None: all are over)."""
+    """The window in force at `now` (of overlapping ones, the one that ends last), else the
+    next one (None: all are over)."""
+    on = [w for w in windows if w.begin <= now < w.end]
+    if on:
+        return max(on, key=lambda w: w.end)
     return next((w for w in windows if w.end > now), None)
 
 
@@ -63,7 +88,7 @@ def clear_start(windows: tuple[Downtime, ...], t: float, walltime: float | None)
     for w in windows:
         if w.end <= t:
             continue
-        if walltime is None or t + walltime > w.start:
+        if walltime is None or t + walltime > w.begin:
             t = w.end
     return t
 
@@ -74,7 +99,8 @@ def when(w: Downtime) -> str:
     def fmt(t: float) -> str:
         return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
 
-    return f"{w.name} ({fmt(w.start)} to {fmt(w.end)} UTC)"
+    margin = f"; jobs end {w.margin / 60:g} min before" if w.margin else ""
+    return f"{w.name} ({fmt(w.start)} to {fmt(w.end)} UTC{margin})"
 
 
 class Downtimes:
@@ -91,8 +117,8 @@ class Downtimes:
             if w is None:
                 continue
             self._wake(w.end)  # the node reopens (or its next window comes into force)
-            self.out.downtimes[name] = (w.start, w.end, w.name)
-            if w.start > now:
+            self.out.downtimes[name] = (w.begin, w.end, w.name, w.start)
+            if w.begin > now:
                 self.dt_ahead[name] = w
                 continue
             self.dt_closed[name] = w
@@ -104,10 +130,15 @@ class Downtimes:
 
     def _downtime_blocks(self, job: Job, name: str) -> bool:
         """Does a window keep this job off node `name` (it would run into the next one)?"""
+        return self._downtime_shuts(name, job.walltime)
+
+    def _downtime_shuts(self, name: str, walltime: float | None) -> bool:
+        """Would a job of `walltime` started now on node `name` run into a window (or is the
+        node within one)?"""
         w = self.dt_ahead.get(name)
         if w is None:
             return name in self.dt_closed
-        return job.walltime is None or self.now + job.walltime > w.start
+        return walltime is None or self.now + walltime > w.begin
 
     def _downtime_closed(self, job: Job, vo: str, cores: int) -> set[str]:
         """The nodes `job` may use that are within a window now with `cores` free."""

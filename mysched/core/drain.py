@@ -50,7 +50,7 @@ from typing import NamedTuple
 from mysched.core.model import Job
 
 HOUR = 3600.0
-ROOM_REASONS = frozenset({"no_free_slot", "reserved", "draining", "packing", "node_load"})
+ROOM_REASONS = frozenset({"no_free_slot", "reserved", "draining", "packing", "node_load", "downtime"})
 """Waits that room on a node would end (not limits, holds or throttles)."""
 
 
@@ -160,6 +160,8 @@ class Draining:
         for j, vo in waiting:
             keys |= set(self.index.rules(j.queue, vo, j.group)[5])
         left = self._expected_left()
+        # a node even the shortest waiting job would run into a downtime on drains for nothing
+        shortest = min((j.walltime if j.walltime is not None else math.inf for j, _ in waiting), default=math.inf)
         scored = []
         for e in self.index.entries:
             node, _ntype, key, usable, _counted = e
@@ -167,8 +169,8 @@ class Draining:
             if not usable or key not in keys or name in self.out.drains or node.slots < need:
                 continue
             ld = self.loads.get(name) or self.tally.loads.get(name)
-            if ld is None or ld.free >= need or name in self.resv_nodes or name in self.dt_closed:
-                continue  # idle enough already, held by a reservation, or in a downtime
+            if ld is None or ld.free >= need or name in self.resv_nodes or self._downtime_shuts(name, shortest):
+                continue  # idle enough already, held by a reservation, or in (or before) a downtime
             scored.append((left.get(name, 0.0), ld.used, name))
         scored.sort()
         return [name for _, _, name in scored]

@@ -177,8 +177,8 @@ class Guaranteeing:
         only slots that free within the pool's longest loan."""
         ends = self._node_ends() if any(p.loan.max_walltime is not None for p in self.cfg.pools) else {}
         for host in sorted(pool_of):
-            if not by_name[host][3]:
-                continue  # down or offline: not part of the pool now
+            if not by_name[host][3] or host in self.dt_closed:
+                continue  # down, offline or in a downtime: not part of the pool now
             pool = pool_of[host]
             b = books[pool.name]
             ld = self.loads[host]

@@ -90,7 +90,13 @@ class NodeIndex:
         self.idle_free = sum(self.usable_free.values())
         """Free slots of the farm if no job ran."""
         self.packing = {pc.name: pc for pc in config.packing}
-        self.downtimes = windows_by_node(config.downtimes, ((e[0].name, e[1]) for e in entries))
+        if config.downtimes:  # kept while the windows and the node names and types are (not their states)
+            dkey = (config.downtimes, tuple((e[0].name, e[1]) for e in entries))
+            if getattr(self, "_dt_key", None) != dkey:
+                self._dt_key, self._dt = dkey, windows_by_node(config.downtimes, dkey[1])
+            self.downtimes = self._dt
+        else:
+            self.downtimes = {}
         """Node -> its scheduled downtimes, soonest first (`mysched.core.downtime`)."""
         self.total_limits = (any(q.max_running is not None for q in config.queues.values())
                              or any(v.max_running is not None for v in config.vos.values())

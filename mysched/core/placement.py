@@ -202,7 +202,7 @@ class Placing:
             pool = pools[ld.key]
             if name in self.overloaded:
                 r = "node_load" if ld.free >= cores else "no_free_slot"
-            elif not ld.usable and name not in self.dt_closed:
+            elif not ld.usable and (name not in self.dt_closed or not self.index.by_name[name][3]):
                 r = "node_down"
             elif ld.free < cores:
                 r = "no_free_slot"

@@ -103,9 +103,10 @@ class Plan:
     """Job id -> pool, for the starts that borrow guaranteed packages."""
     node_load: dict[str, str] = field(default_factory=dict)
     """Nodes skipped for the load their pbs_mom reports: name -> why."""
-    downtimes: dict[str, tuple[float, float, str]] = field(default_factory=dict)
-    """Node -> (start, end, name) of the scheduled downtime in force or next on it: before
-    `start` it takes only jobs ending by then, until `end` none (`mysched.core.downtime`)."""
+    downtimes: dict[str, tuple[float, float, str, float]] = field(default_factory=dict)
+    """Node -> (begin, end, name, start) of the scheduled downtime in force or next on it:
+    before `begin` (its start less its margin) it takes only jobs ending by then, until `end`
+    none (`mysched.core.downtime`)."""
     vo_table: Callable[[], dict[str, VOStatus]] | None = field(default=None, repr=False, compare=False)
     """Makes `vos` on first read."""
     _vos: dict[str, VOStatus] | None = field(default=None, repr=False, compare=False)

@@ -265,7 +265,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
     # -- bookkeeping ------------------------------------------------------------------------
     def _wait(self, job: Job, reason: str, vo: str, detail: str = "", nodes_rejected=None) -> None:
         self.rank += 1
-        if reason == "no_free_slot" and wants_reservation(job):
+        if (reason == "no_free_slot" or reason == "downtime") and wants_reservation(job):
             more = self._resv_on_refusal(job, vo)
             if more:
                 detail = detail + more if detail else more[2:]

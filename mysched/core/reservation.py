@@ -103,6 +103,9 @@ class Reserving:
             req = job.request
             parts, ends, procs = self._parts(job), self._node_ends(), (req.procs or 0) if req is not None else 0
             pick = self._pick(parts, list(prev.nodes), ends, procs, job.walltime)
+            if pick is not None and self.index.downtimes and \
+                    any(self._downtime_room(n, prev.start, job.walltime) > prev.start for n in prev.nodes):
+                continue  # a downtime now lies in its way there: it is reserved afresh
             if procs and not parts:
                 # Cores anywhere: the promise is a number of cores (EASY's shadow time and extra
                 # nodes), so it moves to the set that serves it better now. A node request keeps
@@ -219,7 +222,15 @@ class Reserving:
                  wall: float | None) -> float:
         """The earliest time node `name` has `cores` free for a job of walltime `wall` (inf:
         never, by what is known), past any scheduled downtime the job would run into."""
-        t = self.loads[name].room_at(cores, ends.get(name, ()), self.now)
+        ld = self.loads[name]
+        if name in self.dt_closed:  # closed for a downtime now: as if open, then past the window
+            ld.usable = True
+            try:
+                t = ld.room_at(cores, ends.get(name, ()), self.now)
+            finally:
+                ld.usable = False
+            return self._downtime_room(name, t, wall)
+        t = ld.room_at(cores, ends.get(name, ()), self.now)
         return self._downtime_room(name, t, wall) if self.dt_ahead else t
 
     def _reserve(self, job: Job, vo: str) -> str:
@@ -233,9 +244,11 @@ class Reserving:
             due = job.submit_time + self._resv_factor * (job.walltime or 0.0) - self.now
             return f"; no reservation for {due:.0f} s yet (reservation_wait_factor)"
         parts = self._parts(job)
-        # Nodes only close during a cycle (other reservations): a request no open node could
-        # serve in time is not tried again for each such job (all nodes down or in a downtime).
-        sig = (self.index.rules(job.queue, vo, job.group)[5], tuple(parts), procs)
+        # A request no open node could serve in time (all nodes down, say) is not tried again for
+        # each such job this cycle: nodes only close during it, but for those a started reserved
+        # job releases -- a reservation missed so waits a cycle. With downtimes the walltime counts.
+        sig = (self.index.rules(job.queue, vo, job.group)[5], tuple(parts), procs,
+               job.walltime if self.index.downtimes else None)
         if sig in self._resv_never:
             return ""
         ends = self._node_ends()
@@ -294,13 +307,29 @@ class Reserving:
                 chosen.append(n)
                 start = max(start, t)
         if procs:
-            # cores anywhere: only nodes no downtime lies ahead on (their free times are a profile)
-            got = self._pick_procs(procs, [n for n in names if n not in chosen and n not in self.dt_ahead], ends)
+            got = self._pick_procs_clear(procs, [n for n in names if n not in chosen], ends, wall)
             if got is None:
                 return None
             start = max(start, got[0])
             chosen += got[1]
         return start, chosen
+
+    def _pick_procs_clear(self, procs: int, names: list[str], ends: dict[str, list[tuple[float, int]]],
+                          wall: float | None) -> tuple[float, list[str]] | None:
+        """`_pick_procs` on nodes where the job, started when the cores are free, runs into no
+        scheduled downtime: a node it would is left out and the pick made again."""
+        if not self.index.downtimes:
+            return self._pick_procs(procs, names, ends)
+        names = [n for n in names if n not in self.dt_closed]
+        for _ in range(8):
+            got = self._pick_procs(procs, names, ends)
+            if got is None:
+                return None
+            bad = {n for n in got[1] if self._downtime_room(n, got[0], wall) > got[0]}
+            if not bad:
+                return got
+            names = [n for n in names if n not in bad]
+        return None
 
     def _pick_procs(self, procs: int, names: list[str], ends: dict[str, list[tuple[float, int]]]
                     ) -> tuple[float, list[str]] | None:

@@ -55,6 +55,14 @@ class RequestPlacing:
         memo[key] = why
         return why
 
+    def _closed_for(self, job: Job, vo: str, req: Request) -> set[str]:
+        """The nodes within a downtime now, with room, that could serve a part of `req`."""
+        closed = self._downtime_closed(job, vo, min((p.ppn for p in req.parts), default=1))
+        if not closed or req.procs:
+            return closed
+        nodes = [self.index.by_name[n][0] for n in closed]
+        return {n.name for part, need, vneed in _needs(req) for n in _fitting(nodes, part, need, vneed)}
+
     def _candidates(self, rules) -> list[tuple]:  # noqa: ANN001 - the planner's _Rules
         """Nodes with room the job may use, best first (pools merged by their ranking)."""
         pools = rules.pools
@@ -170,7 +178,7 @@ class RequestPlacing:
             got = self._place_request(job, vo, pc, rules, req)
         if isinstance(got, str):
             reason = "no_free_slot"
-            shut = self._dt_refused | self._downtime_closed(job, vo, min((p.ppn for p in req.parts), default=1))
+            shut = self._dt_refused | self._closed_for(job, vo, req)
             if shut:  # room there was, or will be, but a scheduled downtime comes first
                 reason = "downtime"
                 got += f"; {len(shut)} node(s) refused it: {self._downtime_detail(job, shut)}"

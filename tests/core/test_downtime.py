@@ -23,10 +23,10 @@ END = START + 4 * 3600
 VOS = 'vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };\n'
 
 
-def config(hosts: str = "", extra: str = ""):
+def config(hosts: str = "", extra: str = "", extra_window: str = ""):
     where = f" hosts = [{hosts}];" if hosts else ""
     return config_from_text(VOS + extra + 'downtimes = { gocdb_1 = { start = "2026-12-01T08:00"; '
-                            f'end = "2026-12-01T12:00";{where} }}; }};\n')
+                            f'end = "2026-12-01T12:00";{where} {extra_window} }}; }};\n')
 
 
 def q(jid, walltime=3600.0, cores=1, submit=0.0, group="atlas"):
@@ -41,17 +41,20 @@ NODES = [Node("wn01", 4), Node("wn02", 4)]
 
 
 def test_before_the_window_only_jobs_that_end_in_time_start_on_its_nodes():
+    # in time: by the window's margin (5 minutes unless set) before its start
     now = START - 2 * 3600
-    jobs = [q("short", walltime=3600), q("exact", walltime=7200), q("long", walltime=3 * 3600),
-            q("nowall", walltime=None)]
+    jobs = [q("short", walltime=3600), q("margin", walltime=7200 - 300), q("exact", walltime=7200),
+            q("long", walltime=3 * 3600), q("nowall", walltime=None)]
     p = plan(snap(jobs, NODES), config(), Usage(), now)
-    assert sorted(s.job_id for s in p.starts) == ["exact", "short"]
-    for jid in ("long", "nowall"):
+    assert sorted(s.job_id for s in p.starts) == ["margin", "short"]
+    for jid in ("exact", "long", "nowall"):
         w = p.waits[jid]
         assert w.reason == "downtime"
-        assert "gocdb_1 (2026-12-01 08:00 to 2026-12-01 12:00 UTC)" in w.detail
+        assert "gocdb_1 (2026-12-01 08:00 to 2026-12-01 12:00 UTC; jobs end 5 min before)" in w.detail
     assert "walltime 3.0 h" in p.waits["long"].detail and "no walltime" in p.waits["nowall"].detail
-    assert p.downtimes == {"wn01": (START, END, "gocdb_1"), "wn02": (START, END, "gocdb_1")}
+    assert p.downtimes == {"wn01": (START - 300, END, "gocdb_1", START), "wn02": (START - 300, END, "gocdb_1", START)}
+    p = plan(snap(jobs, NODES), config(extra_window='margin = "0";'), Usage(), now)
+    assert sorted(s.job_id for s in p.starts) == ["exact", "margin", "short"]
 
 
 def test_other_nodes_take_what_the_window_keeps_off_its_own():
