@@ -23,7 +23,7 @@ def fill_nodes(p: argparse.ArgumentParser) -> None:
     hold spaces); then a farm summary."""
     options(p, json_keys="summary{nodes,by_state,slots,used_slots,diversity}, nodes[{name,state,type,slots,used,"
             "jobs,vos,users,diversity,class,properties,note}], drains{NODE: {since,ready}}, "
-            "reservations{JOBID: {start,nodes}}, downtimes{NODE: {name,start,end}}")
+            "reservations{JOBID: {start,nodes}}, downtimes{NODE: {name,start,end,begin}}")
     p.add_argument("--state", choices=statusdoc.NODE_STATES, help="only nodes in this state")
     p.add_argument("--type", help="only nodes of this node type")
     p.set_defaults(run=run_nodes)
@@ -170,7 +170,7 @@ def run_free(args: argparse.Namespace) -> int:
     kept.update((h, "reserved") for r in (doc.get("reservations") or {}).values() for h in r["nodes"])
     kept.update((h, "draining") for h in doc.get("drains") or {})
     now = doc.get("snapshot_time", 0.0)
-    kept.update((h, "downtime") for h, w in (doc.get("downtimes") or {}).items() if w["start"] <= now)
+    kept.update((h, "downtime") for h, w in (doc.get("downtimes") or {}).items() if w.get("begin", w["start"]) <= now)
     held: dict[str, int] = dict.fromkeys(_HELD, 0)  # stable keys for scripts
     for n in nodes:
         if n.name in kept:
@@ -213,13 +213,14 @@ def _downtime_lines(doc: dict[str, Any]) -> list[str]:
     """One line per scheduled downtime: when, in force or ahead, on which nodes (the first 10)."""
     by: dict[tuple, list[str]] = {}
     for n, w in (doc.get("downtimes") or {}).items():
-        by.setdefault((w["start"], w["end"], w["name"]), []).append(n)
+        by.setdefault((w["start"], w["end"], w["name"], w.get("begin", w["start"])), []).append(n)
     out = []
     now = doc.get("snapshot_time", 0.0)
-    for (start, end, name), names in sorted(by.items()):
+    for (start, end, name, begin), names in sorted(by.items()):
         names.sort()
         shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-        state = "in force: no new jobs" if start <= now else "ahead: only jobs that end before it"
+        state = "in force: no new jobs" if begin <= now else \
+            f"ahead: only jobs that end by {statusdoc.clock(doc, begin)}"
         out.append(f"downtime {name} from {statusdoc.clock(doc, start)} to {statusdoc.clock(doc, end)}, {state}, "
                    f"on {len(names)} node(s): {shown}")
     return out

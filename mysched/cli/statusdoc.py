@@ -17,6 +17,7 @@ import time
 from typing import Any, Sequence
 
 from mysched.cli.common import positive_float
+from mysched.core.downtime import Downtime
 from mysched.core.config import Config, NodeType, QueueConfig
 from mysched.core.model import Job, JobState, Node, NodeState
 from mysched.core.reasons import BLOCKING
@@ -160,7 +161,9 @@ def rules(doc: dict[str, Any]) -> Config:
                            tuple(t.get("vos", ()))) for name, t in doc.get("node_types", {}).items())
     queues = {name: QueueConfig(name, q.get("max_running"), tuple(q.get("nodes", ())), tuple(q.get("node_types", ())),
                                 bool(q.get("exclusive"))) for name, q in doc.get("queue_config", {}).items()}
-    return Config(node_types=types, queues=queues)
+    windows = tuple(Downtime(w["name"], w["start"], w["end"], tuple(w.get("hosts", ())), tuple(w.get("node_types", ())),
+                             w.get("margin", 0.0)) for w in doc.get("downtime_windows") or ())
+    return Config(node_types=types, queues=queues, downtimes=windows)
 
 
 _NODE_STATES = {"free": NodeState.FREE, "partial": NodeState.FREE, "full": NodeState.FULL}

@@ -40,10 +40,9 @@ def test_nodes_lists_each_window_once_with_its_nodes(tmp_path, capsys):
     lines = [line for line in out.splitlines() if line.startswith("downtime ")]
     assert len(lines) == 2
     assert lines[0].startswith("downtime now from ") and "in force: no new jobs, on 1 node(s): wn01" in lines[0]
-    assert lines[1].startswith("downtime later from ") and "ahead: only jobs that end before it, on 2 node(s): " \
-        "wn02, wn03" in lines[1]
+    assert lines[1].startswith("downtime later from ") and "ahead: only jobs that end by " in lines[1] and lines[1].endswith("on 2 node(s): wn02, wn03")  # its start less the 5-minute margin
     doc = json.loads(_run(capsys, "nodes", "--state-dir", str(tmp_path), "--json"))
-    assert doc["downtimes"]["wn01"] == {"name": "now", "start": 0.0, "end": 7200.0}
+    assert doc["downtimes"]["wn01"] == {"name": "now", "start": 0.0, "end": 7200.0, "begin": -300.0}
     assert set(doc["downtimes"]) == {"wn01", "wn02", "wn03"}
 
 
@@ -51,9 +50,11 @@ def test_free_counts_the_closed_node_apart(tmp_path, capsys):
     _status(tmp_path)
     doc = json.loads(_run(capsys, "free", "--state-dir", str(tmp_path), "--json"))
     assert doc["held"]["downtime"] == 4  # wn01, in its window
-    # wn02 and wn03 still take short jobs; the waiting 4-core job holds one of them for after
-    # its window (a reservation), the rest is free
-    assert doc["held"]["reserved"] == 4 and doc["total_free"] == 4 + 2
+    # wn02 and wn03 still take short jobs; the waiting 4-hour job is reserved wn01 for the end
+    # of its window, which comes first
+    assert doc["held"]["reserved"] == 0 and doc["total_free"] == 4 + 4 + 2
+    nodes = json.loads(_run(capsys, "nodes", "--state-dir", str(tmp_path), "--json"))
+    assert nodes["reservations"]["1.srv"] == {"start": 7200.0, "nodes": ["wn01"]}
     assert "4 more idle on downtime nodes: in a scheduled downtime" in _run(capsys, "free", "--state-dir", str(tmp_path))
 
 
@@ -62,4 +63,17 @@ def test_why_names_the_window(tmp_path, capsys):
     doc = json.loads(_run(capsys, "why", "--state-dir", str(tmp_path), "1.srv", "--json"))
     assert doc["job"]["reason"] == "downtime"
     out = _run(capsys, "why", "--state-dir", str(tmp_path), "1.srv")
-    assert "downtime" in out and "later (1970-01-01 01:00 to 1970-01-01 03:00 UTC)" in out
+    assert "downtime" in out and "later (1970-01-01 01:00 to 1970-01-01 03:00 UTC; jobs end 5 min before)" in out
+
+
+def test_when_moves_past_the_window(tmp_path, capsys):
+    # A 1-core, 4-hour job (no reservation: the estimate answers): wn01 opens at 7200 s (its
+    # window "now"); wn02 is free now, but the job would run into "later" there (from 3300 s).
+    nodes = [Node("wn01", 4), Node("wn02", 4)]
+    long = queued("1.srv", "bob", "atlas")._replace(walltime=4 * 3600.0)
+    s = snap([long], nodes)
+    p = plan(s, CFG, Usage(), 1000.0)
+    assert not p.reservations and p.waits["1.srv"].reason == "downtime"
+    write_status(str(tmp_path), build_status(s, p, CFG, published=time.time()))
+    doc = json.loads(_run(capsys, "when", "--state-dir", str(tmp_path), "1.srv", "--json"))
+    assert doc["start"] == 7200.0, doc
