@@ -65,11 +65,11 @@ def closed_spans(index: NodeIndex, nodes: tuple[Node, ...]) -> list[tuple[float,
     spans: dict[tuple[float, float], int] = {}
     for name, windows in index.downtimes.items():
         merged: list[list[float]] = []
-        for w in windows:  # soonest first
-            if merged and w.start <= merged[-1][1]:
+        for w in windows:  # soonest first; from its begin (its start less its margin) nothing runs
+            if merged and w.begin <= merged[-1][1]:
                 merged[-1][1] = max(merged[-1][1], w.end)
             else:
-                merged.append([w.start, w.end])
+                merged.append([w.begin, w.end])
         for s, e in merged:
             spans[(s, e)] = spans.get((s, e), 0) + slots.get(name, 0)
     return [(s, e, n) for (s, e), n in sorted(spans.items())]

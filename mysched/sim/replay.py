@@ -121,7 +121,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         acc["work"] += farm.used * dt
         if farm.queued > (bisect_right(all_unfit, ta) if all_unfit else 0):
             acc["q_used"] += farm.used * dt
-            acc["q_avail"] += total * dt - closed(ta, tb)
+            # jobs running past their walltime into a window still use its slots
+            acc["q_avail"] += max(total * dt - closed(ta, tb), farm.used * dt)
             running = farm.vo_running
             for vo, q in farm.vo_queued.items():
                 if q > 0 and (vo not in unfit or waiting(vo, ta) > 0):
@@ -131,7 +132,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             if ta < span_end:  # the same while the workload still submits
                 ds = min(tb, span_end) - ta
                 acc["s_used"] += farm.used * ds
-                acc["s_avail"] += total * ds - closed(ta, ta + ds)
+                acc["s_avail"] += max(total * ds - closed(ta, ta + ds), farm.used * ds)
         ka = grid_at[1] if ta == grid_at[0] else math.ceil((ta - t0) / interval - 1e-9)
         kb = math.ceil((tb - t0) / interval - 1e-9)
         grid_at[0], grid_at[1] = tb, kb
@@ -266,7 +267,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             vo_area[vo] = vo_area.get(vo, 0.0) + job.cores * (farm.now - job.start_time)
     used_total = sum(vo_area.values())
     res.downtime_slot_s = closed(t0, farm.now)
-    span_avail = total * (farm.now - t0) - res.downtime_slot_s
+    span_avail = max(total * (farm.now - t0) - res.downtime_slot_s, used_total)
     res.utilisation = used_total / span_avail if span_avail > 0 else 0.0
     res.queued_s = acc["q_avail"] / total if total else 0.0
     names = sorted(set(config.vos) | set(vo_area) | set(res.vo_jobs))

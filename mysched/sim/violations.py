@@ -123,6 +123,9 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
         return True
 
     count = 0
+    # with reservations, draining nodes, pools or downtimes a node's taking a job depends on
+    # its walltime too: a short job behind a long one of the same kind may fit where it did not
+    by_wall = bool(held or p.draining_now or p.pool_gates or p.downtimes)
     for s in sorted(p.starts, key=lambda s: s.rank):
         name = s.placement[0][0]
         if s.reason != "hot" and running.get(s.vo, 0) >= guarantee.get(s.vo, 0):
@@ -131,7 +134,7 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
                     continue
                 seen = set()
                 for j in waiting:
-                    k = (j.queue, j.group, j.cores, j.user)
+                    k = (j.queue, j.group, j.cores, j.user, j.walltime if by_wall else None)
                     if k in seen:
                         continue
                     seen.add(k)
