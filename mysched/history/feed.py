@@ -17,6 +17,7 @@ import time
 from typing import Callable
 
 from mysched.history.ingest import FINISHED_AFTER, accounting_files, ingest_accounting
+from mysched.errors import InputError
 from mysched.history.store import Store
 
 log = logging.getLogger("mysched.history")
@@ -49,11 +50,18 @@ class AccountingFeed:
             if left < len(older) and self.clock() - t0 >= self.budget:
                 break
             key = _stat(path)
-            # days old: a last line without its newline is a record as it stands (or one cut short)
-            added += ingest_accounting(self.store, [path], on_problem=self.on_problem,
-                                       finished_after=FINISHED_AFTER).records_added
-            self._done[path] = key
             left -= 1
+            try:
+                # days old: a last line without its newline is a record as it stands (or one cut short)
+                rep = ingest_accounting(self.store, [path], on_problem=self.on_problem, finished_after=FINISHED_AFTER)
+            except InputError as exc:  # unreadable (a restored file of root's, mode 0600): the others go on
+                if self.on_problem is not None:
+                    self.on_problem(f"{exc} (tried again when the file changes)")
+                self._done[path] = key
+                continue
+            added += rep.records_added
+            if not rep.waiting:  # a last line still being written is looked at again next cycle
+                self._done[path] = key
         self._report(left, len(older))
         return added
 
