@@ -81,6 +81,21 @@ def farm_warnings(cfg: Config, snap: Snapshot) -> list[str]:
     return out
 
 
+def group_share_lines(cfg: Config) -> list[str]:
+    """Each VO whose groups' shares differ, split as its slots would be: a group without a share
+    weighs 1, which is easy to forget beside production 80 and analysis 20."""
+    out = []
+    for vo in sorted(cfg.vos):
+        groups = sorted(g for g, v in cfg.group_vo.items() if v == vo)
+        weights = {g: cfg.groups[g].share if g in cfg.groups else 1.0 for g in groups}
+        if len(set(weights.values())) > 1:
+            total = sum(weights.values())
+            out.append(f"group shares in VO {vo}: " + ", ".join(
+                f"{g} {w / total:.1%}" for g, w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])))
+                + " (a group without a share weighs 1)")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     lines: list[str] = []
@@ -118,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
           f"{len(cfg.node_types)} node types, {len(cfg.packing)} packing classes, {len(cfg.pools)} guarantee pools; "
           f"default VO '{cfg.default_vo}'"
           + ("" if cfg.default_vo in cfg.vos else " (not declared under vos: no share, no limits)"))
+    lines += group_share_lines(cfg)
     now = time.time()
     for d in cfg.downtimes:
         state = "over" if d.end <= now else "in force" if d.start <= now else "ahead"

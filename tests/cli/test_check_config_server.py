@@ -41,7 +41,20 @@ def test_downtimes_are_listed_with_their_state_and_one_on_no_node_is_a_warning(t
                    '  typo = { start = "2099-03-01T08:00"; end = "2099-03-01T12:00"; hosts = ["nw*"]; }; };\n')
     assert main(["check-config", "-c", str(cfg), "--server", "sim://?nodes=3"]) == 0
     out = capsys.readouterr().out
-    assert "downtime old (2020-03-01 08:00 to 2020-03-01 12:00 UTC): over" in out
-    assert "downtime typo (2099-03-01 08:00 to 2099-03-01 12:00 UTC): ahead" in out
+    assert "downtime old (2020-03-01 08:00 to 2020-03-01 12:00 UTC; jobs end 5 min before): over" in out
+    assert "downtime typo (2099-03-01 08:00 to 2099-03-01 12:00 UTC; jobs end 5 min before): ahead" in out
     assert f"warning: {cfg}: downtimes.typo: matches none of the server's 3 node(s)" in out
     assert "downtimes.old: matches none" not in out
+
+
+def test_the_split_of_a_vos_slots_among_its_groups_is_printed_when_their_shares_differ(tmp_path, capsys):
+    # production 80 and analysis 20 -- and the VO's third group, given no share, weighs 1
+    cfg = tmp_path / "site.cfg"
+    cfg.write_text('vos = { atlas = { groups = ["atlasprd", "atlasusr", "atlassgm"]; share = 100; }; };\n'
+                   'groups = { atlasprd = { share = 80; }; atlasusr = { share = 20; }; };\n')
+    assert main(["check-config", "-c", str(cfg)]) == 0
+    assert "group shares in VO atlas: atlasprd 79.2%, atlasusr 19.8%, atlassgm 1.0% (a group without a share " \
+        "weighs 1)" in capsys.readouterr().out
+    cfg.write_text('vos = { atlas = { groups = ["atlasprd", "atlasusr"]; share = 100; }; };\n')
+    assert main(["check-config", "-c", str(cfg)]) == 0
+    assert "group shares" not in capsys.readouterr().out
