@@ -165,6 +165,8 @@ def run_why(args: argparse.Namespace) -> int:
           f"{j['cores']} core(s)" + (f" ({j['request']})" if j.get("request") else "")
           + f", walltime {duration(j['walltime'])}")
     print(f"  {text}")
+    if j.get("torque_priority"):  # not the VO priority above: it orders only the user's own jobs
+        print(f"  TORQUE priority {j['torque_priority']} (qsub -p): goes before the user's jobs of lower priority")
     if j.get("detail"):
         print(f"  detail: {j['detail']}")
     for n in out:

@@ -31,7 +31,7 @@ carry the admin's ``note``."""
 FILENAME = "status.json"
 
 JOB_COLUMNS = ["id", "vo", "group", "user", "queue", "cores", "state", "submit", "start", "walltime",
-               "nodes", "rank", "priority", "reason", "detail", "rejected", "cycle", "request"]
+               "nodes", "rank", "priority", "reason", "detail", "rejected", "cycle", "request", "torque_priority"]
 NODE_COLUMNS = ["name", "state", "type", "slots", "used", "jobs", "vos", "users", "diversity", "class",
                 "properties", "note"]
 
@@ -95,7 +95,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         nodes_txt = "+".join(f"{n}:{c}" for n, c in placement) if placement else ""
         jobs.append([job.id, vo, job.group, job.user, job.queue, job.cores, state, job.submit_time,
                      job.start_time, job.walltime, nodes_txt, rank, round(prio, 6) if prio is not None else None,
-                     reason, detail, rej, mark, str(job.request) if job.request is not None else ""])
+                     reason, detail, rej, mark, str(job.request) if job.request is not None else "", job.priority])
         if job.state.holds_slots or mark == "started":
             for n, c in placement:
                 node_jobs.setdefault(n, []).append((job.user, vo, c))

@@ -249,7 +249,7 @@ DAMAGED = [  # (what a hand edit, a truncated copy or another program left, the 
     (_set("snapshot_time", 1e300), "snapshot_time: expected a Unix time, got 1e+300"),
     (_set("snapshot_time", float("nan")), "snapshot_time: expected a Unix time, got NaN"),
     (_cell("jobs", 0, "state", "X"), 'jobs[0].state: expected a job state (Q, R, H, W, E, C, T, S), got "X"'),
-    (lambda d: d["jobs"].__setitem__(1, d["jobs"][1][:5]), "jobs[1]: expected a row of 18 values"),
+    (lambda d: d["jobs"].__setitem__(1, d["jobs"][1][:5]), "jobs[1]: expected a row of 19 values"),
     (_cell("jobs", 0, "nodes", "wn01:x"), "jobs[0].nodes: expected NODE:CORES"),
     (_cell("jobs", 3, "rejected", 7), "jobs[3].rejected: no rejected[7]"),
     (_cell("nodes", 0, "slots", "2"), 'nodes[0].slots: expected a whole number of at least 0, got "2"'),

@@ -77,3 +77,15 @@ def test_when_moves_past_the_window(tmp_path, capsys):
     write_status(str(tmp_path), build_status(s, p, CFG, published=time.time()))
     doc = json.loads(_run(capsys, "when", "--state-dir", str(tmp_path), "1.srv", "--json"))
     assert doc["start"] == 7200.0, doc
+
+
+def test_why_shows_the_torque_priority_apart_from_the_vo_priority(tmp_path, capsys):
+    # qsub -p 50: users took the PRIORITY column (their VO's fair-share priority) for it
+    s = snap([queued("1.srv", "bob", "atlas")._replace(priority=50), queued("2.srv", "bob", "atlas")],
+             [Node("wn01", 0)])
+    write_status(str(tmp_path), build_status(s, plan(s, CFG, Usage(), 1000.0), CFG, published=time.time()))
+    out = _run(capsys, "why", "--state-dir", str(tmp_path), "1.srv")
+    assert "TORQUE priority 50 (qsub -p)" in out
+    assert "TORQUE priority" not in _run(capsys, "why", "--state-dir", str(tmp_path), "2.srv")
+    doc = json.loads(_run(capsys, "why", "--state-dir", str(tmp_path), "1.srv", "--json"))
+    assert doc["job"]["torque_priority"] == 50
