@@ -195,7 +195,7 @@ class Placing:
         gmax = self.cfg.groups.get(job.group)
         gmax = gmax.max_per_node if gmax is not None else None
         counts: dict[str, int] = {}
-        dt_hit: list[str] = []
+        dt_hit: dict[str, str] = {}  # window -> a node it kept the job off
         loads, base, pools = self.loads, self.tally.loads, self.pool_by_key
         for name in self.index.by_name:
             ld = loads.get(name) or base.get(name) or loads[name]  # read only: no copy
@@ -212,7 +212,7 @@ class Placing:
                     r = refusals[ld.key] = refusal(self.cfg, ld.key, job.queue)
             elif name in self.dt_closed or (name in self.dt_ahead and self._downtime_blocks(job, name)):
                 r = "downtime"
-                dt_hit.append(name)
+                dt_hit.setdefault((self.dt_closed.get(name) or self.dt_ahead[name]).name, name)
             elif ld.reserved is not None and ld.reserved != cls:
                 r = "packing"
             elif name in self.resv_nodes and not self._fits_before(job, self.resv_nodes[name]):
@@ -235,7 +235,7 @@ class Placing:
             if reason in ("pool_held", "loan_refused"):
                 detail += f" ({self._pool_detail(job, vo, reason)})"
             elif reason == "downtime":
-                detail += f" ({self._downtime_detail(job, dt_hit)})"
+                detail += f" ({self._downtime_detail(job, dt_hit.values())})"
         else:
             reason = "no_free_slot"
             detail = f"no usable node has {cores} free core(s)"
