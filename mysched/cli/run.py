@@ -33,8 +33,8 @@ def fill(p: argparse.ArgumentParser) -> None:
     host) waits as standby and takes over within daemon.leader_timeout and a quarter more of
     the leader's end; only the leader starts jobs. --once exits 1 when another daemon leads."""
     p.add_argument("-c", "--config", type=non_empty, metavar="FILE",
-                   help="configuration file (default: embedded example; a production daemon should always name its "
-                        "file so SIGHUP can reload it)")
+                   help="configuration file (default: the embedded example, for sim:// and --dry-run only; a "
+                        "production daemon names its file, so SIGHUP can reload it)")
     p.add_argument("--server", type=non_empty, metavar="URL",
                    help="torque://HOST (default: server.url of the config) or sim://")
     p.add_argument("--once", action="store_true", help="run one cycle and exit (status 1 if it failed)")
@@ -82,6 +82,11 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, early_stop)
     config = config_or_default(args.config)
     url = args.server or config.server
+    if not args.config and not url.startswith("sim:") and not args.dry_run:
+        # The embedded example is DESY's farm: against a real server it would schedule by its
+        # shares, beside (and against) the site's own daemon if one runs on another store.
+        raise UsageError(f"run against {url} starts jobs: name the site's configuration with -c FILE "
+                         "(the embedded example is for sim:// and --dry-run)")
     state_dir = args.state_dir or config.state_dir
     server = make_server(url, config)
 

@@ -45,3 +45,13 @@ def test_a_dry_run_leaves_the_leading_daemons_status_alone(tmp_path, caplog):
     assert "this dry run writes no status file" in caplog.text
     assert _run(state, "--dry-run") == 0  # nobody leads: the dry run publishes its plan
     assert json.loads((state / "status.json").read_text())["dry_run"]
+
+
+def test_without_a_configuration_it_starts_nothing_on_a_real_server(tmp_path, capsys):
+    # An admin's second daemon without -c, on its own store: it led by the embedded DESY
+    # example's shares and started a job on a node the site's daemon had reserved.
+    argv = ["run", "--once", "--no-db", "--metrics-address", "off", "--state-dir", str(tmp_path),
+            "--server", "torque://192.0.2.1"]
+    assert main(argv) == 2
+    assert "name the site's configuration with -c FILE" in capsys.readouterr().err
+    assert not (tmp_path / "status.json").exists()
