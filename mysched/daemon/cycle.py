@@ -55,6 +55,7 @@ class Daemon:
                  wall: Callable[[], float] = time.time, lead: Leadership | None = None,
                  loads: LoadSources | None = None) -> None:
         self.config = config
+        self._started_with = config  # the settings `mysched run` read once, at start
         self.config_path = config_path
         self.server = server
         self.store = store
@@ -107,7 +108,7 @@ class Daemon:
             log.warning("reload requested but the configuration came from no file")
             return False
         try:
-            new = reread(self.config_path, self.config)
+            new = reread(self.config_path, self._started_with)
             if self.loads.sources is not None:
                 self.loads.sources.update(new.load_sources)
         except ConfigError as exc:

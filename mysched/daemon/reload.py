@@ -22,7 +22,9 @@ changes them says so instead of appearing to apply them."""
 def reread(path: str, running: Config) -> Config:
     """The file's configuration (`ConfigError` if it is bad). A file that sets nothing is
     refused: on a running daemon that is a file cut short while being written far more often
-    than a wish to drop every VO."""
+    than a wish to drop every VO. `running`: the configuration the daemon started with, so a
+    restart-only setting is reported while it differs from what runs -- not when it is put
+    back, and again at every reload until a restart."""
     parsed = parse_file(path)
     if not parsed.data:
         raise ConfigError(f"{path}: the file sets nothing (empty, or only comments): "
@@ -30,6 +32,6 @@ def reread(path: str, running: Config) -> Config:
     new = build_config(parsed)
     for key, attr in RESTART_ONLY:
         if getattr(new, attr) != getattr(running, attr):
-            log.warning("configuration reload: %s changed (%r -> %r) but takes effect only when the "
-                        "daemon restarts", key, getattr(running, attr), getattr(new, attr))
+            log.warning("configuration reload: %s is %r in the file but %r runs: it takes effect only when "
+                        "the daemon restarts", key, getattr(new, attr), getattr(running, attr))
     return new

@@ -105,3 +105,24 @@ def test_an_unwritable_state_directory_is_logged_once_and_when_it_ends(tmp_path,
     broken["on"] = False
     d.cycle()
     assert "written again" in caplog.text and (tmp_path / "status.json").exists()
+
+
+def test_a_restart_only_setting_is_reported_while_it_differs_from_what_runs(tmp_path, caplog):
+    # An admin set metrics_address to 9721 and reloaded (told: restart needed), then put 9720
+    # back and reloaded: told again that it changed, though 9720 ran all along; and a later
+    # reload did not repeat that 9721 still waited for a restart.
+    path = tmp_path / "m.cfg"
+    path.write_text(CFG + 'daemon = { metrics_address = "127.0.0.1:9720"; };\n')
+    from mysched.config import load_config
+
+    d, server, farm = make(config_path=str(path))
+    d.config = d._started_with = load_config(str(path))
+    path.write_text(CFG + 'daemon = { metrics_address = "127.0.0.1:9721"; };\n')
+    assert d.reload()
+    assert caplog.text.count("daemon.metrics_address is '127.0.0.1:9721' in the file but '127.0.0.1:9720' runs") == 1
+    assert d.reload()  # still waiting for a restart: said again
+    assert caplog.text.count("daemon.metrics_address is '127.0.0.1:9721'") == 2
+    caplog.clear()
+    path.write_text(CFG + 'daemon = { metrics_address = "127.0.0.1:9720"; };\n')
+    assert d.reload()
+    assert "metrics_address" not in caplog.text
