@@ -170,7 +170,9 @@ def run_free(args: argparse.Namespace) -> int:
     kept.update((h, "reserved") for r in (doc.get("reservations") or {}).values() for h in r["nodes"])
     kept.update((h, "draining") for h in doc.get("drains") or {})
     now = doc.get("snapshot_time", 0.0)
-    kept.update((h, "downtime") for h, w in (doc.get("downtimes") or {}).items() if w.get("begin", w["start"]) <= now)
+    # in a window, or reserved past one: what may start there ends before the window, not the reservation
+    kept.update((h, "downtime") for h, w in (doc.get("downtimes") or {}).items()
+                if w.get("begin", w["start"]) <= now or kept.get(h) == "reserved")
     held: dict[str, int] = dict.fromkeys(_HELD, 0)  # stable keys for scripts
     for n in nodes:
         if n.name in kept:
@@ -229,4 +231,5 @@ def _downtime_lines(doc: dict[str, Any]) -> list[str]:
 _HELD = {"draining": "for multi-core jobs, and shorter jobs that end before the node empties",
          "reserved": "for a reserved job, and jobs that end before its reservation starts",
          "pool_held": "for a guarantee pool's owners (mysched pools)",
-         "downtime": "in a scheduled downtime (downtimes)"}
+         "downtime": "in a scheduled downtime, or reserved past one: only jobs that end before it begins start there "
+                     "(mysched nodes)"}

@@ -89,3 +89,17 @@ def test_why_shows_the_torque_priority_apart_from_the_vo_priority(tmp_path, caps
     assert "TORQUE priority" not in _run(capsys, "why", "--state-dir", str(tmp_path), "2.srv")
     doc = json.loads(_run(capsys, "why", "--state-dir", str(tmp_path), "1.srv", "--json"))
     assert doc["job"]["torque_priority"] == 50
+
+
+def test_free_counts_a_node_reserved_past_a_window_as_held_by_the_window(tmp_path, capsys):
+    # wn01's window is ahead and a 4-core job is reserved there past it: free said "for jobs
+    # that end before its reservation starts", but what may start there must end before the window.
+    nodes = [Node("wn01", 4)]
+    s = snap([queued("1.srv", "bob", "atlas", cores=4)._replace(walltime=4 * 3600.0)], nodes)
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
+                           'downtimes = { later = { start = "1970-01-01T01:00"; end = "1970-01-01T03:00"; }; };')
+    p = plan(s, cfg, Usage(), 1000.0)
+    assert p.reservations["1.srv"].nodes == ("wn01",)
+    write_status(str(tmp_path), build_status(s, p, cfg, published=time.time()))
+    doc = json.loads(_run(capsys, "free", "--state-dir", str(tmp_path), "--json"))
+    assert doc["held"] == {"draining": 0, "reserved": 0, "pool_held": 0, "downtime": 4}
