@@ -78,6 +78,8 @@ class Daemon:
         self.last_ok: float | None = None
         self.consecutive_failures = 0
         self.events_expected = False
+        self.events_seen = False  # set by the service at the first job event
+        self._quiet: tuple[float, set[str], int] | None = None
         """Set by the service when it listens for pbs_server's scheduler contacts."""
         self._warned_scheduling = False
         self._last_crash: tuple[str, str] | None = None
@@ -126,6 +128,20 @@ class Daemon:
         return True
 
     # -- history ---------------------------------------------------------------------------
+    def _events_silent(self, now: float, ids: set[str]) -> None:
+        """pbs_server sends events, but none came in 10 minutes while jobs came and went: it
+        contacts the address its host name resolves to, not the one listened on. Said once."""
+        if self._quiet is None:
+            self._quiet = (now, ids, 0)
+            return
+        since, before, changed = self._quiet
+        self._quiet = (since, ids, changed + len(ids ^ before))
+        if self._quiet[2] >= 5 and now - since >= 600 and not self._warned_scheduling:
+            log.warning("pbs_server has scheduling = True and %d jobs came or went in %.0f min, but no job event "
+                        "arrived: listen on the address the server's host name resolves to (daemon.event_address); "
+                        "cycles run on the fixed interval", self._quiet[2], (now - since) / 60)
+            self._warned_scheduling = True
+
     def _history(self, now: float, snapshot: Snapshot) -> UsageLedger:
         """Decayed usage for this cycle. Store failures do not stop scheduling: finished jobs
         taken from the server stay pending (and count in usage) until a write succeeds; each
@@ -274,6 +290,8 @@ class Daemon:
             log.warning("listening for job events, but pbs_server has scheduling = False and will send none; "
                         "cycles run on the fixed interval (qmgr -c 'set server scheduling = True')")
             self._warned_scheduling = True
+        if self.events_expected and not self.events_seen and scheduling.lower() == "true":
+            self._events_silent(now, {j.id for j in snapshot.jobs})
         if self._check_intents and self.store is not None and not self.dry_run:
             self._reconcile(now, snapshot)
         try:

@@ -156,6 +156,7 @@ class Service:
         """pbs_server reported a job event: bring the next cycle forward (rate-limited)."""
         cfg = self.daemon.config
         self._event_pending = True
+        self.daemon.events_seen = True
         if not self._events_seen:  # says so once: scheduling may have been off when the daemon started
             self._events_seen = True
             log.info("pbs_server job events arrive (%s): a cycle follows each, at most every %g s", reason,

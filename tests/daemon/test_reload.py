@@ -126,3 +126,40 @@ def test_a_restart_only_setting_is_reported_while_it_differs_from_what_runs(tmp_
     path.write_text(CFG + 'daemon = { metrics_address = "127.0.0.1:9720"; };\n')
     assert d.reload()
     assert "metrics_address" not in caplog.text
+
+
+class _SchedulingOn:
+    """The farm as pbs_server with scheduling = True reports it."""
+
+    def __init__(self, server) -> None:
+        self.inner = server
+
+    def snapshot(self):
+        import dataclasses
+
+        snap = self.inner.snapshot()
+        return dataclasses.replace(snap, extra={**snap.extra, "server": {"scheduling": "True"}})
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_no_event_while_jobs_come_and_go_is_said_once(caplog):
+    # An admin copied event_address = "127.0.0.1:15004"; pbs_server contacts the address its
+    # host name resolves to: no event ever came, and nothing said why cycles ran every 60 s.
+    d, server, farm = make(n_jobs=8)
+    d.server = _SchedulingOn(server)
+    d.events_expected = True
+    for t in (300.0, 600.0, 900.0, 1200.0, 1500.0, 1800.0, 2100.0):
+        farm.advance(t)
+        farm.jobs.pop(next(iter(farm.jobs)), None)  # a job ends (or goes) between cycles
+        d.cycle()
+    assert caplog.text.count("but no job event arrived") == 1
+    caplog.clear()
+    d2, server2, farm2 = make(n_jobs=8)
+    d2.server, d2.events_expected, d2.events_seen = _SchedulingOn(server2), True, True  # events do arrive
+    for t in (300.0, 600.0, 900.0, 1500.0):
+        farm2.advance(t)
+        farm2.jobs.pop(next(iter(farm2.jobs)), None)
+        d2.cycle()
+    assert "no job event" not in caplog.text
