@@ -432,7 +432,7 @@ def test_a_reload_refuses_an_empty_file_and_names_settings_only_a_restart_applie
     path.write_text(CFG + 'scheduler = { max_starts_per_cycle = 2; };\ndaemon = { state_dir = "/elsewhere"; };\n')
     assert d.reload() is True
     assert d.config.max_starts_per_cycle == 2
-    assert "daemon.state_dir changed" in caplog.text and "only when the daemon restarts" in caplog.text
+    assert "daemon.state_dir is '/elsewhere' in the file" in caplog.text and "only when the daemon restarts" in caplog.text
 
 
 def test_a_node_running_a_job_that_asked_for_it_alone_is_published_full():
