@@ -11,6 +11,7 @@ from mysched.cli.statusdoc import RUNNING, load, options
 from mysched.cli.textout import dump_json, table
 from mysched.core.admission import node_key, node_type, queue_admits
 from mysched.core.model import NodeState
+from mysched.core.reasons import BLOCKING
 from mysched.daemon.statusfile import rows
 
 
@@ -81,7 +82,7 @@ def fill_shares(p: argparse.ArgumentParser) -> None:
     """Per VO: configured share, guarantee in slots, running slots and jobs, queued jobs, decayed
     wall-clock usage over the history window, current priority, and whether it is below its
     guarantee. --groups and --users break running/queued jobs and usage down further."""
-    options(p, json_keys="window_s, vos{VO:{share,guarantee,running_slots,running_jobs,queued_jobs,usage_h,"
+    options(p, json_keys="window_s, vos{VO:{share,guarantee,running_slots,running_jobs,queued_jobs,blocked_jobs,usage_h,"
             "priority,below_guarantee,throttled}}, "
             "groups{GROUP:{vo,share,running_jobs,running_slots,queued_jobs,usage_h}}, "
             "users{USER:{vo,running_jobs,running_slots,queued_jobs,usage_h}}")
@@ -92,8 +93,13 @@ def fill_shares(p: argparse.ArgumentParser) -> None:
 
 def run_shares(args: argparse.Namespace) -> int:
     doc = load(args)
+    blocked: dict[str, int] = {}  # held, at a limit, never fitting: queued, but no slot would start them
+    for j in rows(doc, "jobs"):
+        if j["state"] not in RUNNING and j["reason"] in BLOCKING:
+            blocked[j["vo"]] = blocked.get(j["vo"], 0) + 1
     vos = {name: {"share": v["share"], "guarantee": v["guarantee"], "running_slots": v["running_slots"],
                   "running_jobs": v["running_jobs"], "queued_jobs": v["queued_jobs"],
+                  "blocked_jobs": blocked.get(name, 0),
                   "usage_h": round(v["usage_s"] / 3600.0, 2), "priority": v["priority"],
                   "below_guarantee": v["below_guarantee"], "throttled": v.get("throttled") or []}
            for name, v in sorted(doc["vos"].items())}
@@ -122,14 +128,17 @@ def run_shares(args: argparse.Namespace) -> int:
             out["users"] = detail["users"]
         dump_json(out)
         return 0
-    table(["VO", "SHARE", "GUARANTEE", "RUNNING", "JOBS", "QUEUED", "USAGE(h)", "PRIORITY", "BELOW", "THROTTLE"],
-          [[k, f"{v['share']:.1%}", v["guarantee"], v["running_slots"], v["running_jobs"], v["queued_jobs"],
-            f"{v['usage_h']:.1f}", f"{v['priority']:.3f}", "yes" if v["below_guarantee"] else "no",
-            ",".join(v["throttled"]) or "-"]
+    # QUEUED: jobs a free slot would start; BLOCKED the rest of the queued (a VO below its
+    # guarantee with only a held or never-fitting job waiting is not short of slots)
+    table(["VO", "SHARE", "GUARANTEE", "RUNNING", "JOBS", "QUEUED", "BLOCKED", "USAGE(h)", "PRIORITY", "BELOW",
+           "THROTTLE"],
+          [[k, f"{v['share']:.1%}", v["guarantee"], v["running_slots"], v["running_jobs"],
+            v["queued_jobs"] - v["blocked_jobs"], v["blocked_jobs"], f"{v['usage_h']:.1f}", f"{v['priority']:.3f}",
+            "yes" if v["below_guarantee"] else "no", ",".join(v["throttled"]) or "-"]
            for k, v in vos.items()],
           noheader=args.noheader, colours=["red" if v["throttled"] else
-                                           "yellow" if v["below_guarantee"] and v["queued_jobs"] else None
-                                           for v in vos.values()], right=(1, 2, 3, 4, 5, 6, 7))
+                                           "yellow" if v["below_guarantee"] and v["queued_jobs"] > v["blocked_jobs"]
+                                           else None for v in vos.values()], right=(1, 2, 3, 4, 5, 6, 7, 8))
     if not args.noheader:
         for t in doc.get("throttles") or ():
             if t["level"] != "open":

@@ -103,3 +103,22 @@ def test_free_counts_a_node_reserved_past_a_window_as_held_by_the_window(tmp_pat
     write_status(str(tmp_path), build_status(s, p, cfg, published=time.time()))
     doc = json.loads(_run(capsys, "free", "--state-dir", str(tmp_path), "--json"))
     assert doc["held"] == {"draining": 0, "reserved": 0, "pool_held": 0, "downtime": 4}
+
+
+def test_shares_counts_blocked_jobs_apart_from_those_a_slot_would_start(tmp_path, capsys):
+    # atlas below its guarantee with only a held job and one that can never fit: it showed
+    # "BELOW yes, QUEUED 2" (highlighted) though no free slot would start either.
+    from mysched.core.model import JobState
+
+    s = snap([queued("1.srv", "bob", "atlas", state=JobState.HELD), queued("2.srv", "bob", "atlas", cores=64),
+              queued("3.srv", "bob", "cms")], [Node("wn01", 4)])
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };')
+    p = plan(s, cfg, Usage(), 1000.0)
+    write_status(str(tmp_path), build_status(s, p, cfg, published=time.time()))
+    doc = json.loads(_run(capsys, "shares", "--state-dir", str(tmp_path), "--json"))
+    assert (doc["vos"]["atlas"]["queued_jobs"], doc["vos"]["atlas"]["blocked_jobs"]) == (2, 2)
+    out = _run(capsys, "shares", "--state-dir", str(tmp_path))
+    head, *rows_ = out.splitlines()
+    atlas = next(r.split() for r in rows_ if r.startswith("atlas"))
+    cols = head.split()
+    assert atlas[cols.index("QUEUED")] == "0" and atlas[cols.index("BLOCKED")] == "2"
