@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Callable
 
 from mysched.cli.main import command
 from mysched.config import load_config
+from mysched.config.parse import parse_file
 from mysched.core.config import Config
 from mysched.core.downtime import when
 from mysched.core.index import NodeIndex
@@ -62,21 +64,23 @@ def pool_report(cfg: Config, nodes: tuple[Node, ...]) -> tuple[list[str], list[s
     return lines, problems
 
 
-def farm_warnings(cfg: Config, snap: Snapshot) -> list[str]:
-    """What the configuration names that the server's farm does not have."""
+def farm_warnings(cfg: Config, snap: Snapshot, where: Callable[[tuple], str] | None = None) -> list[str]:
+    """What the configuration names that the server's farm does not have; `where` gives a
+    key's ``FILE:LINE`` (the parsed file's), else the file alone."""
+    at = where or (lambda path: cfg.source)
     out = []
     if snap.queues:
         have = {q.name for q in snap.queues}
-        out += [f"{cfg.source}: queues.{q}: pbs_server has no such queue" for q in cfg.queues if q not in have]
+        out += [f"{at(('queues', q))}: queues.{q}: pbs_server has no such queue" for q in cfg.queues if q not in have]
     idx = NodeIndex().get(cfg, snap.nodes)
     keys = {e[2] for e in idx.entries}  # each node's type and queues
-    out += [f"{cfg.source}: downtimes.{d.name}: matches none of the server's {len(snap.nodes)} node(s)"
+    out += [f"{at(('downtimes', d.name))}: downtimes.{d.name}: matches none of the server's {len(snap.nodes)} node(s)"
             for d in cfg.downtimes if not any(d in ws for ws in idx.downtimes.values())]
-    out += [f"{cfg.source}: node_types.{nt.name}: matches none of the server's {len(snap.nodes)} node(s)"
+    out += [f"{at(('node_types', nt.name))}: node_types.{nt.name}: matches none of the server's {len(snap.nodes)} node(s)"
             for nt in cfg.node_types if all(k.ntype != nt.name for k in keys)]
     for q in cfg.queues.values():
         if q.restricted and not any(q.name in k.queues for k in keys):
-            out.append(f"{cfg.source}: queues.{q.name}: its nodes/node_types match none of the server's nodes: "
+            out.append(f"{at(('queues', q.name))}: queues.{q.name}: its nodes/node_types match none of the server's nodes: "
                        "its jobs can never start")
     return out
 
@@ -113,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             server.close()
         nodes = snap.nodes
         where = f"pbs_server {url}: {len(nodes)} node(s)"
-        warnings = farm_warnings(cfg, snap)
+        warnings = farm_warnings(cfg, snap, parse_file(args.config).where)
     if cfg.pools and nodes is None and not cfg.server.startswith("sim:"):
         # The hosts a pool selects are pbs_server's: the simulated farm's names say nothing of them.
         lines = [f"pools: not checked against a farm (server.url is {cfg.server}); --server checks them on "

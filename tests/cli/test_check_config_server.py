@@ -29,7 +29,7 @@ def test_check_config_server_prints_them_and_keeps_exit_status_0(tmp_path, capsy
     cfg.write_text(CFG)
     assert main(["check-config", "-c", str(cfg), "--server", "sim://?nodes=3"]) == 0
     out = capsys.readouterr().out
-    assert f"warning: {cfg}: node_types.big: matches none of the server's 3 node(s)" in out
+    assert f"warning: {cfg}:2: node_types.big: matches none of the server's 3 node(s)" in out  # with its line
 
 
 def test_downtimes_are_listed_with_their_state_and_one_on_no_node_is_a_warning(tmp_path, capsys):
@@ -43,7 +43,7 @@ def test_downtimes_are_listed_with_their_state_and_one_on_no_node_is_a_warning(t
     out = capsys.readouterr().out
     assert "downtime old (2020-03-01 08:00 to 2020-03-01 12:00 UTC; jobs end 5 min before): over" in out
     assert "downtime typo (2099-03-01 08:00 to 2099-03-01 12:00 UTC; jobs end 5 min before): ahead" in out
-    assert f"warning: {cfg}: downtimes.typo: matches none of the server's 3 node(s)" in out
+    assert f"warning: {cfg}:3: downtimes.typo: matches none of the server's 3 node(s)" in out
     assert "downtimes.old: matches none" not in out
 
 
