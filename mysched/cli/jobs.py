@@ -214,17 +214,26 @@ def run_when(args: argparse.Namespace) -> int:
         r = doc["reservations"][j["id"]]
         est = Estimate(r["start"], False, f"nodes {'+'.join(r['nodes'])} are reserved for it from then (by the "
                        "requested walltimes of the jobs running there; later jobs may only backfill before)", 0)
-    elif j.get("request"):
+    elif j.get("request") and (one := _one_node(j["request"], j["cores"])) is None:
         est = Estimate(None, False, f"no estimate for this request ({j['request']}): estimates cover cores on "
-                       "one node of any kind; its wait reason says what it waits for", 0)
+                       "one node (with its properties and memory); its wait reason says what it waits for", 0)
     else:
         all_rows = rows(doc, "jobs")
         running = [statusdoc.job(r) for r in all_rows if r["state"] in RUNNING and r["nodes"]]
         rank = j["rank"] or 0
         ahead = sorted((r for r in all_rows if r["state"] not in RUNNING and r["rank"] is not None
                         and r["rank"] < rank and r["reason"] not in BLOCKING), key=lambda r: r["rank"])
-        est = estimate_start(statusdoc.job(j), j["vo"], running, [(statusdoc.job(r), r["vo"]) for r in ahead],
-                             statusdoc.nodes(doc), statusdoc.rules(doc), now)
+        nodes = statusdoc.nodes(doc)
+        target = statusdoc.job(j)
+        if j.get("request"):  # one node: its cores on nodes with its properties; memory not modelled
+            cores, props, memory = one
+            target = target._replace(cores=cores, request=None)
+            nodes = [n for n in nodes if props <= n.properties]
+        est = estimate_start(target, j["vo"], running, [(statusdoc.job(r), r["vo"]) for r in ahead], nodes,
+                             statusdoc.rules(doc), now)
+        if j.get("request") and memory and est.start is not None:
+            est = Estimate(est.start, False, est.why + f"; its memory ({memory}) is not counted: it may start later",
+                           est.ahead)
     if args.json:
         # in_s counts from the status's time; a running job's start lies in the past: 0.
         dump_json({"job": j["id"], "start": est.start,
@@ -240,6 +249,26 @@ def run_when(args: argparse.Namespace) -> int:
         print(f"job {j['id']}: expected to start in {duration(est.start - now)} (about "
               f"{statusdoc.clock(doc, est.start)}), {est.ahead} job(s) ahead; {est.why}")
     return 0
+
+
+def _one_node(text: str, cores: int) -> tuple[int, frozenset[str], str] | None:
+    """(cores, node properties, memory asked for) of a request on one node of any name --
+    ``nodes=1:ppn=4:ib,pmem=2gb`` -- or None for one the estimate does not cover (several
+    nodes, a named host, procs, nodes alone)."""
+    ppn, props, memory = cores, frozenset(), []
+    for item in text.split(","):
+        key, _, value = item.partition("=")
+        if key == "nodes":
+            head, *rest = value.split(":")
+            if "+" in value or head != "1":
+                return None
+            ppn = next((int(r[4:]) for r in rest if r.startswith("ppn=") and r[4:].isdigit()), 1)
+            props = frozenset(r for r in rest if not r.startswith("ppn="))
+        elif key in ("mem", "pmem", "vmem", "pvmem"):
+            memory.append(item)
+        else:
+            return None
+    return ppn, props, ",".join(memory)
 
 
 _WORDS = re.compile(r"[\s,;:+=()]+")
