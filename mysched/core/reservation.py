@@ -167,11 +167,17 @@ class Reserving:
 
     def _resv_check(self) -> None:
         """Drop reservations whose job waits for something capacity will not end (a limit):
-        they would keep nodes idle for nothing."""
-        for jid in list(self.out.reservations):
-            w = self.out.waits.get(jid)
+        they would keep nodes idle for nothing. The others are named in their job's wait -- a
+        job left waiting without a try (the farm full, the cycle's start limit) had none, so a
+        kept reservation showed in `when` and `nodes` but not in `why`."""
+        waits = self.out.waits
+        for jid, r in list(self.out.reservations.items()):
+            w = waits.get(jid)
             if w is not None and w.reason not in _CAPACITY:
                 del self.out.reservations[jid]
+            elif w is not None and "reserved " not in w.detail:
+                more = f"reserved {'+'.join(r.nodes)} in {r.start - self.now:.0f} s"
+                waits[jid] = w._replace(detail=f"{w.detail}; {more}" if w.detail else more)
 
     def _hold(self, job_id: str, start: float, nodes: list[str]) -> None:
         self.out.reservations[job_id] = Reservation(job_id, start, tuple(nodes))

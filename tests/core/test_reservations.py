@@ -325,3 +325,24 @@ def test_the_status_drops_a_reservation_in_the_cycle_its_job_starts():
     assert "big" in {s.job_id for s in p.starts} and "big" in p.reservations  # the plan keeps it this cycle
     assert build_status(later, p, cfg)["reservations"] == {}  # `nodes` no longer lists it as reserved
     assert build_status(later, p, cfg, dry_run=True)["reservations"]  # a dry run started nothing
+
+
+def test_a_kept_reservation_is_named_in_its_jobs_wait_while_the_farm_is_full():
+    # The farm full, the next cycle left the job waiting without a try: the reservation it kept
+    # showed in `when` and `nodes` but its wait no longer said "reserved ..." (why).
+    from mysched.config import config_from_text
+    from mysched.core.model import Job, JobState, Node, Snapshot
+    from mysched.core.planner import plan
+    from mysched.core.usage import Usage
+
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };')
+    now = 100_000.0
+    running = [Job(f"{n}{i}", "q", "x", "cms", 1, JobState.RUNNING, 0.0, now - 600, wall, placement=((n, 1),))
+               for n, wall in (("wn01", 4200.0), ("wn02", 7800.0)) for i in range(4)]
+    wide = Job("wide", "q", "u", "atlas", 4, JobState.QUEUED, 0.0, None, 4 * 3600.0)
+    s = Snapshot(now, tuple(running + [wide]), (Node("wn01", 4), Node("wn02", 4)), ())
+    first = plan(s, cfg, Usage(), now)
+    assert first.waits["wide"].detail == "reserved wn01 in 3600 s"
+    again = plan(s, cfg, Usage(), now + 60, reservations=first.reservations)
+    assert again.reservations["wide"].nodes == ("wn01",)
+    assert again.waits["wide"].detail == "reserved wn01 in 3540 s"
