@@ -20,6 +20,7 @@ from mysched.core.model import FinishedJob, Snapshot
 from mysched.core.plan import Plan, Start
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.protocol import BatchServer
+from mysched.daemon.carry import carried
 from mysched.daemon.outcome import CycleOutcome, Phases
 from mysched.daemon.statusfile import publish_status, with_key, write_status
 from mysched.core.usage import UsageLedger
@@ -69,18 +70,18 @@ class Daemon:
         """Leader or standby (`mysched.daemon.role`); without a lock, always leader."""
         self.ledger: UsageLedger | None = None
         self._partial = False
+        """The ledger lacks the window's history: the store could not be read."""
         self._window_read = -math.inf
         """When the whole usage window was last read from the store."""
-        """The ledger lacks the window's history: the store could not be read."""
         self.index = NodeIndex()
         self._uncertain: set[str] = set()
         """Jobs whose pbs_runjob timed out: re-read before any new attempt."""
         self.last_ok: float | None = None
         self.consecutive_failures = 0
         self.events_expected = False
+        """Set by the service when it listens for pbs_server's scheduler contacts."""
         self.events_seen = False  # set by the service at the first job event
         self._quiet: tuple[float, set[str], int] | None = None
-        """Set by the service when it listens for pbs_server's scheduler contacts."""
         self._warned_scheduling = False
         self._last_crash: tuple[str, str] | None = None
         self._pending: list[FinishedJob] = []
@@ -98,10 +99,8 @@ class Daemon:
         self._publish_s: float | None = None
         self._status_error = ""
         """Why the status file could not be written ("" when it could)."""
-        self._resv: dict = {}
-        self._drains: dict = {}
-        self._gates: dict = {}
-        """The last plan's reservations, drains and pool gates, carried into the next."""
+        # the last plan's reservations, drains and pool gates, carried into the next (over a restart too)
+        self._resv, self._drains, self._gates = carried(self.state_dir, wall(), 10 * config.interval)
 
     # -- configuration ---------------------------------------------------------------------
     def reload(self) -> bool:
