@@ -135,7 +135,7 @@ class Daemon:
             return
         since, before, changed = self._quiet
         self._quiet = (since, ids, changed + len(ids ^ before))
-        if self._quiet[2] >= 5 and now - since >= 600 and not self._warned_scheduling:
+        if self._quiet[2] >= 5 and now - since >= 600:
             log.warning("pbs_server has scheduling = True and %d jobs came or went in %.0f min, but no job event "
                         "arrived: listen on the address the server's host name resolves to (daemon.event_address); "
                         "cycles run on the fixed interval", self._quiet[2], (now - since) / 60)
@@ -289,7 +289,7 @@ class Daemon:
             log.warning("listening for job events, but pbs_server has scheduling = False and will send none; "
                         "cycles run on the fixed interval (qmgr -c 'set server scheduling = True')")
             self._warned_scheduling = True
-        if self.events_expected and not self.events_seen and scheduling.lower() == "true":
+        if self.events_expected and not (self.events_seen or self._warned_scheduling) and scheduling.lower() == "true":
             self._events_silent(now, {j.id for j in snapshot.jobs})
         if self._check_intents and self.store is not None and not self.dry_run:
             self._reconcile(now, snapshot)
