@@ -93,14 +93,15 @@ def clear_start(windows: tuple[Downtime, ...], t: float, walltime: float | None)
     return t
 
 
+def utc(t: float) -> str:
+    """A time as a window's are written: 'YYYY-MM-DD HH:MM' in UTC."""
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
+
+
 def when(w: Downtime) -> str:
     """A window as admins write it: 'NAME (YYYY-MM-DD HH:MM to ... UTC)'."""
-
-    def fmt(t: float) -> str:
-        return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
-
     margin = f"; jobs end {w.margin / 60:g} min before" if w.margin else ""
-    return f"{w.name} ({fmt(w.start)} to {fmt(w.end)} UTC{margin})"
+    return f"{w.name} ({utc(w.start)} to {utc(w.end)} UTC{margin})"
 
 
 class Downtimes:
@@ -122,15 +123,7 @@ class Downtimes:
                 self.dt_ahead[name] = w
                 continue
             self.dt_closed[name] = w
-            ld = self.loads[name]
-            ld.usable = False
-            ld.pool.ranking.drop(name)
-            for r in ld.pool.by_class.values():
-                r.drop(name)
-
-    def _downtime_blocks(self, job: Job, name: str) -> bool:
-        """Does a window keep this job off node `name` (it would run into the next one)?"""
-        return self._downtime_shuts(name, job.walltime)
+            self._close_node(name)
 
     def _downtime_shuts(self, name: str, walltime: float | None) -> bool:
         """Would a job of `walltime` started now on node `name` run into a window (or is the

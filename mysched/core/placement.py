@@ -97,6 +97,15 @@ class Placing:
                 self.out.node_classes[name] = cls
                 room += max(0, ld.free)
                 self._wake(start + packing[cls].ttl)
+    def _close_node(self, name: str) -> None:
+        """Take node `name` out of this plan: unusable, and out of every ranking (overloaded
+        nodes, nodes in a scheduled downtime)."""
+        ld = self.loads[name]
+        ld.usable = False
+        ld.pool.ranking.drop(name)
+        for r in ld.pool.by_class.values():
+            r.drop(name)
+
     def _pools(self, queue: str, vo: str, group: str) -> list[Pool]:
         """The pools a job of the (queue, VO, group) may use."""
         k = (queue, vo, group)
@@ -137,7 +146,7 @@ class Placing:
                     or (avoid is not None and ld.classes.get(avoid, 0) > 0)
                     or (resv and ld.name in resv and not self._fits_before(job, resv[ld.name]))
                     or (drain and ld.name in drain and self._drain_blocks(job, ld.name))
-                    or (dt and ld.name in dt and self._downtime_blocks(job, ld.name))
+                    or (dt and ld.name in dt and self._downtime_shuts(ld.name, job.walltime))
                     or (gate and ld.name in gate and self._pool_refuses(job, vo, ld.name, cores) is not None)):
                 continue
             if fast:
@@ -210,7 +219,7 @@ class Placing:
                 r = refusals.get(ld.key)
                 if r is None:
                     r = refusals[ld.key] = refusal(self.cfg, ld.key, job.queue)
-            elif name in self.dt_closed or (name in self.dt_ahead and self._downtime_blocks(job, name)):
+            elif self._downtime_shuts(name, job.walltime):
                 r = "downtime"
                 dt_hit.setdefault((self.dt_closed.get(name) or self.dt_ahead[name]).name, name)
             elif ld.reserved is not None and ld.reserved != cls:

@@ -170,11 +170,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
             if why is None or node.name not in by_name:
                 continue
             self.overloaded[node.name] = why
-            ld = self.loads[node.name]
-            ld.usable = False
-            ld.pool.ranking.drop(node.name)
-            for r in ld.pool.by_class.values():
-                r.drop(node.name)
+            self._close_node(node.name)
         self.out.node_load = dict(self.overloaded)
 
     def _wake(self, t: float) -> None:

@@ -96,7 +96,7 @@ class RequestPlacing:
                 return False
             if self._drain_blocks(job, ld.name):
                 return False
-            if ld.name in self.dt_ahead and self._downtime_blocks(job, ld.name):
+            if ld.name in self.dt_ahead and self._downtime_shuts(ld.name, job.walltime):
                 self._dt_refused.add(ld.name)
                 return False
             if ld.name in self.pool_gate:
