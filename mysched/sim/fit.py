@@ -4,13 +4,12 @@ and keep them idle, which a site configuration written for other node names does
 
 from __future__ import annotations
 
-import time
 from typing import Callable
 
 from mysched.core.admission import admits, node_key, node_type, type_admits
 from mysched.core.config import Config
 from mysched.core.index import NodeIndex
-from mysched.core.downtime import when
+from mysched.core.downtime import utc, when
 from mysched.core.model import Job, Node, TraceJob
 from mysched.core.request import Request
 from mysched.core.wholerequest import unfit
@@ -95,7 +94,7 @@ def idle_settings(config: Config, workload: list[TraceJob]) -> list[str]:
         first = min(tj.job.submit_time for tj in workload)
         for d in config.downtimes:
             if d.end <= first:
-                out.append(f"downtime {when(d)} ends before the workload's first submission ({_utc(first)} UTC): "
+                out.append(f"downtime {when(d)} ends before the workload's first submission ({utc(first)} UTC): "
                            "it closes no node in this replay")
     for pool in config.pools:
         for c in pool.consumers:
@@ -103,7 +102,3 @@ def idle_settings(config: Config, workload: list[TraceJob]) -> list[str]:
                 out.append(f"pool {pool.name}: no job of the workload belongs to its consumer {c}: its guarantee "
                            "is never asked for")
     return out
-
-
-def _utc(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
