@@ -11,6 +11,7 @@ from mysched.cli.main import command
 from mysched.cli import statusdoc
 from mysched.cli.statusdoc import RUNNING, classify, find_job, load, options
 from mysched.cli.textout import dump_json, duration, table
+from mysched.backends.torque.values import parse_node_parts
 from mysched.core.estimate import Estimate, estimate_start
 from mysched.core.reasons import BLOCKING, REASONS, START_REASONS
 from mysched.daemon.statusfile import rows
@@ -214,7 +215,7 @@ def run_when(args: argparse.Namespace) -> int:
         r = doc["reservations"][j["id"]]
         est = Estimate(r["start"], False, f"nodes {'+'.join(r['nodes'])} are reserved for it from then (by the "
                        "requested walltimes of the jobs running there; later jobs may only backfill before)", 0)
-    elif j.get("request") and (one := _one_node(j["request"], j["cores"])) is None:
+    elif j.get("request") and (one := _one_node(doc, j)) is None:
         est = Estimate(None, False, f"no estimate for this request ({j['request']}): estimates cover cores on "
                        "one node (with its properties and memory); its wait reason says what it waits for", 0)
     else:
@@ -251,19 +252,23 @@ def run_when(args: argparse.Namespace) -> int:
     return 0
 
 
-def _one_node(text: str, cores: int) -> tuple[int, frozenset[str], str] | None:
-    """(cores, node properties, memory asked for) of a request on one node of any name --
-    ``nodes=1:ppn=4:ib,pmem=2gb`` -- or None for one the estimate does not cover (several
-    nodes, a named host, procs, nodes alone)."""
-    ppn, props, memory = cores, frozenset(), []
-    for item in text.split(","):
+def _one_node(doc: dict[str, Any], j: dict[str, Any]) -> tuple[int, frozenset[str], str] | None:
+    """(cores, node properties, memory asked for) of job row `j`'s request on one node of any
+    name -- ``nodes=1:ppn=4:ib,pmem=2gb`` -- or None for one the estimate does not cover
+    (several nodes, a named host, procs, nodes alone). The farm's node names tell a host from a
+    property, as TORQUE does."""
+    ppn, props, memory = j["cores"], frozenset(), []
+    node_names = {r["name"] for r in rows(doc, "nodes")}
+    for item in j["request"].split(","):
         key, _, value = item.partition("=")
         if key == "nodes":
-            head, *rest = value.split(":")
-            if "+" in value or head != "1":
+            try:
+                parts = parse_node_parts(value, node_names)
+            except ValueError:
                 return None
-            ppn = next((int(r[4:]) for r in rest if r.startswith("ppn=") and r[4:].isdigit()), 1)
-            props = frozenset(r for r in rest if not r.startswith("ppn="))
+            if len(parts) != 1 or parts[0].count != 1 or parts[0].host is not None:
+                return None
+            ppn, props = parts[0].ppn, parts[0].properties
         elif key in ("mem", "pmem", "vmem", "pvmem"):
             memory.append(item)
         else:
