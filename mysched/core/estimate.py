@@ -2,21 +2,26 @@
 
 Pure: running jobs free their cores at start + requested walltime; the jobs ranked ahead of
 the target in the last cycle take the earliest cores first (each for its own walltime); the
-target starts when a node it may use (`mysched.core.admission`) has enough cores free.
-Without walltimes there is no estimate, and the answer says so.
+target starts at the earliest time its whole request has room at once on nodes it may use
+(`mysched.core.admission`): each part's cores on as many distinct nodes with its properties
+(or on the host it names), and ``procs`` cores anywhere, on nodes whose scheduled downtimes
+its walltime would not run into. Memory is not part of it (the nodes' cores are). Without
+walltimes there is no estimate, and the answer says so.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from mysched.core.admission import admits, node_key, node_type
+from mysched.core.admission import NodeKey, admits, node_key, node_type
 from mysched.core.config import Config
 from mysched.core.downtime import clear_start, windows_by_node
 from mysched.core.model import Job, Node
+from mysched.core.request import NodePart
 
 
 @dataclass(frozen=True)
@@ -27,20 +32,97 @@ class Estimate:
     exact: bool
     why: str
     ahead: int
+    nodes: tuple[str, ...] = ()
+    """The nodes it would start on then, by this estimate."""
 
 
 def estimate_start(job: Job, vo: str, running: Iterable[Job], ahead: Sequence[tuple[Job, str]],
                    nodes: Iterable[Node], config: Config, now: float) -> Estimate:
-    """The expected start of queued `job` (of `vo`); `ahead` are the (job, VO) pairs that go
-    before it, in order, and could start (not blocked)."""
-    cores = job.cores
+    """The expected start of queued `job` (of `vo`), `job.cores` on any one node; `ahead` are
+    the (job, VO) pairs that go before it, in order, and could start (not blocked)."""
+    return estimate_request(job, vo, (NodePart(1, job.cores),), 0, running, ahead, nodes, config, now)
+
+
+def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, running: Iterable[Job],
+                     ahead: Sequence[tuple[Job, str]], nodes: Iterable[Node], config: Config,
+                     now: float) -> Estimate:
+    """The expected start of queued `job` (of `vo`) asking for node `parts` and `procs` cores
+    anywhere (on other nodes than the parts', as the planner places them): the earliest time
+    all of it has room at once."""
+    nodes = list(nodes)
     keys = {n.name: node_key(config, n.name, node_type(config, n.name, n.properties)) for n in nodes
-            if n.state.usable and n.slots >= cores}
-    usable = {n.name: n.slots for n in nodes
-              if n.name in keys and admits(config, keys[n.name], job.queue, vo, job.group)}
-    if not usable:
-        return Estimate(None, False, "no usable node may run it", 0)
-    # Per node: the times its cores become free.
+            if n.state.usable}
+    mine = [n for n in nodes if n.name in keys and admits(config, keys[n.name], job.queue, vo, job.group)]
+    serve = [[n.name for n in mine if n.slots >= p.ppn and (p.host is None or n.name == p.host)
+              and p.properties <= n.properties] for p in parts]
+    for part, names in zip(parts, serve):
+        if len(names) < part.count:
+            return Estimate(None, False, _unserved(part, len(names), nodes, keys, len(parts) + bool(procs) > 1), 0)
+    served = set().union(*serve)
+    usable = {n.name: n.slots for n in mine if procs and n.slots > 0 or n.name in served}
+    if procs and sum(usable.values()) < procs + sum(p.count * p.ppn for p in parts):
+        return Estimate(None, False, f"too few usable cores may run it (procs={procs}: the nodes it may use have "
+                        f"{sum(usable.values())} core(s) in all)", 0)
+    per_node, unknown, competing = _core_times(usable, keys, running, ahead, config, now)
+    windows = windows_by_node(config.downtimes, ((name, keys[name].ntype) for name in usable)) \
+        if config.downtimes else {}
+    wall = job.walltime
+
+    def room(t: float) -> list[str] | None:
+        """The nodes that serve all of it from `t`, or None."""
+        free = {}
+        for name, ts in per_node.items():
+            w = windows.get(name)
+            if not (w and clear_start(w, t, wall) != t):
+                free[name] = bisect_right(ts, t)
+        chosen = _match(parts, serve, free)
+        if chosen is None or not procs:
+            return chosen
+        left, taken = procs, set(chosen)
+        for name, f in sorted(free.items(), key=lambda kv: (-kv[1], kv[0])):
+            if left <= 0 or f <= 0:
+                break
+            if name not in taken:
+                chosen.append(name)
+                left -= f
+        return chosen if left <= 0 else None
+
+    got = _earliest(room, per_node, windows, wall, now)
+    if got is None:
+        return Estimate(None, False, f"cannot estimate: {unknown} running or earlier job(s) on the nodes it may "
+                        "use have no requested walltime", competing)
+    start, chosen = got
+    exact = unknown == 0
+    why = "from requested walltimes of running jobs and of the jobs ahead of it"
+    if not exact:
+        why += f" (uncertain: {unknown} job(s) without walltime never free their cores in this estimate)"
+    if sum(p.count for p in parts) > 1 or procs:
+        exact = False
+        why += (f"; {'+'.join(chosen)} have room for all of it at once then (cores that free earlier on some "
+                "of them may go to later jobs meanwhile: no reservation holds them)")
+    return Estimate(max(start, now), exact, why, competing, tuple(chosen))
+
+
+def _unserved(part: NodePart, have: int, nodes: list[Node], keys: dict[str, NodeKey], several: bool) -> str:
+    """Why too few nodes the job may use could ever serve `part` (`have` could)."""
+    if part.host is not None:
+        node = next((n for n in nodes if n.name == part.host), None)
+        what = ("is not in the status" if node is None else f"is {node.state.value}" if node.name not in keys
+                else f"has {node.slots} core(s)" if node.slots < part.ppn else "is not open to its queue, VO or group")
+        return f"no usable node may run it (host {part.host} {what})"
+    head = "no usable node may run it" if have == 0 else "too few usable nodes may run it"
+    if not several and part.count == 1 and not part.properties:
+        return head
+    props = f" and properties {','.join(sorted(part.properties))}" if part.properties else ""
+    return (f"{head} ({part}: {have} node(s) it may use, up, have {part.ppn} core(s){props}; "
+            f"it needs {part.count})")
+
+
+def _core_times(usable: dict[str, int], keys: dict[str, NodeKey], running: Iterable[Job],
+                ahead: Sequence[tuple[Job, str]], config: Config, now: float
+                ) -> tuple[dict[str, list[float]], int, int]:
+    """Per node of `usable` (name -> slots), the sorted times its cores become free; how many
+    jobs never free theirs (no walltime); how many jobs ahead compete for these nodes."""
     free_at: dict[str, list[float]] = {name: [] for name in usable}
     unknown = 0
     for r in running:
@@ -55,8 +137,8 @@ def estimate_start(job: Job, vo: str, running: Iterable[Job], ahead: Sequence[tu
     for name, slots in usable.items():
         ts = free_at[name]
         ts.extend([now] * max(0, slots - len(ts)))
-    # Jobs ahead take the earliest cores among the target's nodes (ignoring the one-node rule
-    # for them: an approximation that keeps this fast at tens of thousands of jobs).
+    # Jobs ahead take the earliest cores among the target's nodes (ignoring the shape of their
+    # requests: an approximation that keeps this fast at tens of thousands of jobs).
     heap = [(t, name) for name, ts in free_at.items() for t in ts]
     heapq.heapify(heap)
     competing = 0
@@ -80,20 +162,78 @@ def estimate_start(job: Job, vo: str, running: Iterable[Job], ahead: Sequence[tu
     per_node: dict[str, list[float]] = {name: [] for name in usable}
     for t, name in heap:
         per_node[name].append(t)
-    best = math.inf
-    windows = windows_by_node(config.downtimes, ((n.name, node_type(config, n.name, n.properties)) for n in nodes
-                                                 if n.name in usable)) if config.downtimes else {}
-    for name, ts in per_node.items():
-        if len(ts) >= cores:
-            ts.sort()
-            t = ts[cores - 1]
-            w = windows.get(name)
-            best = min(best, clear_start(w, t, job.walltime) if w and math.isfinite(t) else t)
-    if math.isinf(best):
-        return Estimate(None, False, f"cannot estimate: {unknown} running or earlier job(s) on the nodes it may "
-                        "use have no requested walltime", competing)
-    exact = unknown == 0
-    why = "from requested walltimes of running jobs and of the jobs ahead of it"
-    if not exact:
-        why += f" (uncertain: {unknown} job(s) without walltime never free their cores in this estimate)"
-    return Estimate(max(best, now), exact, why, competing)
+    for ts in per_node.values():
+        ts.sort()
+    return per_node, unknown, competing
+
+
+def _earliest(room, per_node: dict[str, list[float]], windows: dict, wall: float | None,  # noqa: ANN001
+              now: float) -> tuple[float, list[str]] | None:
+    """The first time from `now` at which `room(t)` finds nodes, and those nodes. Room only
+    grows as cores free, except where a node's downtime comes in the job's way: between those
+    boundaries the first such time is searched by bisection (a farm frees thousands of cores)."""
+    times = sorted({now, *(t for ts in per_node.values() for t in ts if now < t < math.inf),
+                    *(w.end for ws in windows.values() for w in ws if w.end > now)})
+    # a node is closed to a job starting at t within (begin - walltime, end) of a window
+    lo = sorted(-math.inf if wall is None else w.begin - wall for ws in windows.values() for w in ws)
+    hi = sorted(w.end for ws in windows.values() for w in ws)
+    groups: list[list[float]] = []
+    last = None
+    for t in times:
+        k = bisect_left(lo, t) + bisect_right(hi, t)
+        if k != last:
+            groups.append([])
+            last = k
+        groups[-1].append(t)
+    for g in groups:
+        if room(g[-1]) is None:
+            continue
+        a, b = 0, len(g) - 1  # g[b] fits
+        while a < b:
+            m = (a + b) // 2
+            if room(g[m]) is None:
+                a = m + 1
+            else:
+                b = m
+        return g[b], room(g[b]) or []
+    return None
+
+
+def _match(parts: Sequence[NodePart], serve: list[list[str]], free: dict[str, int]) -> list[str] | None:
+    """Distinct nodes for every part -- `count` of those in its `serve` list with `ppn` of
+    their `free` cores -- part by part, or None (a matching: a node only one part can use is
+    not taken by another that could go elsewhere)."""
+    fit = [[n for n in names if free.get(n, 0) >= p.ppn] for p, names in zip(parts, serve)]
+    owner: dict[str, int] = {}
+    for i, p in enumerate(parts):
+        if len(fit[i]) < p.count:
+            return None
+        for _ in range(p.count):
+            if not _augment(i, fit, owner):
+                return None
+    return [n for _, n in sorted((i, n) for n, i in owner.items())]
+
+
+def _augment(start: int, fit: list[list[str]], owner: dict[str, int]) -> bool:
+    """One more node for part `start`, moving other parts to other nodes if need be."""
+    via: dict[int, str | None] = {start: None}  # part -> the node it would give up
+    came: dict[str, int] = {}  # node -> the part that would take it
+    queue = [start]
+    for p in queue:
+        for n in fit[p]:
+            if n in came:
+                continue
+            came[n] = p
+            q = owner.get(n)
+            if q is None:
+                while True:  # shift along the path back to `start`
+                    taker = came[n]
+                    owner[n] = taker
+                    given = via[taker]
+                    if given is None:
+                        return True
+                    n = given
+            if q not in via:
+                via[q] = n
+                queue.append(q)
+    return False

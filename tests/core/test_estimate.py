@@ -68,3 +68,61 @@ def test_a_node_running_a_job_that_asked_for_it_alone_has_no_free_core_until_tha
     other = run("y", "wn02", 2, NOW, 2000)
     est = estimate_start(want(), "atlas", [alone, other], [], NODES, CFG, NOW)
     assert est.start == NOW + 900  # not now: wn01's second core is not free while x runs
+
+
+# -- whole requests: several nodes, named hosts, procs -------------------------------------------
+
+def _part(count, ppn, host=None, props=()):
+    from mysched.core.request import NodePart
+    return NodePart(count, ppn, host, frozenset(props))
+
+
+def test_a_part_only_one_node_can_serve_keeps_it_from_the_other_parts():
+    from mysched.core.estimate import estimate_request
+    # gpu01 comes first and is free now; wn01 frees at NOW + 300: a part without properties that
+    # took gpu01 would leave the gpu part nothing until the other ended
+    nodes = [Node("gpu01", 2, properties=frozenset({"gpu"})), Node("wn01", 2)]
+    est = estimate_request(want(), "atlas", (_part(1, 2), _part(1, 2, props={"gpu"})), 0,
+                           [run("a", "wn01", 2, NOW, 300)], [], nodes, CFG, NOW)
+    assert est.start == NOW + 300 and est.nodes == ("wn01", "gpu01")
+    # when both are free the matching still gives each part its own node
+    est = estimate_request(want(), "atlas", (_part(1, 1), _part(1, 1, props={"gpu"})), 0, [], [], nodes, CFG, NOW)
+    assert est.start == NOW and est.nodes == ("wn01", "gpu01") and not est.exact
+
+
+def test_a_downtime_on_one_node_moves_a_two_node_estimate_to_another():
+    from mysched.core.downtime import Downtime
+    from mysched.core.config import Config
+    from mysched.core.estimate import estimate_request
+    nodes = [Node("wn01", 2), Node("wn02", 2), Node("wn03", 2)]
+    running = [run("a", "wn01", 2, NOW, 100), run("b", "wn02", 2, NOW, 200), run("c", "wn03", 2, NOW, 5000)]
+    # wn01 is closed from NOW + 1000 to NOW + 4000: a 1-hour job starting at NOW + 200 would run into it
+    cfg = Config(downtimes=(Downtime("fw", NOW + 1000, NOW + 4000, ("wn01",)),))
+    est = estimate_request(want(walltime=3600.0), "atlas", (_part(2, 2),), 0, running, [], nodes, cfg, NOW)
+    assert est.start == NOW + 4000 and est.nodes == ("wn01", "wn02")  # wn01 again after the window, before wn03
+    est = estimate_request(want(walltime=600.0), "atlas", (_part(2, 2),), 0, running, [], nodes, cfg, NOW)
+    assert est.start == NOW + 200  # a short job ends before it
+
+
+def test_procs_and_hosts_that_can_never_be_served_say_why():
+    from mysched.core.estimate import estimate_request
+    est = estimate_request(want(), "atlas", (), 9, [], [], NODES, CFG, NOW)  # atlas: wn01 + wn02, 4 cores
+    assert est.start is None and est.why == ("too few usable cores may run it (procs=9: the nodes it may use "
+                                             "have 4 core(s) in all)")
+    est = estimate_request(want(), "atlas", (_part(1, 1, "wn03"),), 0, [], [], NODES, CFG, NOW)
+    assert est.start is None and est.why == "no usable node may run it (host wn03 is down)"
+    est = estimate_request(want(), "atlas", (_part(1, 1, "big01"),), 0, [], [], NODES, CFG, NOW)
+    assert est.why == "no usable node may run it (host big01 is not open to its queue, VO or group)"
+    est = estimate_request(want(), "atlas", (_part(3, 1),), 0, [], [], NODES, CFG, NOW)
+    assert est.why == ("too few usable nodes may run it (3:ppn=1: 2 node(s) it may use, up, have 1 core(s); "
+                       "it needs 3)")
+
+
+def test_procs_spread_over_the_nodes_it_may_use_and_jobs_ahead_take_cores_first():
+    from mysched.core.estimate import estimate_request
+    running = [run("a", "wn01", 2, NOW, 100), run("b", "wn02", 1, NOW, 300)]
+    est = estimate_request(want(), "atlas", (), 3, running, [], NODES, CFG, NOW)
+    assert est.start == NOW + 100 and set(est.nodes) == {"wn01", "wn02"}  # 2 on wn01, 1 free now on wn02
+    ahead = [(Job("x", "q", "v", "atlas", 1, walltime=1000.0), "atlas")]
+    est = estimate_request(want(), "atlas", (), 3, running, ahead, NODES, CFG, NOW)
+    assert est.start == NOW + 300 and est.ahead == 1  # x takes wn02's free core
