@@ -8,11 +8,10 @@ from typing import Any
 
 from mysched.cli.common import non_empty
 from mysched.cli.main import command
-from mysched.cli import statusdoc
+from mysched.cli import statusdoc, when_request
 from mysched.cli.statusdoc import RUNNING, classify, find_job, load, options
 from mysched.cli.textout import dump_json, duration, table
-from mysched.backends.torque.values import parse_node_parts
-from mysched.core.estimate import Estimate, estimate_start
+from mysched.core.estimate import Estimate
 from mysched.core.reasons import BLOCKING, REASONS, START_REASONS
 from mysched.daemon.statusfile import rows
 
@@ -197,7 +196,7 @@ def fill_when(p: argparse.ArgumentParser) -> None:
     """Estimate when a waiting job starts, from running jobs' requested walltimes and the jobs
     ahead of it in the last cycle's order; says plainly when no estimate is possible."""
     options(p, json_keys="job, start (Unix time or null), in_s, running, exact, why, ahead, "
-            "clock (wall or simulated)", table_=False)
+            "clock (wall or simulated), nodes (where it runs, is reserved or is expected to start)", table_=False)
     p.add_argument("job_id", metavar="JOBID", type=non_empty, help=JOBID_HELP)
     p.set_defaults(run=run_when)
 
@@ -208,39 +207,23 @@ def run_when(args: argparse.Namespace) -> int:
     now = doc["snapshot_time"]
     if j["state"] in RUNNING:
         start = j["start"] if j["start"] is not None else now
-        est = Estimate(start, True, "already running", 0)
+        est = Estimate(start, True, "already running", 0, tuple(p.rpartition(":")[0] for p in j["nodes"].split("+"))
+                       if j["nodes"] else ())
     elif j["reason"] in BLOCKING:
         est = Estimate(None, False, f"blocked ({j['reason']}): it cannot start until that changes", 0)
     elif j["id"] in (doc.get("reservations") or {}):
         r = doc["reservations"][j["id"]]
         est = Estimate(r["start"], False, f"nodes {'+'.join(r['nodes'])} are reserved for it from then (by the "
-                       "requested walltimes of the jobs running there; later jobs may only backfill before)", 0)
-    elif j.get("request") and (one := _one_node(doc, j)) is None:
-        est = Estimate(None, False, f"no estimate for this request ({j['request']}): estimates cover cores on "
-                       "one node (with its properties and memory); its wait reason says what it waits for", 0)
+                       "requested walltimes of the jobs running there; later jobs may only backfill before)", 0,
+                       tuple(r["nodes"]))
     else:
-        all_rows = rows(doc, "jobs")
-        running = [statusdoc.job(r) for r in all_rows if r["state"] in RUNNING and r["nodes"]]
-        rank = j["rank"] or 0
-        ahead = sorted((r for r in all_rows if r["state"] not in RUNNING and r["rank"] is not None
-                        and r["rank"] < rank and r["reason"] not in BLOCKING), key=lambda r: r["rank"])
-        nodes = statusdoc.nodes(doc)
-        target = statusdoc.job(j)
-        if j.get("request"):  # one node: its cores on nodes with its properties; memory not modelled
-            cores, props, memory = one
-            target = target._replace(cores=cores, request=None)
-            nodes = [n for n in nodes if props <= n.properties]
-        est = estimate_start(target, j["vo"], running, [(statusdoc.job(r), r["vo"]) for r in ahead], nodes,
-                             statusdoc.rules(doc), now)
-        if j.get("request") and memory and est.start is not None:
-            est = Estimate(est.start, False, est.why + f"; its memory ({memory}) is not counted: it may start later",
-                           est.ahead)
+        est = when_request.estimate(doc, j)
     if args.json:
         # in_s counts from the status's time; a running job's start lies in the past: 0.
         dump_json({"job": j["id"], "start": est.start,
                    "in_s": None if est.start is None else max(0.0, est.start - now),
                    "running": j["state"] in RUNNING, "exact": est.exact, "why": est.why, "ahead": est.ahead,
-                   "clock": statusdoc.clock_kind(doc)})
+                   "clock": statusdoc.clock_kind(doc), "nodes": list(est.nodes)})
         return 0
     if j["state"] in RUNNING:
         print(f"job {j['id']}: already running (since {statusdoc.clock(doc, est.start)})")
@@ -250,30 +233,6 @@ def run_when(args: argparse.Namespace) -> int:
         print(f"job {j['id']}: expected to start in {duration(est.start - now)} (about "
               f"{statusdoc.clock(doc, est.start)}), {est.ahead} job(s) ahead; {est.why}")
     return 0
-
-
-def _one_node(doc: dict[str, Any], j: dict[str, Any]) -> tuple[int, frozenset[str], str] | None:
-    """(cores, node properties, memory asked for) of job row `j`'s request on one node of any
-    name -- ``nodes=1:ppn=4:ib,pmem=2gb`` -- or None for one the estimate does not cover
-    (several nodes, a named host, procs, nodes alone). The farm's node names tell a host from a
-    property, as TORQUE does."""
-    ppn, props, memory = j["cores"], frozenset(), []
-    node_names = {r["name"] for r in rows(doc, "nodes")}
-    for item in j["request"].split(","):
-        key, _, value = item.partition("=")
-        if key == "nodes":
-            try:
-                parts = parse_node_parts(value, node_names)
-            except ValueError:
-                return None
-            if len(parts) != 1 or parts[0].count != 1 or parts[0].host is not None:
-                return None
-            ppn, props = parts[0].ppn, parts[0].properties
-        elif key in ("mem", "pmem", "vmem", "pvmem"):
-            memory.append(item)
-        else:
-            return None
-    return ppn, props, ",".join(memory)
 
 
 _WORDS = re.compile(r"[\s,;:+=()]+")

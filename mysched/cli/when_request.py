@@ -1,0 +1,75 @@
+"""`mysched when` for a job that waits for capacity: its request as the status file gives it
+(``nodes=2:ppn=4:ib+wn05:ppn=1``, ``procs=N``, memory) handed to the core's estimate.
+
+The farm's node names tell a host from a property, as TORQUE does. Memory is not counted,
+and the answer says so; a request of nodes alone (``naccesspolicy=singlejob``) gets no
+estimate, said so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mysched.backends.torque.values import parse_node_parts
+from mysched.cli import statusdoc
+from mysched.cli.statusdoc import RUNNING
+from mysched.core.estimate import Estimate, estimate_request, estimate_start
+from mysched.core.reasons import BLOCKING
+from mysched.core.request import NodePart
+from mysched.daemon.statusfile import rows
+
+_MEMORY = ("mem", "pmem", "vmem", "pvmem")
+
+
+def estimate(doc: dict[str, Any], j: dict[str, Any]) -> Estimate:
+    """When queued job row `j` starts, by the requested walltimes of what runs and of the
+    jobs ahead of it in the last cycle's order."""
+    request = j.get("request")
+    got = read_request(doc, j) if request else None
+    if isinstance(got, str):
+        return Estimate(None, False, f"no estimate for this request ({request}): {got}; its wait reason says "
+                        f"what it waits for (mysched why {j['id']})", 0)
+    all_rows = rows(doc, "jobs")
+    running = [statusdoc.job(r) for r in all_rows if r["state"] in RUNNING and r["nodes"]]
+    rank = j["rank"] or 0
+    ahead = [(statusdoc.job(r), r["vo"]) for r in sorted(
+        (r for r in all_rows if r["state"] not in RUNNING and r["rank"] is not None and r["rank"] < rank
+         and r["reason"] not in BLOCKING), key=lambda r: r["rank"])]
+    nodes, config, now = statusdoc.nodes(doc), statusdoc.rules(doc), doc["snapshot_time"]
+    target = statusdoc.job(j)
+    if got is None:
+        return estimate_start(target, j["vo"], running, ahead, nodes, config, now)
+    parts, procs, memory = got
+    est = estimate_request(target._replace(request=None), j["vo"], parts, procs, running, ahead, nodes, config, now)
+    if memory and est.start is not None:
+        est = Estimate(est.start, False, est.why + f"; its memory ({memory}) is not counted: it may start later",
+                       est.ahead, est.nodes)
+    return est
+
+
+def read_request(doc: dict[str, Any], j: dict[str, Any]) -> tuple[tuple[NodePart, ...], int, str] | str:
+    """(node parts, procs, memory asked for) of job row `j`'s request, or why the estimate
+    does not cover it. A request of memory alone is `j`'s cores on one node."""
+    parts: tuple[NodePart, ...] = ()
+    procs, memory = 0, []
+    node_names = {r["name"] for r in rows(doc, "nodes")}
+    for item in j["request"].split(","):
+        key, _, value = item.partition("=")
+        if key == "nodes":
+            try:
+                parts = parse_node_parts(value, node_names)
+            except ValueError:
+                return f"its nodes= part cannot be read ({value})"
+        elif key == "procs":
+            if not value.isdigit() or int(value) < 1:
+                return f"its procs= part cannot be read ({value})"
+            procs = int(value)
+        elif key in _MEMORY:
+            memory.append(item)
+        elif key == "naccesspolicy":
+            return "estimates do not cover nodes asked for alone"
+        else:
+            return f"estimates do not cover {key or item}"
+    if not parts and not procs:
+        parts = (NodePart(1, j["cores"]),)
+    return parts, procs, ",".join(memory)
