@@ -15,7 +15,6 @@ import json
 import logging
 import math
 import os
-import re
 import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
@@ -29,41 +28,17 @@ from mysched.errors import StoreError
 from mysched.history.schema import (MIGRATIONS, SCHEMA_VERSION, cycles, finished_jobs, ingest_positions, metadata,
                                     schema_version, start_attempts, start_intents, state)
 from mysched.core.model import FinishedJob
-from mysched.history.sqlite import WRITE, sqlite_setup
+from mysched.history.sqlite import WRITE, sqlite_locked, sqlite_setup
+from mysched.history.urls import CREDENTIALS as _CREDENTIALS, in_memory, mask_url, sqlite_file  # noqa: F401 - re-exported
 
 log = logging.getLogger("mysched")
 
 _PG_MIGRATION_LOCK = 0x6D797363  # pg_advisory_xact_lock key: one migrator at a time
-
-_CREDENTIALS = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^:/@]*:)(.*)@")
-"""``scheme://user:`` and the password, up to the last ``@`` before the query string."""
+_PG_LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout ran out
 
 
-def mask_url(url: str) -> str:
-    """The URL with its password replaced by ``***`` (also a password with a raw ``@``)."""
-    head, q, query = url.partition("?")
-    m = _CREDENTIALS.match(head)
-    return f"{m.group(1)}***@{head[m.end():]}{q}{query}" if m else url
-
-
-def sqlite_file(url: str) -> str | None:
-    """The file a SQLite URL names, '' for an in-memory database, None for another kind of
-    database or a URL that does not parse (`Store` says what is wrong with it)."""
-    try:
-        u = make_url(url)
-    except (SQLAlchemyError, ValueError):
-        return None
-    if u.get_backend_name() != "sqlite":
-        return None
-    db = u.database or ""
-    if db.startswith("file:"):  # an SQLite URI (with uri=true)
-        db = "" if u.query.get("mode") == "memory" else db[len("file:"):].partition("?")[0]
-    return "" if db in ("", ":memory:") else db
-
-
-def in_memory(url: str) -> bool:
-    """True for ``sqlite://``, ``sqlite:///:memory:`` and the like: gone when closed."""
-    return sqlite_file(url) == ""
+class StoreLocked(StoreError):
+    """Another process holds the lock a write needed, for longer than the store's `lock_wait`."""
 
 
 class Store:
@@ -72,6 +47,10 @@ class Store:
 
     def __init__(self, url: str, *, create: bool = True) -> None:
         self.url = url
+        self.lock_wait = 30.0
+        """Seconds a transaction waits for another process's lock (SQLite's busy timeout;
+        PostgreSQL's lock_timeout of a write when shorter than this default): commands such
+        as `mysched history import` wait, the daemon sets it short (`mysched.daemon.backlog`)."""
         self.masked = mask_url(url)
         self._file: str | None = None
         self._ident: tuple[int, int] | None = None
@@ -109,7 +88,7 @@ class Store:
             raise StoreError(f"history database {self.masked}: {self._clean(str(exc))}") from None
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
-            sqlite_setup(self.engine)
+            sqlite_setup(self.engine, lambda: self.lock_wait)
         # Writes declare themselves so SQLite takes the write lock up front (BEGIN IMMEDIATE):
         # a deferred transaction that reads then writes fails at once, without waiting.
         self._writer = self.engine.execution_options(**{WRITE: True})
@@ -142,7 +121,9 @@ class Store:
                 msg += f" (directory {parent} does not exist)"
             elif parent and not os.access(parent, os.W_OK):
                 msg += f" (directory {parent} is not writable)"
-        return StoreError(f"history database {self.masked}: {what}: {self._clean(msg)}")
+        locked = (sqlite_locked(orig) if self.dialect == "sqlite"
+                  else getattr(orig, "pgcode", None) == _PG_LOCK_NOT_AVAILABLE)
+        return (StoreLocked if locked else StoreError)(f"history database {self.masked}: {what}: {self._clean(msg)}")
 
     @contextmanager
     def _db(self, what: str) -> Iterator[None]:
@@ -158,6 +139,8 @@ class Store:
     def write(self, what: str) -> Iterator[Connection]:
         """One write transaction; a database error in it is a `StoreError` saying `what` failed."""
         with self._db(what), self._writer.begin() as c:
+            if self.dialect == "postgresql" and self.lock_wait < 30.0:
+                c.execute(text(f"SET LOCAL lock_timeout = {max(1, int(self.lock_wait * 1000))}"))
             yield c
 
     def _check_file(self, what: str) -> None:
@@ -192,7 +175,12 @@ class Store:
 
     def migrate(self) -> int:
         """Bring the schema to `SCHEMA_VERSION` in one transaction; return the version found.
-        Idempotent; a database newer than this code is refused."""
+        Idempotent; a database newer than this code is refused. A current schema is only
+        read, so a daemon starts while another process holds the store's write lock."""
+        with self._db("cannot open the schema"), self.engine.connect() as c:
+            found = self._read_version(c)
+        if found == SCHEMA_VERSION:
+            return found
         with self.write("cannot open or migrate the schema") as c:
             if self.dialect == "postgresql":
                 c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
@@ -326,17 +314,29 @@ class Store:
                      starts: list[dict[str, Any]] | None = None) -> int:
         """Store a cycle and its start attempts (dicts as `record_start` takes) in one
         transaction; return the cycle id."""
+        return self.record_cycles([dict(time=time, duration=duration, result=result, n_started=n_started,
+                                        n_failed=n_failed, n_queued=n_queued, n_running=n_running,
+                                        summary=summary, starts=starts)])[0]
+
+    def record_cycles(self, records: list[dict[str, Any]]) -> list[int]:
+        """Store cycles (each as `record_cycle` takes it), oldest first, in one transaction;
+        return their ids. A cycle's record closes the intents of its starts planned no later
+        than it (not a later cycle's, when it is written late)."""
+        out = []
         with self.write("cannot record the cycle") as c:
-            cid = c.execute(insert(cycles).values(
-                time=time, duration=duration, result=result, n_started=n_started, n_failed=n_failed,
-                n_queued=n_queued, n_running=n_running, summary=json.dumps(summary or {}))).inserted_primary_key[0]
-            if starts:
-                c.execute(insert(start_attempts), [{"cycle_id": cid, **s} for s in starts])
-                # their outcome is known now: the intents are done, in the same transaction
-                ids = [s["job_id"] for s in starts]
-                for i in range(0, len(ids), 500):
-                    c.execute(start_intents.delete().where(start_intents.c.job_id.in_(ids[i:i + 500])))
-            return int(cid)
+            for r in records:
+                r = dict(r)
+                starts, summary = r.pop("starts", None), r.pop("summary", None)
+                cid = c.execute(insert(cycles).values(**r, summary=json.dumps(summary or {}))).inserted_primary_key[0]
+                if starts:
+                    c.execute(insert(start_attempts), [{"cycle_id": cid, **s} for s in starts])
+                    # their outcome is known now: the intents are done, in the same transaction
+                    ids = [s["job_id"] for s in starts]
+                    for i in range(0, len(ids), 500):
+                        c.execute(start_intents.delete().where(start_intents.c.job_id.in_(ids[i:i + 500]),
+                                                               start_intents.c.planned <= r["time"]))
+                out.append(int(cid))
+        return out
 
     def record_intents(self, intents: list[dict[str, Any]], planned: float) -> None:
         """Write the starts about to be made ({job_id, placement, reason}) in one transaction."""
