@@ -20,6 +20,7 @@ from mysched.core.model import FinishedJob, Snapshot
 from mysched.core.plan import Plan, Start
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.protocol import BatchServer
+from mysched.daemon.backlog import Backlog
 from mysched.daemon.carry import carried
 from mysched.daemon.outcome import CycleOutcome, Phases
 from mysched.daemon.statusfile import publish_status, with_key, write_status
@@ -44,7 +45,7 @@ class HistoryStore(Protocol):
 
     def finished_since(self, t: float) -> list[FinishedJob]: ...
     def add_finished(self, records: list[FinishedJob]) -> int: ...
-    def record_cycle(self, **kw: Any) -> int: ...
+    def record_cycles(self, records: list[dict[str, Any]]) -> list[int]: ...
 
 
 class Daemon:
@@ -84,11 +85,8 @@ class Daemon:
         self._quiet: tuple[float, set[str], int] | None = None
         self._warned_scheduling = False
         self._last_crash: tuple[str, str] | None = None
-        self._pending: list[FinishedJob] = []
-        """Finished jobs taken from the server that the store has not taken yet."""
-        self.history_error = ""
-        """What went wrong writing the history this cycle ("" if nothing)."""
-        self._history_logged = ""
+        self.backlog = Backlog(store, self.metrics, wall)
+        """What the store has not taken yet (finished jobs, cycles), and its failures."""
         self._check_intents = True
         """Look for starts a stopped daemon left without an outcome (at start-up, and after a
         cycle whose record failed)."""
@@ -101,6 +99,11 @@ class Daemon:
         """Why the status file could not be written ("" when it could)."""
         # the last plan's reservations, drains and pool gates, carried into the next (over a restart too)
         self._resv, self._drains, self._gates = carried(self.state_dir, wall(), 10 * config.interval)
+
+    @property
+    def history_error(self) -> str:
+        """What went wrong with the history this cycle ("" if nothing)."""
+        return self.backlog.error
 
     # -- configuration ---------------------------------------------------------------------
     def reload(self) -> bool:
@@ -155,19 +158,13 @@ class Daemon:
                 try:
                     self.ingest()
                 except MyschedError as exc:
-                    self._history_failed(f"accounting ingestion: {exc}")
+                    self.backlog.failed(f"accounting ingestion: {exc}", exc=exc)
                 except Exception as exc:  # noqa: BLE001 - a bug must not stop scheduling: logged whole, once
                     msg = f"accounting ingestion: unexpected {type(exc).__name__}: {exc} (a mysched bug: report it)"
-                    if msg != self._history_logged:
+                    if msg not in self.backlog.said:
                         log.error("accounting ingestion hit a mysched bug (please report it):", exc_info=exc)
-                    self._history_failed(msg)
-            self._pending += new
-            if self._pending:
-                try:
-                    self.store.add_finished(self._pending)
-                    self._pending = []
-                except StoreError as exc:
-                    self._history_failed(str(exc), f" ({len(self._pending)} finished job(s) kept to retry)")
+                    self.backlog.failed(msg)
+            self.backlog.add_finished(new)
         if self.ledger is None or self._partial or now - self._window_read >= WINDOW_REREAD:
             # The window is read whole (at start, after a reload or a takeover, and hourly:
             # records imported meanwhile with `mysched history import` may end anywhere in
@@ -181,14 +178,14 @@ class Daemon:
                     recs = self.store.finished_since(now - cfg.history_window)
                 except StoreError as exc:
                     recs = None
-                    self._history_failed(str(exc), " (usage counts only what finished since, until it reads again)")
+                    self.backlog.failed(str(exc), " (usage counts only what finished since, until it reads again)", exc)
             if recs is not None or self.ledger is None:
                 self.ledger = UsageLedger(cfg.history_window, cfg.half_life, vo_of=cfg.vo_of)
                 self._seen_ids = set()
             self._partial = recs is None
             if recs is not None:
                 self._window_read = now
-            self._count((recs or []) + self._pending + (new if self.store is None or self._partial else []))
+            self._count((recs or []) + self.backlog.finished + (new if self.store is None or self._partial else []))
         else:
             # Records may arrive a little after their end time (log lag): look back a margin;
             # the seen-set keeps each job counted once.
@@ -198,8 +195,8 @@ class Daemon:
                 try:
                     recs = self.store.finished_since(self._last_history - margin)
                 except StoreError as exc:
-                    self._history_failed(str(exc), " (usage goes on from memory)")
-            self._count(recs + self._pending + ([] if self.store is not None else new))
+                    self.backlog.failed(str(exc), " (usage goes on from memory)", exc)
+            self._count(recs + self.backlog.finished + ([] if self.store is not None else new))
             if len(self._seen_ids) > 500_000:
                 self._seen_ids = {k for k in self._seen_ids if k[1] >= now - 2 * cfg.history_window}
         self._last_history = now
@@ -212,20 +209,13 @@ class Daemon:
                 self._seen_ids.add(k)
                 self.ledger.add_job(r)
 
-    def _history_failed(self, msg: str, detail: str = "") -> None:
-        """Loud, counted, flagged: the history is not being written."""
-        self.metrics.history_write_error()
-        if msg != self._history_logged:  # once per failure, not every cycle
-            log.error("history store: %s%s", msg, detail)
-            self._history_logged = msg
-        self.history_error = msg + detail
-
     # -- exactly-once starts ------------------------------------------------------------------
     def _intend(self, now: float, p: Plan) -> bool:
         """Record the starts about to be made before the first pbs_runjob: a kill from here on
         leaves them to `_reconcile`. The same write proves leadership: False if it is lost.
-        A SQLite store that cannot take them is flagged; the starts go ahead (its lock is
-        local, and pbs_server itself refuses to run a running job)."""
+        A SQLite store that cannot take them (read-only, or locked by another process: not
+        waited for, see `mysched.daemon.backlog`) is flagged; the starts go ahead (its
+        leadership lock is a file of its own, and pbs_server refuses to run a running job)."""
         if not p.starts:
             return True
         try:
@@ -236,36 +226,36 @@ class Daemon:
                       len(p.starts))
             return False
         except StoreError as exc:
-            self._history_failed(str(exc), " (starting without recorded intents)")
+            self.backlog.failed(str(exc), " (starting without recorded intents)", exc)
         return True
 
     def _reconcile(self, now: float, snapshot: Snapshot) -> None:
         """Settle the intents a stopped daemon left: the server says whether each job started
         (it runs, or ran and is gone) or not (still queued: the planner decides anew). The
-        outcome is recorded as a cycle of its own, which closes the intents."""
+        outcome is recorded as a cycle of its own, which closes the intents (or waits to be
+        written, with this daemon's own cycles: their intents are not settled here)."""
         try:
             intents = self.store.open_intents()
         except StoreError as exc:
-            self._history_failed(str(exc))
+            self.backlog.failed(str(exc), exc=exc)
             return
         self._check_intents = False
+        ours = self.backlog.pending_jobs()
+        intents = [i for i in intents if i["job_id"] not in ours]
         if not intents:
             return
         starts = settle(intents, snapshot)
-        try:
-            self.store.record_cycle(time=now, duration=0.0, result="recovered",
-                                    n_started=sum(s["result"] == "ok" for s in starts),
-                                    n_failed=sum(s["result"] != "ok" for s in starts), n_queued=0, n_running=0,
-                                    summary={"recovered": len(starts)}, starts=starts)
-        except StoreError as exc:
-            self._history_failed(f"could not record the recovered starts: {exc}")
-            self._check_intents = True
+        self.backlog.record_cycle(dict(time=now, duration=0.0, result="recovered",
+                                       n_started=sum(s["result"] == "ok" for s in starts),
+                                       n_failed=sum(s["result"] != "ok" for s in starts), n_queued=0, n_running=0,
+                                       summary={"recovered": len(starts)}, starts=starts),
+                                  "could not record the recovered starts")
 
     # -- the cycle -------------------------------------------------------------------------
     def cycle(self) -> CycleOutcome:
         """Run one cycle; never raises for outside failures (server, store, status file)."""
         t0 = time.perf_counter()
-        self.history_error = ""
+        self.backlog.begin_cycle()
         cfg = self.config
         if not self.dry_run:  # a dry run starts nothing: it needs no leadership
             leading, new = self.role.leading()
@@ -321,10 +311,7 @@ class Daemon:
         phases.mark("start")
         out.duration = time.perf_counter() - t0  # so far: the history row and status file say so
         self._record(now, snapshot, p, out, done)
-        if self._history_logged and not self.history_error:
-            log.info("history store: writing again (%s)", "nothing pending" if not self._pending else
-                     f"{len(self._pending)} pending")
-            self._history_logged = ""
+        self.backlog.end_cycle()
         phases.mark("record")
         out.duration = time.perf_counter() - t0
         self._publish(snapshot, p, out, done, usage)
@@ -405,20 +392,16 @@ class Daemon:
     def _record(self, now: float, snapshot: Snapshot, p: Plan, out: CycleOutcome, done: list) -> None:
         if self.store is None:
             return
-        try:
-            self.store.record_cycle(
-                time=now, duration=out.duration, result=out.result, n_started=out.started, n_failed=out.failed,
-                n_queued=sum(v.queued_jobs for v in p.vos.values()),
-                n_running=sum(v.running_jobs for v in p.vos.values()),
-                summary={"plan_s": out.plan_s, "phases": {k: round(v, 4) for k, v in out.phases.items()},
-                         "reasons": p.reasons(), "failures": out.failures,
-                         "used_slots": p.used_slots, "total_slots": p.total_slots},
-                starts=[{"job_id": s.job_id, "placement": _loc(s), "reason": s.reason, "result": r}
-                        for s, r in done],
-            )
-        except StoreError as exc:
-            self._history_failed(f"could not record the cycle: {exc}")
-            self._check_intents = True  # the intents of these starts are still open
+        dropped = self.backlog.dropped
+        self.backlog.record_cycle(dict(
+            time=now, duration=out.duration, result=out.result, n_started=out.started, n_failed=out.failed,
+            n_queued=sum(v.queued_jobs for v in p.vos.values()), n_running=sum(v.running_jobs for v in p.vos.values()),
+            summary={"plan_s": out.plan_s, "phases": {k: round(v, 4) for k, v in out.phases.items()},
+                     "reasons": p.reasons(), "failures": out.failures,
+                     "used_slots": p.used_slots, "total_slots": p.total_slots},
+            starts=[{"job_id": s.job_id, "placement": _loc(s), "reason": s.reason, "result": r} for s, r in done]))
+        if self.backlog.dropped > dropped:
+            self._check_intents = True  # the intents of the dropped cycles' starts are left open
 
     def _publish(self, snapshot: Snapshot, p: Plan, out: CycleOutcome, done: list, usage) -> None:
         cfg = self.config
@@ -429,7 +412,8 @@ class Daemon:
                  "previous_publish_s": round(self._publish_s, 4) if self._publish_s is not None else None,
                  "started": out.started, "failed": out.failed, "failures": out.failures,
                  "dry_run": self.dry_run, "history_ok": not self.history_error,
-                 "history_error": self.history_error, "history_pending": len(self._pending)}
+                 "history_error": self.history_error, "history_pending": len(self.backlog.finished),
+                 "history_pending_cycles": len(self.backlog.cycles)}
         if self.state_dir:
             try:
                 self._last_doc = publish_status(

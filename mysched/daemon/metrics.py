@@ -65,6 +65,8 @@ class CycleMetrics(Protocol):
     def record_start_failure(self, reason: str) -> None: ...
     def cycle_error(self, reason: str) -> None: ...
     def history_write_error(self) -> None: ...
+    def history_locked(self) -> None: ...
+    def history_pending(self, finished: int, cycles: int) -> None: ...
     def reload(self, result: str) -> None: ...
     def set_role(self, leader: bool) -> None: ...
     def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool, bool]],
@@ -97,6 +99,12 @@ class NullMetrics:
         pass
 
     def history_write_error(self) -> None:
+        pass
+
+    def history_locked(self) -> None:
+        pass
+
+    def history_pending(self, finished: int, cycles: int) -> None:
         pass
 
     def reload(self, result: str) -> None:
@@ -153,6 +161,12 @@ class Guarded:
 
     def history_write_error(self) -> None:
         self._guard("history_write_error", self.inner.history_write_error)
+
+    def history_locked(self) -> None:
+        self._guard("history_locked", self.inner.history_locked)
+
+    def history_pending(self, finished: int, cycles: int) -> None:
+        self._guard("history_pending", self.inner.history_pending, finished, cycles)
 
     def reload(self, result: str) -> None:
         self._guard("reload", self.inner.reload, result)
@@ -226,6 +240,10 @@ class Metrics:
                               "leadership lock)", ["result"], registry=r)
         self.history_errors = Counter("mysched_history_write_errors_total",
                                       "Failed writes to the history store (finished jobs, cycles, accounting)", registry=r)
+        self.history_locks = Counter("mysched_history_lock_outages_total", "Times the history store was found locked "
+                                     "by another process (each outage once; cycles do not wait for it)", registry=r)
+        self.history_pending_records = Gauge("mysched_history_pending_records", "Records the history store has not "
+                                             "taken yet, kept in memory (finished_jobs, cycles)", ["kind"], registry=r)
         self.cycle_errors = Counter("mysched_cycle_errors_total",
                                     "Cycles that failed, by reason (server, store, internal)", ["reason"], registry=r)
         self.last_success = Gauge("mysched_last_successful_cycle_timestamp_seconds", "Unix time of the last cycle "
@@ -258,6 +276,7 @@ class Metrics:
                 labelled.labels(value)
         for call in CALLS:
             self.call_duration.labels(call)
+        self.history_pending(0, 0)
         self._vos: frozenset[str] = frozenset()
 
     def observe_cycle(self, duration_s: float, result: str) -> None:
@@ -282,6 +301,13 @@ class Metrics:
 
     def history_write_error(self) -> None:
         self.history_errors.inc()
+
+    def history_locked(self) -> None:
+        self.history_locks.inc()
+
+    def history_pending(self, finished: int, cycles: int) -> None:
+        self.history_pending_records.labels("finished_jobs").set(finished)
+        self.history_pending_records.labels("cycles").set(cycles)
 
     def reload(self, result: str) -> None:
         self.reloads.labels(result).inc()

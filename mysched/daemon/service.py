@@ -120,9 +120,8 @@ class Service:
             return
         try:
             self.pruner.maybe(store, out.plan.now, cfg.keep_cycles, cfg.keep_jobs)
-        except StoreError as exc:
-            log.error("history: %s (tried again in an hour)", exc)
-            self.daemon.metrics.history_write_error()
+        except StoreError as exc:  # logged once with the store's other failures (a lock once per outage)
+            self.daemon.backlog.failed(str(exc), " (pruning tried again in an hour)", exc)
         except Exception:  # noqa: BLE001 - a bug here must not stop the cycles that follow
             log.exception("history: pruning failed (tried again in an hour)")
             self.daemon.metrics.history_write_error()
@@ -185,6 +184,7 @@ class Service:
         """Run until SIGTERM/SIGINT (or one cycle with `once`); return the exit status."""
         if self.once:
             self._run_cycle_once()
+            self.daemon.backlog.close()
             self.daemon.role.release()
             return 0 if self.last is not None and self.last.result not in ("error", "crash", "standby") else 1
         if threading.current_thread() is threading.main_thread():
@@ -215,6 +215,7 @@ class Service:
                 self.daemon.server.close()
             except Exception:  # noqa: BLE001
                 pass
+            self.daemon.backlog.close()  # what the store has not taken yet
             self.daemon.role.release()  # a standby takes over at its next try
         log.info("stopped after %d cycle(s)", self.cycles)
         return 0
