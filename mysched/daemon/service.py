@@ -2,7 +2,10 @@
 
 Cycles run one at a time on a fixed interval (coalesced: a late cycle is run once, not
 caught up). With an event listener, a job submission or end reported by pbs_server brings
-the next cycle forward, no sooner than `min_interval` after the last one. A failed cycle
+the next cycle forward, no sooner than `min_interval` after the last one. So does the time
+at which the last plan said it would change by itself (`Plan.wake_at`: a reservation's
+start, a drain's keep running out, a downtime's end), no sooner than `min_interval` after
+that plan's cycle. A failed cycle
 (server down) is retried with exponential back-off up to one interval (a crash: four). A
 standby tries the leadership lock every quarter of the leader timeout instead. SIGHUP
 reloads the configuration (a bad file is rejected and the old one kept); SIGTERM/SIGINT let
@@ -35,8 +38,10 @@ class Service:
     """Drive a `Daemon` until stopped."""
 
     def __init__(self, daemon: Daemon, *, listener_factory: Callable[[Callable[[str], None]], Any] | None = None,
-                 once: bool = False) -> None:
+                 once: bool = False, clock: Callable[[], dt.datetime] = dt.datetime.now) -> None:
         self.daemon = daemon
+        self.clock = clock
+        """Local time, as APScheduler's date triggers take it (injectable for tests)."""
         self.listener_factory = listener_factory
         self.listener = None
         self.once = once
@@ -68,14 +73,25 @@ class Service:
             k = self.daemon.consecutive_failures
             cap = cfg.interval if out.result == "error" else 4 * cfg.interval
             return min(cap, max(cfg.min_interval, 1.0) * 2 ** (k - 1)) * self._scale
-        if self._event_pending:
-            return cfg.min_interval * self._scale
-        return cfg.interval * self._scale
+        regular = (cfg.min_interval if self._event_pending else cfg.interval) * self._scale
+        wake = self._wake_delay(out)
+        if wake is not None and wake < regular:
+            log.debug("the plan changes by itself in %.1f s: next cycle then", wake)
+            return wake
+        return regular
+
+    def _wake_delay(self, out: CycleOutcome) -> float | None:
+        """Wall seconds until the cycle's plan would change by itself (`Plan.wake_at`), no
+        sooner than `min_interval`; None if it would not."""
+        p = out.plan
+        if p is None or p.wake_at is None:
+            return None
+        return max(p.wake_at - p.now, self.daemon.config.min_interval) * self._scale
 
     def _schedule(self, delay: float) -> None:
         if self._sched is None or self._stop.is_set():
             return
-        when = dt.datetime.now() + dt.timedelta(seconds=max(0.0, delay))
+        when = self.clock() + dt.timedelta(seconds=max(0.0, delay))
         self._sched.add_job(self._run_cycle, DateTrigger(run_date=when), id="cycle", replace_existing=True,
                             max_instances=1, coalesce=True, misfire_grace_time=None)
 
