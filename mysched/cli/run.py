@@ -20,7 +20,9 @@ log = logging.getLogger("mysched")
 @command("run", "run the scheduler daemon against pbs_server (or sim://)")
 def fill(p: argparse.ArgumentParser) -> None:
     """Run the scheduler: every scheduler.interval seconds (and soon after pbs_server reports a
-    job event, when daemon.event_address is set) read queues, jobs and nodes, plan, start jobs
+    job event, when daemon.event_address is set, or when the last plan changes by itself --
+    a reservation's start, a drain's keep running out, a downtime's end -- before the next
+    interval; never closer than scheduler.min_interval) read queues, jobs and nodes, plan, start jobs
     with pbs_runjob, record the cycle in the history store, publish the status file and
     Prometheus metrics. SIGHUP reloads the configuration; SIGTERM finishes the cycle and exits.
 
