@@ -82,10 +82,12 @@ def fill_shares(p: argparse.ArgumentParser) -> None:
     """Per VO: configured share, guarantee in slots, running slots and jobs, queued jobs, decayed
     wall-clock usage over the history window, current priority, and whether it is below its
     guarantee. --groups and --users break running/queued jobs and usage down further."""
-    options(p, json_keys="window_s, vos{VO:{share,guarantee,running_slots,running_jobs,queued_jobs,blocked_jobs,usage_h,"
-            "priority,below_guarantee,throttled}}, "
-            "groups{GROUP:{vo,share,running_jobs,running_slots,queued_jobs,usage_h}}, "
-            "users{USER:{vo,running_jobs,running_slots,queued_jobs,usage_h}}")
+    options(p, json_keys="window_s, vos{VO:{share,guarantee,running_slots,running_jobs,queued_jobs,eligible_jobs,"
+            "blocked_jobs,usage_h,priority,below_guarantee,throttled}}, "
+            "groups{GROUP:{vo,share,running_jobs,running_slots,queued_jobs,eligible_jobs,blocked_jobs,usage_h}}, "
+            "users{USER:{vo,running_jobs,running_slots,queued_jobs,eligible_jobs,blocked_jobs,usage_h}}; "
+            "queued_jobs: every waiting job (eligible_jobs + blocked_jobs), eligible_jobs: the QUEUED column "
+            "(a free slot would start them), blocked_jobs: the BLOCKED column")
     p.add_argument("--groups", action="store_true", help="also per group")
     p.add_argument("--users", action="store_true", help="also per user")
     p.set_defaults(run=run_shares)
@@ -93,13 +95,17 @@ def fill_shares(p: argparse.ArgumentParser) -> None:
 
 def run_shares(args: argparse.Namespace) -> int:
     doc = load(args)
-    blocked: dict[str, int] = {}  # held, at a limit, never fitting: queued, but no slot would start them
+    # Waiting jobs: eligible (a free slot would start them: QUEUED) or blocked (held, at a limit,
+    # never fitting: BLOCKED), counted alike for VOs, groups and users; queued_jobs, all of them.
+    eligible: dict[str, int] = {}
+    blocked: dict[str, int] = {}
     for j in rows(doc, "jobs"):
-        if j["state"] not in RUNNING and j["reason"] in BLOCKING:
-            blocked[j["vo"]] = blocked.get(j["vo"], 0) + 1
+        if j["state"] not in RUNNING:
+            into = blocked if j["reason"] in BLOCKING else eligible
+            into[j["vo"]] = into.get(j["vo"], 0) + 1
     vos = {name: {"share": v["share"], "guarantee": v["guarantee"], "running_slots": v["running_slots"],
                   "running_jobs": v["running_jobs"], "queued_jobs": v["queued_jobs"],
-                  "blocked_jobs": blocked.get(name, 0),
+                  "eligible_jobs": eligible.get(name, 0), "blocked_jobs": blocked.get(name, 0),
                   "usage_h": round(v["usage_s"] / 3600.0, 2), "priority": v["priority"],
                   "below_guarantee": v["below_guarantee"], "throttled": v.get("throttled") or []}
            for name, v in sorted(doc["vos"].items())}
@@ -108,12 +114,13 @@ def run_shares(args: argparse.Namespace) -> int:
         for j in rows(doc, "jobs"):
             for kind, key in (("groups", j["group"]), ("users", j["user"])):
                 d = detail[kind].setdefault(key, {"vo": j["vo"], "running_jobs": 0, "running_slots": 0,
-                                                  "queued_jobs": 0})
+                                                  "queued_jobs": 0, "eligible_jobs": 0, "blocked_jobs": 0})
                 if j["state"] in RUNNING:
                     d["running_jobs"] += 1
                     d["running_slots"] += j["cores"]
                 else:
                     d["queued_jobs"] += 1
+                    d["blocked_jobs" if j["reason"] in BLOCKING else "eligible_jobs"] += 1
         for kind, ukey in (("groups", "group"), ("users", "user")):
             for key, d in detail[kind].items():
                 d["usage_h"] = round(doc.get("usage", {}).get(ukey, {}).get(key, 0.0) / 3600.0, 2)
@@ -133,11 +140,11 @@ def run_shares(args: argparse.Namespace) -> int:
     table(["VO", "SHARE", "GUARANTEE", "RUNNING", "JOBS", "QUEUED", "BLOCKED", "USAGE(h)", "PRIORITY", "BELOW",
            "THROTTLE"],
           [[k, f"{v['share']:.1%}", v["guarantee"], v["running_slots"], v["running_jobs"],
-            v["queued_jobs"] - v["blocked_jobs"], v["blocked_jobs"], f"{v['usage_h']:.1f}", f"{v['priority']:.3f}",
+            v["eligible_jobs"], v["blocked_jobs"], f"{v['usage_h']:.1f}", f"{v['priority']:.3f}",
             "yes" if v["below_guarantee"] else "no", ",".join(v["throttled"]) or "-"]
            for k, v in vos.items()],
           noheader=args.noheader, colours=["red" if v["throttled"] else
-                                           "yellow" if v["below_guarantee"] and v["queued_jobs"] > v["blocked_jobs"]
+                                           "yellow" if v["below_guarantee"] and v["eligible_jobs"]
                                            else None for v in vos.values()], right=(1, 2, 3, 4, 5, 6, 7, 8))
     if not args.noheader:
         for t in doc.get("throttles") or ():
@@ -148,11 +155,12 @@ def run_shares(args: argparse.Namespace) -> int:
             print()
             items = sorted(detail[kind].items(), key=lambda kv: (kv[1]["vo"], kv[0]))
             share = kind == "groups"  # a group's weight among its VO's groups (groups.NAME.share)
-            head = [kind[:-1].upper(), "VO"] + (["SHARE"] if share else []) + ["RUNNING", "JOBS", "QUEUED", "USAGE(h)"]
+            head = [kind[:-1].upper(), "VO"] + (["SHARE"] if share else []) + ["RUNNING", "JOBS", "QUEUED", "BLOCKED",
+                                                                               "USAGE(h)"]
             table(head,
                   [[k, d["vo"]] + ([f"{d['share']:g}"] if share else [])
-                   + [d["running_slots"], d["running_jobs"], d["queued_jobs"], f"{d['usage_h']:.1f}"]
-                   for k, d in items], noheader=args.noheader, right=(2, 3, 4, 5, 6) if share else (2, 3, 4, 5))
+                   + [d["running_slots"], d["running_jobs"], d["eligible_jobs"], d["blocked_jobs"], f"{d['usage_h']:.1f}"]
+                   for k, d in items], noheader=args.noheader, right=tuple(range(2, len(head))))
     return 0
 
 
