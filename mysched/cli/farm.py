@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from mysched.cli.main import command
-from mysched.cli import statusdoc
+from mysched.cli import farmslots, statusdoc
 from mysched.cli.statusdoc import RUNNING, load, options
 from mysched.cli.textout import dump_json, table
 from mysched.core.admission import node_key, node_type, queue_admits
@@ -22,7 +22,9 @@ def fill_nodes(p: argparse.ArgumentParser) -> None:
     """Per node: state, type, slots used/total, jobs per VO, distinct users, diversity (distinct
     users / jobs), the packing class holding it and the admin's note (pbsnodes -N, last: it may
     hold spaces); then a farm summary."""
-    options(p, json_keys="summary{nodes,by_state,slots,used_slots,diversity}, nodes[{name,state,type,slots,used,"
+    options(p, json_keys="summary{nodes,by_state,slots,used_slots,closed_slots,diversity} (slots: of the nodes not "
+            "down or offline, plus those jobs use on the others, as 'jobs' counts the farm; closed_slots: the "
+            "others' idle slots), nodes[{name,state,type,slots,used,"
             "jobs,vos,users,diversity,class,properties,note}], drains{NODE: {since,ready}}, "
             "reservations{JOBID: {start,nodes}}, downtimes{NODE: {name,start,end,begin}}")
     p.add_argument("--state", choices=statusdoc.NODE_STATES, help="only nodes in this state")
@@ -39,8 +41,9 @@ def run_nodes(args: argparse.Namespace) -> int:
         by_state[n["state"]] = by_state.get(n["state"], 0) + 1
     busy = [n for n in nodes if n["jobs"] and n["diversity"] is not None]
     div = sum(n["diversity"] for n in busy) / len(busy) if busy else None
-    summary = {"nodes": len(nodes), "by_state": by_state, "slots": sum(n["slots"] for n in nodes),
-               "used_slots": sum(n["used"] for n in nodes), "diversity": round(div, 4) if div is not None else None}
+    summary = {"nodes": len(nodes), "by_state": by_state, "slots": sum(map(farmslots.counted, nodes)),
+               "used_slots": sum(n["used"] for n in nodes), "closed_slots": farmslots.closed(nodes),
+               "diversity": round(div, 4) if div is not None else None}
     if args.json:
         dump_json({"summary": summary, "nodes": nodes, "drains": doc.get("drains") or {},
                    "reservations": doc.get("reservations") or {}, "downtimes": doc.get("downtimes") or {}})
@@ -58,8 +61,8 @@ def run_nodes(args: argparse.Namespace) -> int:
           noheader=args.noheader, colours=[colour.get(n["state"]) for n in nodes], right=(4, 5, 6))
     if not args.noheader:
         print(f"\n{summary['nodes']} nodes (" + ", ".join(f"{v} {k}" for k, v in sorted(by_state.items()))
-              + f"); slots used {summary['used_slots']} of {summary['slots']}; mean diversity "
-              + (f"{div:.3f}" if div is not None else "-"))
+              + f"); {farmslots.slots_text(summary['used_slots'], summary['slots'], summary['closed_slots'])}; "
+              + "mean diversity " + (f"{div:.3f}" if div is not None else "-"))
         for name, why in sorted(loaded.items()):
             print(f"{name}: no new jobs (node_load): {why}")
         # one line a node, as node_load: dozens of drains made one line of thousands of columns

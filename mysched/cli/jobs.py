@@ -8,7 +8,7 @@ from typing import Any
 
 from mysched.cli.common import non_empty
 from mysched.cli.main import command
-from mysched.cli import statusdoc, when_request
+from mysched.cli import farmslots, statusdoc, when_request
 from mysched.cli.statusdoc import RUNNING, classify, find_job, load, options
 from mysched.cli.textout import dump_json, duration, table
 from mysched.core.estimate import Estimate
@@ -22,7 +22,9 @@ from mysched.daemon.statusfile import rows
 def fill_jobs(p: argparse.ArgumentParser) -> None:
     """List jobs: running (with elapsed time), queued (eligible, with wait time, rank in the last
     cycle's order, priority and why they wait) and blocked (held, or at a limit)."""
-    options(p, json_keys="time, farm{total_slots,used_slots,free_slots,nodes,occupancy}, "
+    options(p, json_keys="time, farm{total_slots,used_slots,free_slots,nodes,occupancy,closed_slots} (total_slots: "
+            "nodes not down or offline, plus the slots jobs use on those that are; closed_slots: their idle slots, "
+            "not counted), "
             "counts{running,queued,blocked}, daemon{role,host,pid,since,lock}, standby (null or "
             "{role,host,pid,since,checked,leader,error}), jobs[{id,vo,group,user,queue,cores,state,class,"
             "wait_s,elapsed_s,rank,priority,reason,detail,nodes}]")
@@ -62,7 +64,7 @@ def run_jobs(args: argparse.Namespace) -> int:
     # numeric order
     out.sort(key=lambda j: (order[j["class"]], 1 << 30 if j["rank"] is None or j["class"] == "running" else j["rank"],
                             -(j["elapsed_s"] or 0), id_order(j["id"])))
-    farm = doc["farm"]
+    farm = {**doc["farm"], "closed_slots": farmslots.closed(rows(doc, "nodes"))}
     occ = farm["used_slots"] / farm["total_slots"] if farm["total_slots"] else 0.0
     if args.json:
         dump_json({"time": now, "farm": {**farm, "occupancy": round(occ, 4)}, "counts": counts,
@@ -83,7 +85,7 @@ def run_jobs(args: argparse.Namespace) -> int:
           noheader=args.noheader, colours=[colours[j["class"]] for j in out], right=(5, 8, 9))
     if not args.noheader:
         print(f"\n{counts['running']} running, {counts['queued']} queued, {counts['blocked']} blocked; "
-              f"slots used {farm['used_slots']} of {farm['total_slots']} ({occ:.1%}); "
+              f"{farmslots.slots_text(farm['used_slots'], farm['total_slots'], farm['closed_slots'])}; "
               f"status of {statusdoc.clock(doc, now)}")
         for note in statusdoc.notes(doc):
             print(note)
