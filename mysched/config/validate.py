@@ -16,6 +16,7 @@ from mysched.core.durations import parse_duration
 from mysched.config.loads import build_loads, size
 from mysched.config.downtimes import build_downtimes
 from mysched.config.pools import build_pools
+from mysched.config.users import build_users
 from mysched.config.parse import ParsedConfig, Path, at, dotted, parse_file, parse_text
 from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
                                     int_, kind, number, one_of, parse_address, string, strings)
@@ -76,7 +77,7 @@ def _check_database(c: "_Checker", path: Path, url: str) -> None:
 _TOP = dict.fromkeys([
     "scheduler", "history", "fairshare", "server", "daemon", "default_vo", "vos", "groups",
     "queues", "hot", "node_types", "packing", "farm", "load_sources", "load_rules", "node_load", "drain",
-    "pools", "downtimes",
+    "pools", "downtimes", "users",
 ])
 
 
@@ -169,7 +170,7 @@ def build_config(parsed: ParsedConfig) -> Config:
     group_where: dict[str, str] = {}
     vos_raw = c.group(top.get("vos"), ("vos",), {k: None for k in (top.get("vos") or {})}
                       if isinstance(top.get("vos"), dict) else {})
-    vo_keys = dict.fromkeys(["groups", "share", "slots", "max_running", "max_per_node"])
+    vo_keys = dict.fromkeys(["groups", "share", "slots", "max_running", "max_cores", "max_per_node"])
     total_share = 0.0
     for name, raw in vos_raw.items():
         p = ("vos", name)
@@ -191,6 +192,7 @@ def build_config(parsed: ParsedConfig) -> Config:
             name=name, groups=groups, share=share / 100.0, slots=slots,
             max_running=c.get(g, p, "max_running", int_(0), None),
             max_per_node=c.get(g, p, "max_per_node", int_(0), None),
+            max_cores=c.get(g, p, "max_cores", int_(0), None),
         )
     if total_share > 100.0 + 1e-9:
         c.problem(("vos",), f"shares add up to {total_share:g} %, more than 100 %")
@@ -204,7 +206,7 @@ def build_config(parsed: ParsedConfig) -> Config:
     graw = c.group(graw, ("groups",), {k: None for k in graw} if isinstance(graw, dict) else {})
     for name, raw in graw.items():
         p = ("groups", name)
-        g = c.group(raw, p, dict.fromkeys(["max_running", "max_per_node", "vo", "share"]))
+        g = c.group(raw, p, dict.fromkeys(["max_running", "max_cores", "max_per_node", "vo", "share"]))
         if "vo" in g:
             vo = c.get(g, p, "vo", string, None)
             if vo is not None:
@@ -220,6 +222,7 @@ def build_config(parsed: ParsedConfig) -> Config:
             max_running=c.get(g, p, "max_running", int_(0), None),
             max_per_node=c.get(g, p, "max_per_node", int_(0), None),
             share=c.get(g, p, "share", number(0.0, 1e6), 1.0),
+            max_cores=c.get(g, p, "max_cores", int_(0), None),
         )
         if groups_cfg[name].share <= 0:
             c.problem(p + ("share",), "must be above 0: a weight among the groups of its VO (1 unless set)")
@@ -258,13 +261,14 @@ def build_config(parsed: ParsedConfig) -> Config:
     qraw = c.group(qraw, ("queues",), {k: None for k in qraw} if isinstance(qraw, dict) else {})
     for name, raw in qraw.items():
         p = ("queues", name)
-        g = c.group(raw, p, dict.fromkeys(["max_running", "nodes", "node_types", "exclusive"]))
+        g = c.group(raw, p, dict.fromkeys(["max_running", "max_cores", "nodes", "node_types", "exclusive"]))
         q = QueueConfig(
             name=name,
             max_running=c.get(g, p, "max_running", int_(0), None),
             nodes=c.get(g, p, "nodes", strings, ()),
             node_types=c.get(g, p, "node_types", strings, ()),
             exclusive=c.get(g, p, "exclusive", boolean, False),
+            max_cores=c.get(g, p, "max_cores", int_(0), None),
         )
         for t in q.node_types:
             if t not in type_names:
@@ -335,11 +339,12 @@ def build_config(parsed: ParsedConfig) -> Config:
 
     pools = build_pools(c, top, vos, set(group_vo) | set(groups_cfg), queues, type_names)
     downtimes = build_downtimes(c, top, type_names)
+    users = build_users(c, top)
 
     if c.problems:
         raise ConfigError(c.problems)
     return Config(
-        vos=vos, default_vo=default_vo, groups=groups_cfg, queues=queues,
+        vos=vos, default_vo=default_vo, groups=groups_cfg, queues=queues, users=users,
         node_types=tuple(node_types), hot=hot, packing=tuple(packing), interval=interval,
         min_interval=min_interval, max_starts_per_cycle=max_starts, reservation_depth=resv_depth,
         reservation_wait_factor=resv_factor, history_window=window,

@@ -28,6 +28,8 @@ class VOConfig:
     """Guarantee as an absolute number of slots."""
     max_running: int | None = None
     max_per_node: int | None = None
+    max_cores: int | None = None
+    """Running cores (slots) of the VO in total, as MAUI's MAXPROC (max_running counts jobs)."""
 
     def guarantee(self, total_slots: int) -> int:
         """Slots this VO is guaranteed on a farm of `total_slots` usable slots."""
@@ -52,6 +54,7 @@ class GroupConfig:
     share: float = 1.0
     """Weight among the groups of its VO (LSF's share tree: the VO's share divided among its
     groups, e.g. production 80 and analysis 20); 1 unless set, so groups weigh alike."""
+    max_cores: int | None = None
 
 
 @dataclass(frozen=True)
@@ -66,10 +69,19 @@ class QueueConfig:
     """Node types this queue's jobs may use (empty: every type)."""
     exclusive: bool = False
     """If true, the nodes assigned to this queue take no other queue's jobs."""
+    max_cores: int | None = None
 
     @property
     def restricted(self) -> bool:
         return bool(self.nodes or self.node_types)
+
+
+@dataclass(frozen=True)
+class UserLimits:
+    """Limits on each user's running jobs and cores (MAUI's USERCFG MAXJOB, MAXPROC)."""
+
+    max_running: int | None = None
+    max_cores: int | None = None
 
 
 @dataclass(frozen=True)
@@ -328,6 +340,8 @@ class Config:
     default_vo: str = "others"
     groups: dict[str, GroupConfig] = field(default_factory=dict)
     queues: dict[str, QueueConfig] = field(default_factory=dict)
+    users: dict[str, UserLimits] = field(default_factory=dict)
+    """users.NAME, and "default" for every user without a block of their own."""
     node_types: tuple[NodeType, ...] = ()
     hot: HotLists = HotLists()
     packing: tuple[PackingClass, ...] = ()
@@ -379,6 +393,10 @@ class Config:
     def vo_of(self, group: str) -> str:
         """The VO a unix group belongs to (the default VO for unmapped groups)."""
         return self.group_vo.get(group, self.default_vo)
+
+    def user_limits(self, user: str) -> UserLimits | None:
+        """A user's limits: their own block, else users.default (None: none)."""
+        return self.users.get(user) or self.users.get("default")
 
     def vo(self, name: str) -> VOConfig:
         """A VO's settings; an undeclared VO (e.g. the default) has no share and no limits."""

@@ -98,10 +98,12 @@ class NodeIndex:
         else:
             self.downtimes = {}
         """Node -> its scheduled downtimes, soonest first (`mysched.core.downtime`)."""
-        self.total_limits = (any(q.max_running is not None for q in config.queues.values())
-                             or any(v.max_running is not None for v in config.vos.values())
-                             or any(g.max_running is not None for g in config.groups.values()))
-        """Whether the configuration caps running jobs per queue, VO or group anywhere."""
+        limited = (*config.queues.values(), *config.vos.values(), *config.groups.values())
+        self.core_limits = any(x.max_cores is not None for x in limited)
+        """Whether the configuration caps running cores per queue, VO or group anywhere."""
+        self.total_limits = (any(x.max_running is not None for x in limited) or self.core_limits
+                             or bool(config.users))
+        """Whether the configuration caps running jobs or cores per queue, VO, group or user anywhere."""
         self._pclass: dict[tuple[str, str, str, str], PackingClass | None] = {}
         self._rules: dict[tuple[str, str, str], tuple] = {}
         self.group_vo: dict[str, str] = {}

@@ -96,18 +96,21 @@ class Ordering:
         why = self._drain_reason if self.limits else None
         for job, vo in jobs:
             rank += 1
-            waits[job.id] = _new_wait((job.id, why(job, vo, reason) if why else reason, rank, facts[vo].priority,
-                                       "", None))
+            r, detail = why(job, vo, reason) if why else (reason, "")
+            waits[job.id] = _new_wait((job.id, r, rank, facts[vo].priority, detail, None))
         self.rank = rank
 
-    def _drain_reason(self, job: Job, vo: str, reason: str) -> str:
-        """A limit the job hits, else `reason`; memoised, since nothing starts any more."""
-        key = (job.queue, vo, job.group, job.user if self.runlim is not None and self.runlim.by_user else "")
+    def _drain_reason(self, job: Job, vo: str, reason: str) -> tuple[str, str]:
+        """A limit the job hits, with its detail, else `reason`; memoised, since nothing that
+        would change the answer for the job's kind starts any more (its VO or group is left)."""
+        key = (job.queue, vo, job.group,
+               job.user if (self.runlim is not None and self.runlim.by_user) or self.cfg.users else "",
+               job.cores if self.caps else 0)
         memo = self._drain_memo
         got = memo.get(key)
         if got is None:
-            got = memo[key] = self._limit(job, vo) or ""
-        return got or reason
+            got = memo[key] = self._limit_why(job, vo) or ("", "")
+        return got if got[0] else (reason, "")
 
     def _vo_key(self, vo: str) -> tuple:
         f = self.vo_facts[vo]
@@ -182,12 +185,16 @@ class Ordering:
             first.discard(job.id)
             was_below = self.vo_slots.get(vo, 0) < self.vo_facts[vo].guarantee
             why = self._try(job, vo, "share" if was_below else "fairshare")
-            if why == "vo_limit":
-                self._drain_vo(vq, vo, "vo_limit")
+            if (why == "vo_core_limit" or why == "group_core_limit") and self._cores_left(why, job, vo) > 0:
+                # a smaller job of the VO (group) may still fit: only those asking more wait now
+                self._drain_wider(heap, vq, gq if why == "group_core_limit" else None, vo,
+                                  self._cores_left(why, job, vo))
+            elif why == "vo_limit" or why == "vo_core_limit":
+                self._drain_vo(vq, vo, why)
                 heap.remove(vo)
                 continue
-            if why == "group_limit":
-                self._drain_group(gq, vo, "group_limit")
+            elif why == "group_limit" or why == "group_core_limit":
+                self._drain_group(gq, vo, why)
                 vq.heap.remove(g)
                 del vq.groups[g]
                 if not vq.groups:
@@ -241,6 +248,29 @@ class Ordering:
             jobs = gq.users[u].jobs
             self._drain_list([(job, vo) for job in jobs], reason)
             jobs.clear()
+
+    def _drain_wider(self, heap: _Heap, vq: _VOQ, gq: _GroupQ | None, vo: str, left: int) -> None:
+        """The jobs of a VO (or of its group `gq`) that ask more than the `left` cores its
+        max_cores leaves wait now (starts only lower it); smaller ones stay in the order."""
+        reason = "vo_core_limit" if gq is None else "group_core_limit"
+        for g in list(vq.groups):
+            q = vq.groups[g]
+            if gq is not None and q is not gq:
+                continue
+            for u in list(q.users):
+                uq = q.users[u]
+                wide = [j for j in uq.jobs if j.cores > left]
+                if wide:
+                    self._drain_list([(j, vo) for j in wide], reason)
+                    uq.jobs = deque(j for j in uq.jobs if j.cores <= left)
+                if not uq.jobs:
+                    q.heap.remove(u)
+                    del q.users[u]
+            if not q.users:
+                vq.heap.remove(g)
+                del vq.groups[g]
+        if not vq.groups:
+            heap.remove(vo)
 
     def _drain_vo(self, vq: _VOQ, vo: str, reason: str) -> None:
         for g in vq.heap.ordered():

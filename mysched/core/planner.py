@@ -35,6 +35,7 @@ import math
 from mysched.core.config import Config, PackingClass
 from mysched.core.model import Job, JobState, Snapshot
 from mysched.core.index import NodeIndex
+from mysched.core.limits import Limiting
 from mysched.core.ordering import Ordering
 from mysched.core.placement import Placing, _Loads, _Rules
 from mysched.core.reservation import Reservation, Reserving, wants_reservation
@@ -86,7 +87,7 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
             gc.enable()
 
 
-class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guaranteeing, Downtimes):
+class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guaranteeing, Downtimes, Limiting):
     """One plan: set-up from the tally, screening, the start/wait bookkeeping; ordering and
     placement come from the mixins."""
 
@@ -140,8 +141,8 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         self._rules_for, self._pools_for = t.scratch(qsig)
         self.loads = _Loads(idx, t.loads, pools)
         # Running counts this plan changes as it starts jobs, copied only where read:
-        # slots per VO, group and user order the shares; jobs per queue, VO and group
-        # meet the total limits.
+        # slots per VO, group and user order the shares; jobs and cores per queue, VO,
+        # group and user meet the total limits (`limits`).
         self.shares = self.policy == "mysched"
         self.runlim = RunLimits.of(self.snap)  # the server's and its queues' max_user_run ...
         self.limits = idx.total_limits or bool(qsig) or bool(self.throttles) or self.runlim is not None
@@ -149,10 +150,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
             self.vo_slots = dict(t.vo_slots)
             self.group_slots = dict(t.group_slots)
             self.user_slots = dict(t.user_slots)
-        if self.limits:
-            self.vo_jobs = dict(t.vo_jobs)
-            self.group_jobs = dict(t.group_jobs)
-            self.queue_jobs = dict(t.queue_jobs)
+        self._limits_setup(t)
         self.used_before = t.used + t.off_used
         self.free_total = t.free
         self._reservations(t)
@@ -281,45 +279,15 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
         got = self._rules_for[k] = _Rules(qmax, vmax, gmax, vnode, gnode, self._pools(queue, vo, group))
         return got
 
-    def _limit(self, job: Job, vo: str, rules: _Rules | None = None) -> str | None:
-        """A total limit the job would exceed, or None."""
-        if not self.limits:
-            return None
-        if self.runlim is not None and (why := self.runlim.refuse(job)) is not None:
-            return why
-        r = rules or self._rules(job.queue, vo, job.group)
-        if r.queue_max is not None and self.queue_jobs.get(job.queue, 0) >= r.queue_max:
-            return "queue_max_running"
-        if r.vo_max is not None and self.vo_jobs.get(vo, 0) >= r.vo_max:
-            return "vo_limit"
-        if r.group_max is not None and self.group_jobs.get(job.group, 0) >= r.group_max:
-            return "group_limit"
-        return None
-
-    def _throttled(self, job: Job, vo: str, r: _Rules) -> str | None:
-        """Why external load stops this job now (its VO, group or queue runs what the load
-        leaves it), or None."""
-        for t in self.throttles:
-            for kind, name, count, configured, listed in (
-                    ("VO", vo, self.vo_jobs, r.vo_max, t.vos), ("group", job.group, self.group_jobs, r.group_max,
-                                                               t.groups),
-                    ("queue", job.queue, self.queue_jobs, r.queue_max, t.queues)):
-                if name in listed:
-                    cap = t.cap(configured, self.total_slots)
-                    n = count.get(name, 0)
-                    if n >= cap:
-                        return f"{t.detail()}; {kind} {name} runs {n} job(s), the load allows {cap}"
-        return None
-
     def _try(self, job: Job, vo: str, reason: str) -> str | None:
         """Place and record one job; return None if it starts, else its wait reason."""
         queue, group = job.queue, job.group
         rules = self._rules_for.get((queue, vo, group)) or self._rules(queue, vo, group)
         if self.limits:
-            lim = self._limit(job, vo, rules)
+            lim = self._limit_why(job, vo, rules)
             if lim is not None:
-                self._wait(job, lim, vo)
-                return lim
+                self._wait(job, lim[0], vo, lim[1])
+                return lim[0]
             if self.throttles:
                 why = self._throttled(job, vo, rules)
                 if why is not None:
@@ -413,14 +381,7 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
             d = self.user_slots
             d[user] = d.get(user, 0) + cores
         if self.limits:
-            d = self.vo_jobs
-            d[vo] = d.get(vo, 0) + 1
-            d = self.group_jobs
-            d[group] = d.get(group, 0) + 1
-            d = self.queue_jobs
-            d[queue] = d.get(queue, 0) + 1
-            if self.runlim is not None:
-                self.runlim.add(job)
+            self._count_limits(job, vo)
         d = self.started_by_vo
         d[vo] = d.get(vo, 0) + 1
         if job.id in self.out.reservations:

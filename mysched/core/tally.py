@@ -236,6 +236,8 @@ class Tally:
         self.group_slots: dict[str, int] = {}
         self.user_slots: dict[str, int] = {}
         self.queue_jobs: dict[str, int] = {}
+        self.queue_cores: dict[str, int] = {}
+        self.user_jobs: dict[str, int] = {}
         self.rankings = {k: index.empty_ranking(policy, k) for k in index.pool_keys}
         self.by_class: dict[tuple, dict[str, Ranking]] = {k: {} for k in index.pool_keys}
         self.pools = {k: Pool(k) for k in index.pool_keys}
@@ -350,6 +352,7 @@ class Tally:
         loads = self.loads
         vo_slots, vo_jobs, group_jobs = self.vo_slots, self.vo_jobs, self.group_jobs
         group_slots, user_slots, queue_jobs = self.group_slots, self.user_slots, self.queue_jobs
+        queue_cores, user_jobs = self.queue_cores, self.user_jobs
         used, free, off = self.used, self.free, self.off_used
         for job, vo, cls, _ in recs:
             cores, group, user = job.cores, job.group, job.user
@@ -363,6 +366,8 @@ class Tally:
                 group_slots[group] = group_slots.get(group, 0) + cores
                 user_slots[user] = user_slots.get(user, 0) + cores
                 queue_jobs[job.queue] = queue_jobs.get(job.queue, 0) + 1
+                queue_cores[job.queue] = queue_cores.get(job.queue, 0) + cores
+                user_jobs[user] = user_jobs.get(user, 0) + 1
             else:
                 _take(vo_slots, vo, cores)
                 _take(vo_jobs, vo, 1)
@@ -370,6 +375,8 @@ class Tally:
                 _take(group_slots, group, cores)
                 _take(user_slots, user, cores)
                 _take(queue_jobs, job.queue, 1)
+                _take(queue_cores, job.queue, cores)
+                _take(user_jobs, user, 1)
             for name, cores in job.placement:
                 ld = touched.get(name)
                 if ld is None:

@@ -19,13 +19,14 @@ QUEUES = ["grid", "grid", "short", "sw", "ded", "unknown"]
 
 
 def _config(rnd: random.Random):
-    vlim = rnd.choice(["", "max_per_node = 3;", "max_running = 20;"])
+    vlim = rnd.choice(["", "max_per_node = 3;", "max_running = 20;", "max_cores = 30;"])
     glim = rnd.choice(["", "lhcb = { max_running = 5; max_per_node = 2; };"])
     ded = rnd.choice(["", 'ded = { nodes = ["wn1[0-1]"]; exclusive = true; };'])
     pol = rnd.choice(["none", "relaxed", "exclusive", "exclusive"])
     ttl = f' ttl = "{rnd.choice(["10m", "1h"])}";' if pol == "exclusive" else ""
     pack = rnd.choice(["", f'packing = {{ mcore = {{ policy = "{pol}"; groups = ["mc"];{ttl} }}; }};'])
     hot = rnd.choice(["", 'hot = { users = ["u1"]; };'])
+    hot += rnd.choice(["", 'users = { default = { max_running = 4; max_cores = 9; }; u2 = {}; };'])
     return config_from_text(f"""
 vos = {{ atlas = {{ groups = ["atlas", "atlsgm", "mc"]; share = 40; {vlim} }};
         cms = {{ groups = ["cms"]; share = 30; }}; lhcb = {{ groups = ["lhcb"]; share = 10; }}; }};

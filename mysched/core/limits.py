@@ -1,0 +1,165 @@
+"""Total limits: the running jobs and cores a queue, VO, group or user may have, and what
+external load leaves of them (a mixin of `mysched.core.planner._Planner`).
+
+`max_running` counts jobs; `max_cores` counts the cores (slots) they hold, as MAUI's MAXPROC
+does, so a cap written for single-core jobs keeps meaning cores when pilots take 8. A job waits
+when its start would pass a limit: one more job than max_running, or its cores on top of the
+running ones more than max_cores -- a smaller job of the same VO may still fit. Users have the
+limits of their own `users.NAME` block, else those of `users.default`, each counted over all
+of the user's running jobs. Counts are of jobs holding their cores (running, exiting,
+suspended), plus the jobs the plan starts.
+
+A load rule scales both: between its low and high, max_running and max_cores shrink by its
+factor (max_running from the farm's slots where neither is set); closed, nothing starts.
+"""
+
+from __future__ import annotations
+
+from mysched.core.config import UserLimits
+from mysched.core.model import Job
+from mysched.core.tally import Tally
+
+__all__ = ["Limiting"]
+
+_NONE = (None, None, None)
+
+
+def _cores(kind: str, name: str, jobs: int, held: int, cap: int, asks: int, limit: str = "max_cores") -> str:
+    return (f"{kind} {name} runs {jobs} job(s) on {held} core(s); {limit} {cap} leaves {max(0, cap - held)}, "
+            f"the job asks {asks}")
+
+
+class Limiting:
+    """The planner's total limits, with the running counts they read."""
+
+    def _limits_setup(self, t: Tally) -> None:
+        """This plan's copies of the counts its limits read (only where some limit reads them)."""
+        cfg = self.cfg
+        self.caps = self.index.core_limits or bool(cfg.users)
+        """Whether core or user limits apply (their counts are kept)."""
+        if self.limits:
+            self.vo_jobs = dict(t.vo_jobs)
+            self.group_jobs = dict(t.group_jobs)
+            self.queue_jobs = dict(t.queue_jobs)
+        if self.caps:
+            self.vo_cores = dict(t.vo_slots)
+            self.group_cores = dict(t.group_slots)
+            self.queue_cores = dict(t.queue_cores)
+            self.user_cores = dict(t.user_slots)
+            self.user_jobs = dict(t.user_jobs)
+            self._caps_for: dict[tuple[str, str, str], tuple] = {}
+            self._user_caps: dict[str, tuple[str, UserLimits] | None] = {}
+
+    def _core_caps(self, queue: str, vo: str, group: str) -> tuple:
+        """(queue, VO, group) max_cores of a job's kind."""
+        k = (queue, vo, group)
+        got = self._caps_for.get(k)
+        if got is None:
+            if self.index.core_limits:
+                cfg = self.cfg
+                q, v, g = cfg.queues.get(queue), cfg.vos.get(vo), cfg.groups.get(group)
+                got = (q.max_cores if q else None, v.max_cores if v else None, g.max_cores if g else None)
+            else:
+                got = _NONE
+            self._caps_for[k] = got
+        return got
+
+    def _user_limits(self, user: str) -> tuple[str, UserLimits] | None:
+        """The key that sets a user's limits (users.NAME or users.default) and the limits."""
+        try:
+            return self._user_caps[user]
+        except KeyError:
+            users = self.cfg.users
+            key = user if user in users else "default" if "default" in users else None
+            got = self._user_caps[user] = (f"users.{key}", users[key]) if key is not None else None
+            return got
+
+    def _limit(self, job: Job, vo: str, rules=None) -> str | None:  # noqa: ANN001 - placement._Rules
+        """A total limit the job would exceed, or None."""
+        got = self._limit_why(job, vo, rules) if self.limits else None
+        return got[0] if got is not None else None
+
+    def _limit_why(self, job: Job, vo: str, rules=None) -> tuple[str, str] | None:  # noqa: ANN001
+        """(reason, detail) of a total limit the job's start would pass, or None."""
+        if self.runlim is not None and (why := self.runlim.refuse(job)) is not None:
+            return why, ""
+        r = rules or self._rules(job.queue, vo, job.group)
+        if r.queue_max is not None and self.queue_jobs.get(job.queue, 0) >= r.queue_max:
+            return "queue_max_running", ""
+        if r.vo_max is not None and self.vo_jobs.get(vo, 0) >= r.vo_max:
+            return "vo_limit", ""
+        if r.group_max is not None and self.group_jobs.get(job.group, 0) >= r.group_max:
+            return "group_limit", ""
+        return self._cap_why(job, vo) if self.caps else None
+
+    def _cap_why(self, job: Job, vo: str) -> tuple[str, str] | None:
+        """(reason, detail) of a core or user limit the job's start would pass, or None."""
+        cores, queue, group, user = job.cores, job.queue, job.group, job.user
+        q, v, g = self._core_caps(queue, vo, group)
+        if q is not None and (n := self.queue_cores.get(queue, 0)) + cores > q:
+            return "queue_core_limit", _cores("queue", queue, self.queue_jobs.get(queue, 0), n, q, cores)
+        if v is not None and (n := self.vo_cores.get(vo, 0)) + cores > v:
+            return "vo_core_limit", _cores("VO", vo, self.vo_jobs.get(vo, 0), n, v, cores)
+        if g is not None and (n := self.group_cores.get(group, 0)) + cores > g:
+            return "group_core_limit", _cores("group", group, self.group_jobs.get(group, 0), n, g, cores)
+        ul = self._user_limits(user) if self.cfg.users else None
+        if ul is not None:
+            key, lim = ul
+            jobs = self.user_jobs.get(user, 0)
+            if lim.max_running is not None and jobs >= lim.max_running:
+                return "user_limit", f"user {user} runs {jobs} job(s); {key} max_running {lim.max_running}"
+            if lim.max_cores is not None and (n := self.user_cores.get(user, 0)) + cores > lim.max_cores:
+                return "user_core_limit", _cores("user", user, jobs, n, lim.max_cores, cores, f"{key} max_cores")
+        return None
+
+    def _cores_left(self, reason: str, job: Job, vo: str) -> int:
+        """Cores the VO's or group's max_cores still leaves (after `reason` refused `job`)."""
+        _, v, g = self._core_caps(job.queue, vo, job.group)
+        if reason == "vo_core_limit":
+            return v - self.vo_cores.get(vo, 0)
+        return g - self.group_cores.get(job.group, 0)
+
+    def _throttled(self, job: Job, vo: str, r) -> str | None:  # noqa: ANN001
+        """Why external load stops this job now (its VO, group or queue runs what the load
+        leaves of its max_running or max_cores), or None."""
+        for t in self.throttles:
+            for kind, name, count, configured, listed in (
+                    ("VO", vo, self.vo_jobs, r.vo_max, t.vos), ("group", job.group, self.group_jobs, r.group_max,
+                                                               t.groups),
+                    ("queue", job.queue, self.queue_jobs, r.queue_max, t.queues)):
+                if name in listed:
+                    cap = t.cap(configured, self.total_slots)
+                    n = count.get(name, 0)
+                    if n >= cap:
+                        return f"{t.detail()}; {kind} {name} runs {n} job(s), the load allows {cap}"
+            if self.caps:
+                q, v, g = self._core_caps(job.queue, vo, job.group)
+                for kind, name, held, configured, listed in (
+                        ("VO", vo, self.vo_cores, v, t.vos), ("group", job.group, self.group_cores, g, t.groups),
+                        ("queue", job.queue, self.queue_cores, q, t.queues)):
+                    if configured is not None and name in listed:
+                        cap = t.cap(configured, 0)
+                        n = held.get(name, 0)
+                        if n + job.cores > cap:
+                            return (f"{t.detail()}; {kind} {name} runs {n} core(s), the load allows {cap} of its "
+                                    f"max_cores {configured}, the job asks {job.cores}")
+        return None
+
+    def _count_limits(self, job: Job, vo: str) -> None:
+        """Count a job the plan starts where the limits read it."""
+        group, queue = job.group, job.queue
+        d = self.vo_jobs
+        d[vo] = d.get(vo, 0) + 1
+        d = self.group_jobs
+        d[group] = d.get(group, 0) + 1
+        d = self.queue_jobs
+        d[queue] = d.get(queue, 0) + 1
+        if self.runlim is not None:
+            self.runlim.add(job)
+        if self.caps:
+            cores, user = job.cores, job.user
+            for d, k in ((self.vo_cores, vo), (self.group_cores, group), (self.queue_cores, queue),
+                         (self.user_cores, user)):
+                d[k] = d.get(k, 0) + cores
+            d = self.user_jobs
+            d[user] = d.get(user, 0) + 1
