@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from mysched.cli.main import command
-from mysched.cli import farmslots, statusdoc
+from mysched.cli import farmslots, nodeextras, statusdoc
 from mysched.cli.statusdoc import RUNNING, load, options
 from mysched.cli.textout import dump_json, table
 from mysched.core.admission import node_key, node_type, queue_admits
@@ -26,7 +26,8 @@ def fill_nodes(p: argparse.ArgumentParser) -> None:
             "down or offline, plus those jobs use on the others, as 'jobs' counts the farm; closed_slots: the "
             "others' idle slots), nodes[{name,state,type,slots,used,"
             "jobs,vos,users,diversity,class,properties,note}], drains{NODE: {since,ready}}, "
-            "reservations{JOBID: {start,nodes}}, downtimes{NODE: {name,start,end,begin}}")
+            "reservations{JOBID: {start,nodes}}, downtimes{NODE: {name,start,end,begin}}; with --state or --type only "
+            "those of the listed nodes")
     p.add_argument("--state", choices=statusdoc.NODE_STATES, help="only nodes in this state")
     p.add_argument("--type", help="only nodes of this node type")
     p.set_defaults(run=run_nodes)
@@ -34,8 +35,10 @@ def fill_nodes(p: argparse.ArgumentParser) -> None:
 
 def run_nodes(args: argparse.Namespace) -> int:
     doc = load(args)
-    nodes = [n for n in rows(doc, "nodes") if (not args.state or n["state"] == args.state)
-             and (not args.type or n["type"] == args.type)]
+    every = rows(doc, "nodes")
+    nodes = [n for n in every if (not args.state or n["state"] == args.state) and (not args.type or n["type"] == args.type)]
+    picked = [f"--{k} {v}" for k, v in (("state", args.state), ("type", args.type)) if v]
+    ex = nodeextras.extras(doc, {n["name"] for n in nodes} if picked else None)
     by_state: dict[str, int] = {}
     for n in nodes:
         by_state[n["state"]] = by_state.get(n["state"], 0) + 1
@@ -45,13 +48,9 @@ def run_nodes(args: argparse.Namespace) -> int:
                "used_slots": sum(n["used"] for n in nodes), "closed_slots": farmslots.closed(nodes),
                "diversity": round(div, 4) if div is not None else None}
     if args.json:
-        dump_json({"summary": summary, "nodes": nodes, "drains": doc.get("drains") or {},
-                   "reservations": doc.get("reservations") or {}, "downtimes": doc.get("downtimes") or {}})
+        dump_json({"summary": summary, "nodes": nodes, "drains": ex["drains"], "reservations": ex["reservations"],
+                   "downtimes": ex["downtimes"]})
         return 0
-    loaded = doc.get("node_load") or {}
-    for n in nodes:
-        if n["name"] in loaded:
-            n["load"] = loaded[n["name"]]
     colour = {"free": "green", "down": "red", "offline": "red", "busy": "yellow"}
     # Every cell filled ("-"), so --noheader splits on blanks up to the note, which takes the rest.
     table(["NODE", "STATE", "TYPE", "USED", "JOBS", "USERS", "DIV", "CLASS", "VOS", "NOTE"],
@@ -60,18 +59,15 @@ def run_nodes(args: argparse.Namespace) -> int:
             ",".join(f"{k}:{v}" for k, v in sorted(n["vos"].items())) or "-", n["note"] or "-"] for n in nodes],
           noheader=args.noheader, colours=[colour.get(n["state"]) for n in nodes], right=(4, 5, 6))
     if not args.noheader:
-        print(f"\n{summary['nodes']} nodes (" + ", ".join(f"{v} {k}" for k, v in sorted(by_state.items()))
-              + f"); {farmslots.slots_text(summary['used_slots'], summary['slots'], summary['closed_slots'])}; "
-              + "mean diversity " + (f"{div:.3f}" if div is not None else "-"))
-        for name, why in sorted(loaded.items()):
-            print(f"{name}: no new jobs (node_load): {why}")
-        # one line a node, as node_load: dozens of drains made one line of thousands of columns
-        for n, d in sorted((doc.get("drains") or {}).items()):
-            print(f"{n}: draining for multi-core jobs (since {statusdoc.clock(doc, d['since'])}"
-                  + (f", ready since {statusdoc.clock(doc, d['ready'])})" if d["ready"] is not None else ")"))
-        for jid, r in sorted((doc.get("reservations") or {}).items()):
-            print(f"reserved for {jid}: {'+'.join(r['nodes'])} from {statusdoc.clock(doc, r['start'])}")
-        for line in _downtime_lines(doc):
+        if nodes:
+            print(f"\n{summary['nodes']} nodes (" + ", ".join(f"{v} {k}" for k, v in sorted(by_state.items()))
+                  + f"); {farmslots.slots_text(summary['used_slots'], summary['slots'], summary['closed_slots'])}; "
+                  + "mean diversity " + (f"{div:.3f}" if div is not None else "-"))
+        else:  # "0 nodes (); slots used 0 of 0"
+            kinds = sorted({n["type"] or "-" for n in every}) if args.type else sorted({n["state"] for n in every})
+            print(f"no node matches {' '.join(picked)} (the farm's {len(every)} nodes are of "
+                  + (f"node type(s) {', '.join(kinds)})" if args.type else f"state(s) {', '.join(kinds)})"))
+        for line in nodeextras.lines(doc, ex):
             print(line)
         for note in statusdoc.notes(doc):
             print(note)
@@ -229,23 +225,6 @@ def run_free(args: argparse.Namespace) -> int:
             if n:
                 print(f"{n} more idle on {what} nodes: {_HELD[what]}")
     return 0
-
-
-def _downtime_lines(doc: dict[str, Any]) -> list[str]:
-    """One line per scheduled downtime: when, in force or ahead, on which nodes (the first 10)."""
-    by: dict[tuple, list[str]] = {}
-    for n, w in (doc.get("downtimes") or {}).items():
-        by.setdefault((w["start"], w["end"], w["name"], w.get("begin", w["start"])), []).append(n)
-    out = []
-    now = doc.get("snapshot_time", 0.0)
-    for (start, end, name, begin), names in sorted(by.items()):
-        names.sort()
-        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-        state = "in force: no new jobs" if begin <= now else \
-            f"ahead: only jobs that end by {statusdoc.clock(doc, begin)}"
-        out.append(f"downtime {name} from {statusdoc.clock(doc, start)} to {statusdoc.clock(doc, end)}, {state}, "
-                   f"on {len(names)} node(s): {shown}")
-    return out
 
 
 _HELD = {"draining": "for multi-core jobs, and shorter jobs that end before the node empties",
