@@ -26,8 +26,9 @@ def fill_nodes(p: argparse.ArgumentParser) -> None:
             "down or offline, plus those jobs use on the others, as 'jobs' counts the farm; closed_slots: the "
             "others' idle slots), nodes[{name,state,type,slots,used,"
             "jobs,vos,users,diversity,class,properties,note}], drains{NODE: {since,ready}}, "
-            "reservations{JOBID: {start,nodes}}, downtimes{NODE: {name,start,end,begin}}; with --state or --type only "
-            "those of the listed nodes")
+            "reservations{JOBID: {start,nodes}}, downtimes{NODE: {name,start,end,begin}}, downtime_clashes[{name,start,"
+            "end,begin,state,nodes,jobs[{id,nodes,end}]}] (running jobs expected to run past a window's start, or still "
+            "running in it); with --state or --type only those of the listed nodes")
     p.add_argument("--state", choices=statusdoc.NODE_STATES, help="only nodes in this state")
     p.add_argument("--type", help="only nodes of this node type")
     p.set_defaults(run=run_nodes)
@@ -49,7 +50,7 @@ def run_nodes(args: argparse.Namespace) -> int:
                "diversity": round(div, 4) if div is not None else None}
     if args.json:
         dump_json({"summary": summary, "nodes": nodes, "drains": ex["drains"], "reservations": ex["reservations"],
-                   "downtimes": ex["downtimes"]})
+                   "downtimes": ex["downtimes"], "downtime_clashes": ex["downtime_clashes"]})
         return 0
     colour = {"free": "green", "down": "red", "offline": "red", "busy": "yellow"}
     # Every cell filled ("-"), so --noheader splits on blanks up to the note, which takes the rest.

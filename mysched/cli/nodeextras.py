@@ -1,5 +1,5 @@
 """What `mysched nodes` says below its table about the nodes it lists: node load, drains,
-reservations and scheduled downtimes -- only for the
+reservations, scheduled downtimes and the running jobs that run into them -- only for the
 listed nodes when --state or --type picks some, with a count of what it left out."""
 
 from __future__ import annotations
@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from mysched.cli import statusdoc
+from mysched.daemon import downtimeclash
 
 
 def extras(doc: dict[str, Any], listed: set[str] | None) -> dict[str, Any]:
     """The facts of the `listed` nodes (None: every node): node_load, drains, reservations (those
-    with a listed node), downtimes; `left_out`: how many of each kind were for other nodes."""
+    with a listed node), downtimes, downtime_clashes; `left_out`: how many of each kind were for
+    other nodes."""
     loaded = doc.get("node_load") or {}
     drains = doc.get("drains") or {}
     reservations = doc.get("reservations") or {}
@@ -25,6 +27,7 @@ def extras(doc: dict[str, Any], listed: set[str] | None) -> dict[str, Any]:
     out["left_out"] = {"node_load": len(loaded) - len(out["node_load"]), "draining": len(drains) - len(out["drains"]),
                        "reservations": len(reservations) - len(out["reservations"]),
                        "downtime": len(downtimes) - len(out["downtimes"])}
+    out["downtime_clashes"] = downtimeclash.clashes(doc, only=listed)
     return out
 
 
@@ -41,7 +44,14 @@ def lines(doc: dict[str, Any], ex: dict[str, Any]) -> list[str]:
                    + (f", ready since {statusdoc.clock(doc, d['ready'])})" if d["ready"] is not None else ")"))
     for jid, r in sorted(ex["reservations"].items()):
         out.append(f"reserved for {jid}: {'+'.join(r['nodes'])} from {statusdoc.clock(doc, r['start'])}")
-    out += [line for _, line in downtime_lines(doc, ex["downtimes"])]
+    # each window's clash under it (a window further ahead on the same nodes: at the end)
+    clash = {(c["name"], c["start"], c["end"]): downtimeclash.text(c, doc.get("snapshot_time", 0.0), lambda t: statusdoc.clock(doc, t))
+             for c in ex["downtime_clashes"]}
+    for key, line in downtime_lines(doc, ex["downtimes"]):
+        out.append(line)
+        if key in clash:
+            out.append("  " + clash.pop(key))
+    out += clash.values()
     left = [f"{n} {_LEFT[k]}" for k, n in ex["left_out"].items() if n]
     if left:
         out.append("not shown, on nodes not listed: " + ", ".join(left))

@@ -390,6 +390,9 @@ _STATUS = Rec({
     "node_load": Map(STR).n,
     "reservations": Map(Rec({"start": TIME, "nodes": NAMES})).n,
     "drains": Map(Rec({"since": TIME.n, "ready": TIME.n})).n,
+    "downtimes": Map(Rec({"name": STR, "start": TIME, "end": TIME}, {"begin": TIME})).n,
+    "downtime_windows": Seq(Rec({"name": STR, "start": TIME, "end": TIME},
+                                {"hosts": NAMES, "node_types": NAMES, "margin": SECONDS})).n,
     "pools": Map(_POOL).n,
 })
 _STANDBY = Rec({}, {"host": STR.n, "pid": INT.n, "since": TIME.n, "checked": TIME.n, "error": STR.n,

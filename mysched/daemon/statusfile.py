@@ -21,6 +21,7 @@ from mysched.errors import StatusError
 from mysched.core.model import NodeState, Snapshot
 from mysched.core.plan import Plan
 from mysched.core.reasons import BLOCKING
+from mysched.daemon.downtimeclash import WARNINGS
 
 FORMAT = 3
 """2: a job's state is TORQUE's (``S`` is suspended); the ``cycle`` column says "started" or
@@ -203,6 +204,7 @@ def publish_status(directory: str, snapshot: Snapshot, plan: Plan, config: Confi
     try:
         doc = build_status(snapshot, plan, config, **kw)
         doc.update(extra or {})
+        WARNINGS.check(doc)  # downtimes that running jobs run into: logged once per window
         data = encode(doc)
         del doc
     finally:
