@@ -1,6 +1,7 @@
 """Reading configuration files: the libconfig parser that remembers lines, and validation
 into the core's immutable `Config` (`mysched.core.config`)."""
 
-from mysched.config.validate import build_config, config_from_text, load_config
+from mysched.config.parse import in_file_order
+from mysched.config.validate import build_config, config_from_text, load_config, validate
 
-__all__ = ["build_config", "config_from_text", "load_config"]
+__all__ = ["build_config", "config_from_text", "in_file_order", "load_config", "validate"]

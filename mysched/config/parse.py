@@ -54,6 +54,23 @@ class ParsedConfig:
         return self.filename
 
 
+def in_file_order(problems: list[str], parsed: ParsedConfig) -> list[str]:
+    """``FILE:LINE: ...`` lines sorted by line: the main file's first, then each file it
+    @includes, in the order they were read; a line naming no line number goes first in its
+    file, and lines of the same setting keep their order."""
+    files = [parsed.filename] + [w[0] for w in parsed.lines.values()]
+    rank = {f: i for i, f in reversed(list(enumerate(files)))}
+    ordered = sorted(rank, key=len, reverse=True)  # "a.cfg.orig" before "a.cfg"
+
+    def key(line: str) -> tuple[int, int]:
+        for f in ordered:
+            if line.startswith(f + ":"):
+                m = re.match(r":(\d+):", line[len(f):])
+                return rank[f], int(m.group(1)) if m else 0
+        return len(files), 0
+    return sorted(problems, key=key)
+
+
 def at(where: Where) -> str:
     """``FILE:LINE``."""
     return f"{where[0]}:{where[1]}"

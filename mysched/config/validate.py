@@ -17,7 +17,7 @@ from mysched.config.loads import build_loads, size
 from mysched.config.downtimes import build_downtimes
 from mysched.config.pools import build_pools
 from mysched.config.users import build_users
-from mysched.config.parse import ParsedConfig, Path, at, dotted, parse_file, parse_text
+from mysched.config.parse import ParsedConfig, Path, at, dotted, in_file_order, parse_file, parse_text
 from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
                                     int_, kind, number, one_of, parse_address, string, strings)
 from mysched.errors import ConfigError
@@ -82,7 +82,19 @@ _TOP = dict.fromkeys([
 
 
 def build_config(parsed: ParsedConfig) -> Config:
-    """Validate a parsed tree and build a `Config`; raise `ConfigError` with every problem."""
+    """Validate a parsed tree and build a `Config`; raise `ConfigError` with every problem,
+    in the order of the file's lines."""
+    config, problems = validate(parsed)
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
+    """Every problem of a parsed tree, in the order of the file's lines (`in_file_order`), and
+    the `Config` of the rest: a setting with a problem keeps its default, a downtime, pool or
+    rule with one may be left out. `mysched check-config` goes on with it to what the settings
+    say of the farm, so that one mistake does not hide the others."""
     c = _Checker(parsed)
     for path, first, again in parsed.duplicates:
         c.problems.append(
@@ -341,8 +353,6 @@ def build_config(parsed: ParsedConfig) -> Config:
     downtimes = build_downtimes(c, top, type_names)
     users = build_users(c, top)
 
-    if c.problems:
-        raise ConfigError(c.problems)
     return Config(
         vos=vos, default_vo=default_vo, groups=groups_cfg, queues=queues, users=users,
         node_types=tuple(node_types), hot=hot, packing=tuple(packing), interval=interval,
@@ -352,7 +362,7 @@ def build_config(parsed: ParsedConfig) -> Config:
         server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
         event_address=event_address, leader_timeout=leader_timeout, load_sources=load_sources,
         load_rules=load_rules, node_load=node_load, drain=drain, pools=pools, downtimes=downtimes, farm=farm, source=parsed.filename, group_vo=group_vo,
-    )
+    ), in_file_order(c.problems, parsed)
 
 
 def load_config(path: str) -> Config:
