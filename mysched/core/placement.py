@@ -144,7 +144,7 @@ class Placing:
                     or (vmax is not None and ld.vos.get(vo, 0) >= vmax)
                     or (gmax is not None and ld.groups.get(group, 0) >= gmax)
                     or (avoid is not None and ld.classes.get(avoid, 0) > 0)
-                    or (resv and ld.name in resv and not self._fits_before(job, resv[ld.name]))
+                    or (resv and ld.name in resv and not self._fits_before(job, resv[ld.name], ld))
                     or (drain and ld.name in drain and self._drain_blocks(job, ld.name))
                     or (dt and ld.name in dt and self._downtime_shuts(ld.name, job.walltime))
                     or (gate and ld.name in gate and self._pool_refuses(job, vo, ld.name, cores) is not None)):
@@ -224,7 +224,7 @@ class Placing:
                 dt_hit.setdefault((self.dt_closed.get(name) or self.dt_ahead[name]).name, name)
             elif ld.reserved is not None and ld.reserved != cls:
                 r = "packing"
-            elif name in self.resv_nodes and not self._fits_before(job, self.resv_nodes[name]):
+            elif name in self.resv_nodes and not self._fits_before(job, self.resv_nodes[name], ld):
                 r = "reserved"
             elif self._drain_blocks(job, name):
                 r = "draining"

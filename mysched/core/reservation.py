@@ -36,6 +36,7 @@ import math
 from typing import NamedTuple
 
 from mysched.core.model import Job
+from mysched.core.tally import Load
 
 
 _CAPACITY = ("no_free_slot", "reserved", "packing", "node_load", "downtime")
@@ -46,6 +47,22 @@ def wants_reservation(job: Job) -> bool:
     """A job that needs more than the next free slot: several cores, or a whole request
     (nodes, hosts, properties, memory)."""
     return job.cores > 1 or (job.request is not None and not job.request.simple)
+
+
+def reserved_cores(job: Job, nodes: list[str] | tuple[str, ...]) -> list[int | None]:
+    """The cores a reservation of `job` on `nodes` (as `Reserving._pick` orders them: each part's
+    nodes, then those for procs) needs on each: a part's ppn. None -- the whole node -- for
+    nodes of cores anywhere (procs), a request of nodes alone, and one asking memory, which
+    reservations do not count."""
+    req = job.request
+    if req is None:
+        return [job.cores] * len(nodes)
+    if req.exclusive or req.mem or req.pmem or req.vmem or req.pvmem:
+        return [None] * len(nodes)
+    per: list[int | None] = [p.ppn for p in req.parts for _ in range(p.count)] if not req.simple else [job.cores]
+    if req.procs and not req.parts:
+        per = []
+    return (per + [None] * len(nodes))[:len(nodes)]
 
 
 class Reservation(NamedTuple):
@@ -60,8 +77,9 @@ class Reserving:
 
     def _resv_setup(self, previous: dict[str, Reservation] | None) -> None:
         self.resv_depth = self.cfg.reservation_depth if self.policy != "fifo" else 0
-        self.resv_nodes: dict[str, tuple[float, str]] = {}
-        """node -> (start, job id) of the reservation holding it"""
+        self.resv_nodes: dict[str, tuple[float, str, int | None]] = {}
+        """node -> (start, job id, cores it needs there; None: the whole node) of the
+        reservation holding it"""
         self._resv_prev = previous or {}
         self._ends: dict[str, list[tuple[float, int]]] | None = None
         self._started_ends: list[tuple[str, float, int]] = []
@@ -83,10 +101,29 @@ class Reserving:
         f = self._resv_factor
         return f <= 0 or job.walltime is None or self.now - job.submit_time >= f * job.walltime
 
-    def _fits_before(self, job: Job, held: tuple[float, str]) -> bool:
-        """May `job` start now on a node `held` (start, job id)? Its owner may; another job
-        only if it ends before the reservation starts."""
-        return held[1] == job.id or (job.walltime is not None and self.now + job.walltime <= held[0])
+    def _fits_before(self, job: Job, held: tuple[float, str, int | None], ld: Load, cores: int | None = None) -> bool:
+        """May `job` start now (`cores` of it, all by default) on node `ld`, `held` (start, job
+        id, cores needed there) by a reservation? Its owner may; another job if it ends before
+        the reservation starts, or if the node still has the cores the reservation needs there
+        at its start with this job running on (MAUI reserves a job's tasks, not whole nodes: a
+        4-core reservation on a 32-core node left its 28 other cores to short jobs only)."""
+        if held[1] == job.id or (job.walltime is not None and self.now + job.walltime <= held[0]):
+            return True
+        need = held[2]
+        if need is None or held[0] == -math.inf or (job.request is not None and job.request.exclusive):
+            return False
+        return self._free_at(ld, held[0]) - (job.cores if cores is None else cores) >= need
+
+    def _free_at(self, ld: Load, t: float) -> int:
+        """Cores node `ld` has free at `t`, by the requested walltimes of what runs there now
+        (the jobs this cycle started included)."""
+        ended = 0
+        for end, c in self._node_ends().get(ld.name, ()):
+            if end > t:
+                break
+            ended += c
+        return ld.free_after(ended)
+
 
     def _resv_restore(self, eligible: list[tuple[Job, str]]) -> None:
         """The last plan's reservations of jobs still waiting hold their nodes again (before
@@ -117,7 +154,7 @@ class Reserving:
                 if fresh is not None and (pick is None or self._better(fresh, pick)):
                     pick = fresh
             if pick is not None and math.isfinite(pick[0]):
-                self._hold(job.id, max(self.now, pick[0]), pick[1])
+                self._hold(job, max(self.now, pick[0]), pick[1])
 
     def _resv_on_refusal(self, job: Job, vo: str) -> str:
         """A multi-core job found no room: what to add to its wait. In submit order (easy,
@@ -179,11 +216,11 @@ class Reserving:
                 more = f"reserved {'+'.join(r.nodes)} in {r.start - self.now:.0f} s"
                 waits[jid] = w._replace(detail=f"{w.detail}; {more}" if w.detail else more)
 
-    def _hold(self, job_id: str, start: float, nodes: list[str]) -> None:
-        self.out.reservations[job_id] = Reservation(job_id, start, tuple(nodes))
+    def _hold(self, job: Job, start: float, nodes: list[str]) -> None:
+        self.out.reservations[job.id] = Reservation(job.id, start, tuple(nodes))
         held = self.resv_nodes
-        for n in nodes:  # a released node stays closed for the rest of this cycle
-            held[n] = (-math.inf if held.get(n, (0.0,))[0] == -math.inf else start, job_id)
+        for n, need in zip(nodes, reserved_cores(job, nodes)):  # a released node stays closed this cycle
+            held[n] = (-math.inf, job.id, None) if held.get(n, (0.0,))[0] == -math.inf else (start, job.id, need)
         self.resv_depth -= 1
         self._wake(start)
 
@@ -198,7 +235,7 @@ class Reserving:
         self.resv_depth += 1
         for n, held in list(self.resv_nodes.items()):
             if held[1] == job_id:
-                self.resv_nodes[n] = (-math.inf, job_id)
+                self.resv_nodes[n] = (-math.inf, job_id, None)
 
     @staticmethod
     def _parts(job: Job) -> list[tuple[int, int, str | None, frozenset]]:
@@ -220,11 +257,16 @@ class Reserving:
                 for name, cores in j.placement:
                     ends.setdefault(name, []).append((end, cores))
             self._ends = ends
-        for name, end, cores in self._started_ends:
-            self._ends.setdefault(name, []).append((end, cores))
-        self._started_ends = []
-        for lst in self._ends.values():
-            lst.sort()
+            for lst in ends.values():
+                lst.sort()
+        if self._started_ends:
+            touched = set()
+            for name, end, cores in self._started_ends:
+                self._ends.setdefault(name, []).append((end, cores))
+                touched.add(name)
+            self._started_ends = []
+            for name in touched:
+                self._ends[name].sort()
         return self._ends
 
     def _room_at(self, name: str, cores: int, ends: dict[str, list[tuple[float, int]]],
@@ -274,7 +316,7 @@ class Reserving:
                 start, nodes = again  # the same nodes, unless another set starts it earlier
         if not math.isfinite(start) or start <= self.now:
             return ""
-        self._hold(job.id, start, nodes)
+        self._hold(job, start, nodes)
         return f"; reserved {'+'.join(nodes)} in {start - self.now:.0f} s"
 
     def _open_nodes(self, keys: set) -> list[str]:

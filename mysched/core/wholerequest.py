@@ -92,7 +92,7 @@ class RequestPlacing:
                 return False
             if ld.reserved is not None and ld.reserved != cls:
                 return False
-            if ld.name in self.resv_nodes and not self._fits_before(job, self.resv_nodes[ld.name]):
+            if ld.name in self.resv_nodes and not self._fits_before(job, self.resv_nodes[ld.name], ld, cores):
                 return False
             if self._drain_blocks(job, ld.name):
                 return False

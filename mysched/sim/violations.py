@@ -7,12 +7,15 @@ planner by the planner's rules, not by a copy of them.
 
 from __future__ import annotations
 
+import math
+
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.config import Config
 from mysched.core.index import NodeIndex
 from mysched.core.model import Job
 from mysched.core.plan import Plan
 from mysched.core.reasons import BLOCKING
+from mysched.core.reservation import reserved_cores
 
 
 def _pool_refuses(p: Plan, config: Config, gate: tuple[str, str], j: Job, vo: str, host: str,
@@ -86,10 +89,26 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
 
     # A node's first reservation in the plan is the one its starts met: a reservation made
     # later (after the cycle's starts, on the nodes of a reserved job that started) refused nothing.
-    held: dict[str, tuple[float, str]] = {}
+    held: dict[str, tuple[float, str, int | None]] = {}
     for r in p.reservations.values():
-        for n in r.nodes:
-            held.setdefault(n, (r.start, r.job_id))
+        rj = jobs.get(r.job_id)
+        for n, need in zip(r.nodes, reserved_cores(rj, r.nodes) if rj is not None else [None] * len(r.nodes)):
+            held.setdefault(n, (r.start, r.job_id, need))
+    ends: dict[str, list[tuple[float, int]]] = {}  # by requested walltime, as the planner's reservations
+    if held:
+        for j in snap.jobs:
+            if j.start_time is not None and any(n in held for n, _ in j.placement):
+                end = max(p.now, j.start_time + j.walltime) if j.walltime is not None else math.inf
+                for name, c in j.placement:
+                    ends.setdefault(name, []).append((end, c))
+
+    def room_beside(j: Job, name: str, h: tuple[float, str, int | None]) -> bool:
+        # a reserved node's cores beyond what its reservation needs there, at its start
+        if h[2] is None or (j.request is not None and j.request.exclusive):
+            return False
+        at = free[name] + sum(c for end, c in ends.get(name, ()) if end <= h[0])
+        return min(at, index.by_name[name][0].slots) - j.cores >= h[2]
+
     mc_min = config.drain.min_cores
 
     def fits(j: Job, vo: str, name: str) -> bool:
@@ -99,7 +118,8 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
         if j.cores > free[name] or index.by_name[name][2] not in pool_keys:
             return False
         h = held.get(name)
-        if h is not None and h[1] != j.id and not (j.walltime is not None and p.now + j.walltime <= h[0]):
+        if h is not None and h[1] != j.id and not (j.walltime is not None and p.now + j.walltime <= h[0]) \
+                and not room_beside(j, name, h):
             return False
         if (name in p.draining_now and j.cores < mc_min
                 and not (j.walltime is not None and p.now + j.walltime <= p.drain_horizons.get(name, p.now))):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from mysched.config import config_from_text
 from mysched.core.model import Job, JobState, Node, NodeState
 from mysched.core.planner import plan
-from mysched.core.request import Request
+from mysched.core.request import NodePart, Request
 from mysched.core.reservation import Reservation
 from mysched.core.usage import Usage
 
@@ -346,3 +346,34 @@ def test_a_kept_reservation_is_named_in_its_jobs_wait_while_the_farm_is_full():
     again = plan(s, cfg, Usage(), now + 60, reservations=first.reservations)
     assert again.reservations["wide"].nodes == ("wn01",)
     assert again.waits["wide"].detail == "reserved wn01 in 3540 s"
+
+
+def test_cores_a_reservation_leaves_on_its_node_take_long_jobs():
+    # wn01 (8 cores): 5 busy until NOW+100; wn02 full for long. "big" (6 cores) is reserved
+    # wn01 from NOW+100, when it has 8 free: 2 of them are not needed, so a long 1-core job and a
+    # long 2-core one may run there meanwhile (MAUI reserves tasks, not nodes); a long 3-core job
+    # would leave big 5 and waits.
+    running = [run("a", "wn01", NOW + 100, cores=5), run("b", "wn02", NOW + 9000, cores=8)]
+    nodes = [Node("wn01", 8), Node("wn02", 8)]
+    jobs = running + [q("big", cores=6, walltime=500, submit=1), q("long3", cores=3, walltime=5000, submit=2),
+                      q("long1", walltime=5000, submit=3), q("long1b", walltime=5000, submit=4),
+                      q("long1c", walltime=5000, submit=5)]
+    p = plan(snap(jobs, nodes), config_from_text(CFG), Usage(), NOW)
+    assert p.reservations["big"].nodes == ("wn01",) and p.reservations["big"].start == NOW + 100
+    assert {s.job_id for s in p.starts} == {"long1", "long1b"}
+    assert p.waits["long3"].reason == "reserved" and p.waits["long1c"].reason == "reserved"
+    # and the reservation still holds next cycle, with the two long jobs running there
+    started = [run(s.job_id, "wn01", NOW + 5001) for s in p.starts]
+    nxt = plan(snap(running + started + [q("big", cores=6, walltime=500, submit=1)], nodes), config_from_text(CFG),
+               Usage(), NOW + 1, reservations=p.reservations)
+    assert nxt.reservations["big"].start == NOW + 100
+
+
+def test_a_reservation_asking_memory_or_a_node_alone_keeps_the_whole_node():
+    running = [run("a", "wn01", NOW + 100, cores=5), run("b", "wn02", NOW + 9000, cores=8)]
+    nodes = [Node("wn01", 8), Node("wn02", 8)]
+    for req in (Request(parts=(NodePart(1, 6),), mem=4 << 30), Request(parts=(NodePart(1, 6),), exclusive=True)):
+        big = q("big", cores=6, walltime=500, submit=1)._replace(request=req)
+        p = plan(snap(running + [big, q("long1", walltime=5000, submit=3)], nodes), config_from_text(CFG),
+                 Usage(), NOW)
+        assert "big" in p.reservations and not p.starts and p.waits["long1"].reason == "reserved"
