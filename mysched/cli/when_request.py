@@ -13,9 +13,10 @@ from typing import Any
 from mysched.backends.torque.values import parse_node_parts
 from mysched.cli import statusdoc
 from mysched.cli.statusdoc import RUNNING
-from mysched.core.estimate import Estimate, estimate_request, estimate_start
+from mysched.core.estimate import Estimate, estimate_request
+from mysched.core.model import Job
 from mysched.core.reasons import BLOCKING
-from mysched.core.request import NodePart
+from mysched.core.request import NodePart, Request
 from mysched.daemon.statusfile import rows
 
 _MEMORY = ("mem", "pmem", "vmem", "pvmem")
@@ -31,20 +32,45 @@ def estimate(doc: dict[str, Any], j: dict[str, Any]) -> Estimate:
                         f"what it waits for (mysched why {j['id']})", 0)
     all_rows = rows(doc, "jobs")
     running = [statusdoc.job(r) for r in all_rows if r["state"] in RUNNING and r["nodes"]]
+    reserved = _reserved(doc, all_rows, j["id"])
     rank = j["rank"] or 0
     ahead = [(statusdoc.job(r), r["vo"]) for r in sorted(
         (r for r in all_rows if r["state"] not in RUNNING and r["rank"] is not None and r["rank"] < rank
-         and r["reason"] not in BLOCKING), key=lambda r: r["rank"])]
+         and r["reason"] not in BLOCKING and r["id"] not in reserved), key=lambda r: r["rank"])]
     nodes, config, now = statusdoc.nodes(doc), statusdoc.rules(doc), doc["snapshot_time"]
     target = statusdoc.job(j)
     if got is None:
-        return estimate_start(target, j["vo"], running, ahead, nodes, config, now)
-    parts, procs, memory = got
-    est = estimate_request(target._replace(request=None), j["vo"], parts, procs, running, ahead, nodes, config, now)
+        parts, procs, memory = (NodePart(1, target.cores),), 0, ""
+    else:
+        parts, procs, memory = got
+    est = estimate_request(target._replace(request=None) if got is not None else target, j["vo"], parts, procs,
+                           running, ahead, nodes, config, now, tuple(reserved.values()))
     if memory and est.start is not None:
         est = Estimate(est.start, False, est.why + f"; its memory ({memory}) is not counted: it may start later",
                        est.ahead, est.nodes)
     return est
+
+
+def _reserved(doc: dict[str, Any], all_rows: list[dict[str, Any]], target: str
+              ) -> dict[str, tuple[Job, float, tuple[str, ...]]]:
+    """The status's reservations of jobs still waiting other than `target`: (job with the
+    request its reservation holds cores for, start, nodes) by job id."""
+    resv = doc.get("reservations") or {}
+    out: dict[str, tuple[Job, float, tuple[str, ...]]] = {}
+    if not resv:
+        return out
+    for r in all_rows:
+        got = resv.get(r["id"])
+        if got is None or r["id"] == target or r["state"] in RUNNING:
+            continue
+        rj = statusdoc.job(r)
+        if r.get("request"):
+            req = read_request(doc, r)
+            # what the planner keeps whole nodes for: memory, nodes alone, a request not read here
+            rj = rj._replace(request=Request(exclusive=True) if isinstance(req, str) or req[2] else
+                             Request(parts=req[0], procs=req[1] or None))
+        out[r["id"]] = (rj, got["start"], tuple(got["nodes"]))
+    return out
 
 
 def read_request(doc: dict[str, Any], j: dict[str, Any]) -> tuple[tuple[NodePart, ...], int, str] | str:

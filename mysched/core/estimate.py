@@ -22,6 +22,7 @@ from mysched.core.config import Config
 from mysched.core.downtime import clear_start, windows_by_node
 from mysched.core.model import Job, Node
 from mysched.core.request import NodePart
+from mysched.core.reservation import reserved_cores
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,12 @@ def estimate_start(job: Job, vo: str, running: Iterable[Job], ahead: Sequence[tu
 
 def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, running: Iterable[Job],
                      ahead: Sequence[tuple[Job, str]], nodes: Iterable[Node], config: Config,
-                     now: float) -> Estimate:
+                     now: float, reserved: Sequence[tuple[Job, float, tuple[str, ...]]] = ()) -> Estimate:
     """The expected start of queued `job` (of `vo`) asking for node `parts` and `procs` cores
     anywhere (on other nodes than the parts', as the planner places them): the earliest time
-    all of it has room at once."""
+    all of it has room at once. `reserved`: other jobs' reservations (job, start, nodes) --
+    not among `ahead` -- which run on their nodes from their start, and before it leave them
+    only to jobs that end by then or to the cores they do not need there, as the planner does."""
     nodes = list(nodes)
     keys = {n.name: node_key(config, n.name, node_type(config, n.name, n.properties)) for n in nodes
             if n.state.usable}
@@ -64,6 +67,7 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
         return Estimate(None, False, f"too few usable cores may run it (procs={procs}: the nodes it may use have "
                         f"{sum(usable.values())} core(s) in all)", 0)
     per_node, unknown, competing = _core_times(usable, keys, running, ahead, config, now)
+    held = _hold(per_node, usable, reserved)
     windows = windows_by_node(config.downtimes, ((name, keys[name].ntype) for name in usable)) \
         if config.downtimes else {}
     wall = job.walltime
@@ -74,6 +78,9 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
         for name, ts in per_node.items():
             w = windows.get(name)
             if not (w and clear_start(w, t, wall) != t):
+                h = held.get(name)
+                if h is not None and wall is not None and t + wall <= h[0]:
+                    ts = h[1]  # ends before the reservation starts: its cores too
                 free[name] = bisect_right(ts, t)
         chosen = _match(parts, serve, free)
         if chosen is None or not procs:
@@ -87,7 +94,7 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
                 left -= f
         return chosen if left <= 0 else None
 
-    got = _earliest(room, per_node, windows, wall, now)
+    got = _earliest(room, per_node, windows, wall, now, [h[0] for h in held.values()])
     if got is None:
         return Estimate(None, False, f"cannot estimate: {unknown} running or earlier job(s) on the nodes it may "
                         "use have no requested walltime", competing)
@@ -96,6 +103,8 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
     why = "from requested walltimes of running jobs and of the jobs ahead of it"
     if not exact:
         why += f" (uncertain: {unknown} job(s) without walltime never free their cores in this estimate)"
+    if held:
+        why += f"; {len(held)} node(s) reserved for other jobs are kept for them"
     if sum(p.count for p in parts) > 1 or procs:
         exact = False
         why += (f"; {'+'.join(chosen)} have room for all of it at once then (cores that free earlier on some "
@@ -167,16 +176,37 @@ def _core_times(usable: dict[str, int], keys: dict[str, NodeKey], running: Itera
     return per_node, unknown, competing
 
 
+def _hold(per_node: dict[str, list[float]], usable: dict[str, int],
+          reserved: Sequence[tuple[Job, float, tuple[str, ...]]]) -> dict[str, tuple[float, list[float]]]:
+    """Run each reserved job on its nodes from its reservation's start: the cores it needs
+    there (`reservation.reserved_cores`; all for None) free at its end instead. Returns, per
+    reserved node, (start, the core times without it) for jobs that end before it starts."""
+    held: dict[str, tuple[float, list[float]]] = {}
+    for rj, start, rnodes in reserved:
+        wall = rj.walltime if rj.walltime else math.inf
+        for name, need in zip(rnodes, reserved_cores(rj, rnodes)):
+            ts = per_node.get(name)
+            if ts is None or name in held:
+                continue
+            k = usable[name] if need is None else min(need, len(ts))
+            held[name] = (start, ts)
+            per_node[name] = sorted(ts[k:] + [max(start, t) + wall for t in ts[:k]])
+    return held
+
+
 def _earliest(room, per_node: dict[str, list[float]], windows: dict, wall: float | None,  # noqa: ANN001
-              now: float) -> tuple[float, list[str]] | None:
+              now: float, held: Sequence[float] = ()) -> tuple[float, list[str]] | None:
     """The first time from `now` at which `room(t)` finds nodes, and those nodes. Room only
-    grows as cores free, except where a node's downtime comes in the job's way: between those
-    boundaries the first such time is searched by bisection (a farm frees thousands of cores)."""
+    grows as cores free, except where a node's downtime or a reservation (starting at each of
+    `held`) comes in the job's way: between those boundaries the first such time is searched
+    by bisection (a farm frees thousands of cores)."""
     times = sorted({now, *(t for ts in per_node.values() for t in ts if now < t < math.inf),
                     *(w.end for ws in windows.values() for w in ws if w.end > now)})
-    # a node is closed to a job starting at t within (begin - walltime, end) of a window
-    lo = sorted(-math.inf if wall is None else w.begin - wall for ws in windows.values() for w in ws)
-    hi = sorted(w.end for ws in windows.values() for w in ws)
+    # a node is closed to a job starting at t within (begin - walltime, end) of a window; a
+    # reserved node's cores it needs, within (start - walltime, start)
+    lo = sorted([-math.inf if wall is None else w.begin - wall for ws in windows.values() for w in ws]
+                + ([h - wall for h in held] if wall is not None else []))
+    hi = sorted([w.end for ws in windows.values() for w in ws] + (list(held) if wall is not None else []))
     groups: list[list[float]] = []
     last = None
     for t in times:

@@ -149,3 +149,26 @@ def test_a_request_that_cannot_be_read_gets_one_line(tmp_path, capsys):
         out = capsys.readouterr().out
         assert out.count("\n") == 1 and out.startswith(f"job 1.srv: no start estimate — no estimate for this "
                                                        f"request ({bad}): ")
+
+
+def test_a_long_job_is_not_promised_cores_another_jobs_reservation_keeps(tmp_path, capsys):
+    # wn01 and wn02 have 3 of 4 cores free, their last job ends at +1200; wn03 is full until
+    # +9000. "big" (nodes=2:ppn=4, 1 h) is reserved wn01+wn02 from +1200; a 48-h job cannot
+    # run there before big has run: the planner keeps it off (reason "reserved"), and `when`
+    # must not count the cores big is promised (it said 4600: big, taken to run on the
+    # earliest cores, the six free now among them, was over by then).
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };')
+    nodes = [Node("wn01", 4), Node("wn02", 4), Node("wn03", 4)]
+    busy = [("wn01", 1, 1200.0), ("wn02", 1, 1200.0), ("wn03", 4, 9000.0)]
+    running = [Job(f"r{i}", "q", "x", "atlas", c, JobState.RUNNING, 0.0, 1000.0, wall, placement=((n, c),))
+               for i, (n, c, wall) in enumerate(busy)]
+    big = Job("1.srv", "q", "u", "atlas", 8, JobState.QUEUED, 0.0, None, 3600.0, request=Request((NodePart(2, 4),)))
+    long = Job("2.srv", "q", "v", "atlas", 1, JobState.QUEUED, 1.0, None, 48 * 3600.0)
+    s = snap(running + [big, long], nodes)
+    p = plan(s, cfg, Usage(), 1000.0)
+    assert p.reservations["1.srv"].start == 2200.0 and p.waits["2.srv"].reason == "reserved"
+    write_status(str(tmp_path), build_status(s, p, cfg, published=time.time()))
+    assert main(["when", "--state-dir", str(tmp_path), "2.srv", "--json", "--max-age", "9999999999"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["start"] == 2200.0 + 3600.0 and doc["nodes"] in (["wn01"], ["wn02"])
+    assert "reserved for other jobs" in doc["why"]
