@@ -23,6 +23,7 @@ from mysched.core.usage import UsageLedger
 from mysched.sim.result import SimOptions, SimResult
 from mysched.sim.violations import share_violations
 from mysched.sim.poolstats import PoolWatch
+from mysched.sim.poolfit import pool_causes
 from mysched.sim.fit import closed_nodes, closed_spans, larger_than_farm
 
 
@@ -256,6 +257,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     if watch is not None:
         watch.close(farm.now)
         res.pools = watch.figures()
+        for name, why in pool_causes(config, index).items():  # no host or no package, and why
+            res.pools[name]["why"] = why
     res.drain_waste = held.get("waste", 0.0) / (total * (farm.now - t0)) if total and farm.now > t0 else 0.0
     if loads is not None:
         loads.close(farm.now)

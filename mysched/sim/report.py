@@ -97,15 +97,18 @@ def format_result(r: SimResult) -> str:
             for k, v in j["by_size"].items()))
     for name, v in sorted(r.pools.items()):
         if not v.get("guaranteed"):  # nothing promised: "unmet 0s" would be a confident zero
+            why = v.get("why") or ("its guarantees come to no package of those it holds" if v.get("packages") else
+                                   "a pool's min_mem or package mem needs node memory, which simulated nodes have "
+                                   "only from a node type's mem")
             lines.append(f"  pool {name:<11} {v.get('hosts', 0)} hosts, {v.get('packages', 0)} packages, none "
-                         "guaranteed on this farm: its guarantees measured nothing (a pool's min_mem or package mem "
-                         "needs node memory, which simulated nodes have only from a node type's mem)")
+                         f"guaranteed on this farm: its guarantees measured nothing ({why})")
             continue
         lines.append(f"  pool {name:<11} {v['hosts']} hosts, {v['packages']} packages ({v['guaranteed']} guaranteed), "
                      f"loaned {v['loaned_slot_h']:.1f} slot-hours, invariant breaches "
                      f"{v['invariant_breaches']}; guarantee unmet while work waited: " + "; ".join(
                          f"{c} {_hms(x['unmet_s'])} (longest {_hms(x['longest_unmet_s'])})"
-                         for c, x in v["consumers"].items()))
+                         for c, x in v["consumers"].items()) + (f"; no package on this farm: {v['why']}"
+                                                                if v.get("why") else ""))
     if r.throttled_s is not None:
         held = ", ".join(f"{vo} {s / 3600:.1f}" for vo, s in sorted(r.throttled_s.items()) if s > 0)
         lines.append(f"  throttled        slot-hours held back by external load: {held or 'none'}")
