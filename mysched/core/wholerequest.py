@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 
 from mysched.core.config import PackingClass
+from mysched.core.estimate import augment, match_parts
 from mysched.core.model import Job
 from mysched.core.plan import Wait
 from mysched.core.request import NodePart, Request
@@ -119,25 +120,42 @@ class RequestPlacing:
             n = len(short_mem - chosen.keys())
             return f" ({n} node(s) with the cores lack the memory)" if n else ""
 
-        for part in req.parts:
+        # Each part's nodes with room, in rank order (as many as all parts take), then distinct
+        # nodes for all parts at once by a matching, the most constrained parts (named hosts,
+        # properties, more cores) first: taken part by part in rank order, a plain part took the
+        # one node a later host or property part needed, and nodes=1:ppn=2+1:ppn=2:gpu waited for
+        # ever on an idle farm. The nodes go to pbs_runjob in the request's order.
+        parts = req.parts
+        wanted = sum(p.count for p in parts)
+        fit: list[list[str]] = []
+        for part in parts:
             if part.host is not None:
                 e = by_name.get(part.host)
                 if e is None or self.pool_by_key[e[2]] not in rules.pools or not ok(loads[part.host], part.ppn, part):
                     return f"{part}: host {part.host} has no room for it now{lacking()}"
-                chosen[part.host] = part.ppn
+                fit.append([part.host])
                 continue
             if cands is None:
                 cands = self._candidates(rules)
-            left = part.count
+            names = []
             for key in cands:
                 ld = loads[key[-1]]
                 if ok(ld, part.ppn, part):
-                    chosen[ld.name] = part.ppn
-                    left -= 1
-                    if not left:
+                    names.append(ld.name)
+                    if len(names) == wanted:
                         break
-            if left:
-                return f"{part}: {part.count - left} of {part.count} node(s) with room now{lacking()}"
+            if len(names) < part.count:
+                return f"{part}: {len(names)} of {part.count} node(s) with room now{lacking()}"
+            fit.append(names)
+        order = sorted(range(len(parts)), key=lambda i: (parts[i].host is None, -len(parts[i].properties),
+                                                         -parts[i].ppn, i))
+        owner: dict[str, int] = {}
+        for i in order:
+            for _ in range(parts[i].count):
+                if not augment(i, fit, owner):
+                    return f"{req}: no node of its own now for each of its parts"
+        for name, i in sorted(owner.items(), key=lambda kv: kv[1]):
+            chosen[name] = parts[i].ppn
         if req.procs:
             if cands is None:
                 cands = self._candidates(rules)
@@ -221,6 +239,15 @@ def unfit(req: Request, nodes: list, scope: str = "") -> str | None:
                     f"{part.ppn} core(s)" + (f", properties {','.join(sorted(part.properties))}"
                                              if part.properties else "") + (f", {need >> 20} MB" if need else "")
                     + (f", {vneed >> 20} MB virtual" if vneed else "") + " needed)")
+    if len(req.parts) > 1:  # each part fits somewhere: but all at once, each on a node of its own?
+        serve = [[n.name for n in _fitting(nodes, part, need, vneed)] for part, need, vneed in _needs(req)]
+        if match_parts(req.parts, serve, {n.name: n.slots for n in nodes}) is None:
+            hosts = [p.host for p in req.parts if p.host is not None]
+            twice = next((h for h in hosts if hosts.count(h) > 1), None)
+            return (f"{req}: names host {twice} more than once, and each part runs on a node of its own "
+                    f"(ask nodes={twice}:ppn=N for N cores there)" if twice else
+                    f"{req}: its parts cannot each have a node of its own among the node(s) "
+                    f"{scope + ' ' if scope else ''}it may use")
     if req.procs:
         slots = sum(n.slots for n in nodes)
         if slots < req.procs:

@@ -147,3 +147,28 @@ def test_virtual_memory_is_checked_against_totmem_and_never_overcommitted():
 def test_a_request_reads_back_in_torques_units():
     r = Request((NodePart(2, 4, None, frozenset({"ib"})),), mem=16 * GB, pmem=1500 << 20, vmem=3)
     assert str(r) == "nodes=2:ppn=4:ib,mem=16gb,pmem=1500mb,vmem=3b"  # what `why` and `jobs` show
+
+
+def test_parts_get_nodes_of_their_own_when_some_node_could_serve_either():
+    # A plain part and a gpu part: taken part by part in rank order, the plain part could take
+    # the gpu node, and the job waited for ever (here: on an idle farm). Two 4-core parts and an
+    # ib part likewise, with one node of the two that have 4 cores free being ib.
+    gpu = [Node("gpu01", 2, NodeState.FREE, frozenset({"gpu"})), Node("wn01", 2)]
+    for nodes, req in (
+            (gpu, Request((NodePart(1, 2), NodePart(1, 2, None, frozenset({"gpu"}))))),
+            (gpu[::-1], Request((NodePart(1, 2), NodePart(1, 2, None, frozenset({"gpu"}))))),
+            (farm(3, 4, props={"wn01": ("ib",), "wn03": ("ib",)}),
+             Request((NodePart(2, 4), NodePart(1, 2, None, frozenset({"ib"})))))):
+        busy = [running("x", "bob", "atlas", "wn03", cores=2)] if len(nodes) == 3 else []
+        for policy in ("mysched", "easy", "fifo"):
+            p = plan(snap(busy + [want("a", req)], nodes), CFG, Usage(), 1000, policy=policy)
+            assert [s.job_id for s in p.starts] == ["a"], (policy, req, p.waits)
+            got = next(s.placement for s in p.starts)
+            assert len({n for n, _ in got}) == len(got) == req.nodes
+            if len(nodes) == 2:
+                assert got == (("wn01", 2), ("gpu01", 2))  # pbs_runjob gets them in the request's order
+
+
+def test_a_request_naming_one_host_twice_never_fits_and_says_how_to_ask():
+    p = plan(snap([want("a", Request((NodePart(1, 1, "wn01"), NodePart(1, 1, "wn01"))))], farm()), CFG, Usage(), 1000)
+    assert p.waits["a"].reason == "never_fits" and "names host wn01 more than once" in p.waits["a"].detail
