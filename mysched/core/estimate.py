@@ -61,12 +61,17 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
     for part, names in zip(parts, serve):
         if len(names) < part.count:
             return Estimate(None, False, _unserved(part, len(names), nodes, keys, len(parts) + bool(procs) > 1), 0)
+    if len(parts) > 1 and match_parts(parts, serve, {n.name: n.slots for n in mine}) is None:
+        return Estimate(None, False, "its parts cannot each have a node of its own among the nodes it may use", 0)
     served = set().union(*serve)
     usable = {n.name: n.slots for n in mine if procs and n.slots > 0 or n.name in served}
     if procs and sum(usable.values()) < procs + sum(p.count * p.ppn for p in parts):
         return Estimate(None, False, f"too few usable cores may run it (procs={procs}: the nodes it may use have "
                         f"{sum(usable.values())} core(s) in all)", 0)
-    per_node, unknown, competing = _core_times(usable, keys, running, ahead, config, now)
+    # the jobs ahead may run on any node the target may use, not only on those that serve it
+    per_node, unknown, competing = _core_times({n.name: n.slots for n in mine} | usable, keys, running, ahead,
+                                               config, now)
+    per_node = {name: per_node[name] for name in usable}
     held = _hold(per_node, usable, reserved)
     windows = windows_by_node(config.downtimes, ((name, keys[name].ntype) for name in usable)) \
         if config.downtimes else {}
@@ -82,7 +87,7 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
                 if h is not None and wall is not None and t + wall <= h[0]:
                     ts = h[1]  # ends before the reservation starts: its cores too
                 free[name] = bisect_right(ts, t)
-        chosen = _match(parts, serve, free)
+        chosen = match_parts(parts, serve, free)
         if chosen is None or not procs:
             return chosen
         left, taken = procs, set(chosen)
@@ -138,10 +143,10 @@ def _core_times(usable: dict[str, int], keys: dict[str, NodeKey], running: Itera
         start = r.start_time if r.start_time is not None else now
         end = start + r.walltime if r.walltime else math.inf
         alone = r.request is not None and r.request.exclusive  # its nodes run nothing else
+        if math.isinf(end) and any(name in free_at for name, _ in r.placement):
+            unknown += 1  # once a job, not a node
         for name, c in r.placement:
             if name in free_at:
-                if math.isinf(end):
-                    unknown += 1
                 free_at[name].extend([max(end, now)] * (usable[name] if alone else c))
     for name, slots in usable.items():
         ts = free_at[name]
@@ -160,14 +165,13 @@ def _core_times(usable: dict[str, int], keys: dict[str, NodeKey], running: Itera
         if not ok:
             continue
         competing += 1
+        if not a.walltime:
+            unknown += 1
         for _ in range(a.cores):
             if not heap:
                 break
             t, name = heapq.heappop(heap)
-            end = t + a.walltime if a.walltime else math.inf
-            if math.isinf(end):
-                unknown += 1
-            heapq.heappush(heap, (end, name))
+            heapq.heappush(heap, (t + a.walltime if a.walltime else math.inf, name))
     per_node: dict[str, list[float]] = {name: [] for name in usable}
     for t, name in heap:
         per_node[name].append(t)
@@ -229,7 +233,7 @@ def _earliest(room, per_node: dict[str, list[float]], windows: dict, wall: float
     return None
 
 
-def _match(parts: Sequence[NodePart], serve: list[list[str]], free: dict[str, int]) -> list[str] | None:
+def match_parts(parts: Sequence[NodePart], serve: list[list[str]], free: dict[str, int]) -> list[str] | None:
     """Distinct nodes for every part -- `count` of those in its `serve` list with `ppn` of
     their `free` cores -- part by part, or None (a matching: a node only one part can use is
     not taken by another that could go elsewhere)."""
@@ -239,12 +243,12 @@ def _match(parts: Sequence[NodePart], serve: list[list[str]], free: dict[str, in
         if len(fit[i]) < p.count:
             return None
         for _ in range(p.count):
-            if not _augment(i, fit, owner):
+            if not augment(i, fit, owner):
                 return None
     return [n for _, n in sorted((i, n) for n, i in owner.items())]
 
 
-def _augment(start: int, fit: list[list[str]], owner: dict[str, int]) -> bool:
+def augment(start: int, fit: list[list[str]], owner: dict[str, int]) -> bool:
     """One more node for part `start`, moving other parts to other nodes if need be."""
     via: dict[int, str | None] = {start: None}  # part -> the node it would give up
     came: dict[str, int] = {}  # node -> the part that would take it

@@ -126,3 +126,27 @@ def test_procs_spread_over_the_nodes_it_may_use_and_jobs_ahead_take_cores_first(
     ahead = [(Job("x", "q", "v", "atlas", 1, walltime=1000.0), "atlas")]
     est = estimate_request(want(), "atlas", (), 3, running, ahead, NODES, CFG, NOW)
     assert est.start == NOW + 300 and est.ahead == 1  # x takes wn02's free core
+
+
+def test_jobs_ahead_of_a_named_host_job_may_run_on_the_other_nodes():
+    # s3 of the review: four 1-h jobs ahead could start on wn01 (free at +100) and wn02; a job
+    # asking for wn03 (free at +600) was told +3600 after that, as if they all queued on wn03
+    from mysched.core.estimate import estimate_request
+    nodes = [Node("wn01", 4), Node("wn02", 4), Node("wn03", 4)]
+    running = [run("a", "wn01", 4, NOW, 100), run("b", "wn02", 4, NOW, 100), run("c", "wn03", 4, NOW, 600)]
+    ahead = [(Job(f"h{i}", "q", "v", "atlas", 1, JobState.QUEUED, 0.0, None, 3600.0), "atlas") for i in range(4)]
+    est = estimate_request(want(4), "atlas", (_part(1, 4, "wn03"),), 0, running, ahead, nodes, CFG, NOW)
+    assert est.start == NOW + 600 and est.nodes == ("wn03",)
+
+
+def test_parts_that_cannot_each_have_a_node_are_said_so_not_blamed_on_walltimes():
+    from mysched.core.estimate import estimate_request
+    est = estimate_request(want(2), "atlas", (_part(1, 1, "wn01"), _part(1, 1, "wn01")), 0, [], [], NODES, CFG, NOW)
+    assert est.start is None and "cannot each have a node of its own" in est.why
+
+
+def test_jobs_without_walltime_are_counted_once_each():
+    ahead = [(Job(f"h{i}", "q", "v", "atlas", 2, JobState.QUEUED, 0.0, None, None), "atlas") for i in range(2)]
+    est = estimate_start(want(), "atlas", [run("a", "wn01", 2, NOW, None), run("b", "wn02", 2, NOW, 50)], ahead,
+                         NODES, CFG, NOW)
+    assert est.start is None and "3 running or earlier job(s)" in est.why
