@@ -54,6 +54,8 @@ class Service:
         self.cycles = 0
         self.last: CycleOutcome | None = None
         self._sched: BackgroundScheduler | None = None
+        self._next_at: dt.datetime | None = None
+        """When the scheduled cycle runs (wall clock)."""
         self._ready_sent = False
         self.pruner = Pruner()
 
@@ -88,10 +90,15 @@ class Service:
             return None
         return max(p.wake_at - p.now, self.daemon.config.min_interval) * self._scale
 
-    def _schedule(self, delay: float) -> None:
+    def _schedule(self, delay: float, sooner_only: bool = False) -> None:
+        """The next cycle in `delay` wall seconds; with `sooner_only` only if that brings it
+        forward (a reload or a job event never puts off a cycle a plan's wake time set)."""
         if self._sched is None or self._stop.is_set():
             return
         when = self.clock() + dt.timedelta(seconds=max(0.0, delay))
+        if sooner_only and self._next_at is not None and self._next_at <= when:
+            return
+        self._next_at = when
         self._sched.add_job(self._run_cycle, DateTrigger(run_date=when), id="cycle", replace_existing=True,
                             max_instances=1, coalesce=True, misfire_grace_time=None)
 
@@ -180,7 +187,7 @@ class Service:
             return  # the running cycle will schedule the next one at min_interval
         since = time.monotonic() - self._last_cycle_start
         delay = max(0.0, cfg.min_interval * self._scale - since)
-        self._schedule(delay)
+        self._schedule(delay, sooner_only=True)
         log.debug("event %s: next cycle in %.1f s", reason, delay)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -246,7 +253,7 @@ class Service:
                 self.daemon.reload()
                 if self.daemon.config.interval < before:  # not after the wait the old one set
                     since = time.monotonic() - self._last_cycle_start
-                    self._schedule(self.daemon.config.interval * self._scale - since)
+                    self._schedule(self.daemon.config.interval * self._scale - since, sooner_only=True)
         except Exception:  # noqa: BLE001 - the loop must outlive its own bugs
             log.exception("configuration reload failed (a mysched bug: please report it)")
         sdnotify.ready("configuration reloaded")

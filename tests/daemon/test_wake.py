@@ -76,3 +76,21 @@ def test_a_simulated_farms_clock_is_scaled_to_wall_seconds():
     svc, sched = service(before_end=600.0, interval="3600", speed=60.0)
     svc._run_cycle()
     assert sched.at == [NOW + dt.timedelta(seconds=10)]  # 600 farm seconds at 60 times wall speed
+
+
+def test_a_reload_shortening_the_interval_keeps_a_sooner_wake_cycle(monkeypatch):
+    # review: a downtime ending in 20 s under a 300-s interval; SIGHUP to interval = 120 moved the
+    # next cycle to +120 s and lost the wake at +20 s
+    svc, sched = service(before_end=20.0, interval="300")
+    svc._run_cycle()
+    assert sched.at == [NOW + dt.timedelta(seconds=20)]
+    shorter = config_from_text(CFG + "scheduler = { interval = 120; min_interval = 5; };\n")
+    monkeypatch.setattr(svc.daemon, "reload", lambda: setattr(svc.daemon, "config", shorter))
+    svc._reload_now()
+    assert svc.daemon.config.interval == 120 and sched.at == [NOW + dt.timedelta(seconds=20)]
+    # an interval shorter than what is left of the wait does bring the cycle forward
+    svc.daemon.config = config_from_text(CFG + "scheduler = { interval = 300; min_interval = 5; };\n")
+    svc._next_at = NOW + dt.timedelta(seconds=250)
+    svc._last_cycle_start = time.monotonic()
+    svc._reload_now()
+    assert len(sched.at) == 2 and sched.at[-1] <= NOW + dt.timedelta(seconds=121)
