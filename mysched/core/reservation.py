@@ -131,6 +131,7 @@ class Reserving:
         if not self._resv_prev or self.resv_depth <= 0:
             return
         waiting = {j.id: (j, vo) for j, vo in eligible}
+        kept = {n: r.job_id for r in self._resv_prev.values() if r.job_id in waiting for n in r.nodes}
         for prev in sorted(self._resv_prev.values(), key=lambda r: r.start):
             got = waiting.get(prev.job_id)
             if got is None or self.resv_depth <= 0:
@@ -150,7 +151,10 @@ class Reserving:
                 # Cores anywhere: the promise is a number of cores (EASY's shadow time and extra
                 # nodes), so it moves to the set that serves it better now. A node request keeps
                 # its nodes: one part-drained for it is not left for one that only looks earlier.
-                fresh = self._pick(parts, self._open_nodes(keys), ends, procs, job.walltime)
+                # (not onto the nodes another kept reservation holds: restored after this one, it
+                # lost them, and the job it was kept for waited a cycle unprotected)
+                fresh = self._pick(parts, [n for n in self._open_nodes(keys) if kept.get(n, job.id) == job.id],
+                                   ends, procs, job.walltime)
                 if fresh is not None and (pick is None or self._better(fresh, pick)):
                     pick = fresh
             if pick is not None and math.isfinite(pick[0]):

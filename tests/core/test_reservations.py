@@ -377,3 +377,19 @@ def test_a_reservation_asking_memory_or_a_node_alone_keeps_the_whole_node():
         p = plan(snap(running + [big, q("long1", walltime=5000, submit=3)], nodes), config_from_text(CFG),
                  Usage(), NOW)
         assert "big" in p.reservations and not p.starts and p.waits["long1"].reason == "reserved"
+
+
+def test_a_moving_procs_reservation_does_not_take_the_nodes_another_one_keeps():
+    # "p" (procs=2) was reserved wn01 from +100, "n" (nodes=2:ppn=2) wn02+wn03 from +500, where a
+    # core is free now on each. Restored first (the earlier start), p moved onto wn02+wn03 (it
+    # could start there now), n lost its reservation for the cycle, and p, running 5000 s,
+    # pushed n back.
+    nodes = [Node("wn01", 2), Node("wn02", 2), Node("wn03", 2)]
+    running = [run("a", "wn01", NOW + 100, cores=2), run("b", "wn02", NOW + 500), run("c", "wn03", NOW + 500)]
+    p_job = q("p", cores=2, walltime=5000, submit=1)._replace(request=Request(procs=2))
+    n_job = q("n", cores=4, walltime=500, submit=2)._replace(request=Request(parts=(NodePart(2, 2),)))
+    prev = {"p": Reservation("p", NOW + 100, ("wn01",)), "n": Reservation("n", NOW + 500, ("wn02", "wn03"))}
+    p = plan(snap(running + [p_job, n_job], nodes), config_from_text(CFG + "scheduler = { reservation_depth = 2; };\n"),
+             Usage(), NOW + 1, reservations=prev)
+    assert p.reservations["n"] == Reservation("n", NOW + 500, ("wn02", "wn03"))
+    assert not p.starts and p.reservations["p"].nodes == ("wn01",)
