@@ -242,11 +242,7 @@ def unfit(req: Request, nodes: list, scope: str = "") -> str | None:
     if len(req.parts) > 1:  # each part fits somewhere: but all at once, each on a node of its own?
         serve = [[n.name for n in _fitting(nodes, part, need, vneed)] for part, need, vneed in _needs(req)]
         if match_parts(req.parts, serve, {n.name: n.slots for n in nodes}) is None:
-            hosts = [p.host for p in req.parts if p.host is not None]
-            twice = next((h for h in hosts if hosts.count(h) > 1), None)
-            return (f"{req}: names host {twice} more than once, and each part runs on a node of its own "
-                    f"(ask nodes={twice}:ppn=N for N cores there)" if twice else
-                    f"{req}: its parts cannot each have a node of its own among the node(s) "
+            return (f"{req}: its parts cannot each have a node of its own among the node(s) "
                     f"{scope + ' ' if scope else ''}it may use")
     if req.procs:
         slots = sum(n.slots for n in nodes)

@@ -169,6 +169,17 @@ def test_parts_get_nodes_of_their_own_when_some_node_could_serve_either():
                 assert got == (("wn01", 2), ("gpu01", 2))  # pbs_runjob gets them in the request's order
 
 
-def test_a_request_naming_one_host_twice_never_fits_and_says_how_to_ask():
-    p = plan(snap([want("a", Request((NodePart(1, 1, "wn01"), NodePart(1, 1, "wn01"))))], farm()), CFG, Usage(), 1000)
-    assert p.waits["a"].reason == "never_fits" and "names host wn01 more than once" in p.waits["a"].detail
+def test_a_host_part_and_a_part_only_that_host_serves_never_fit_and_say_so():
+    nodes = farm(2, 4, props={"wn01": ("gpu",)})
+    p = plan(snap([want("a", Request((NodePart(1, 1, "wn01"), NodePart(1, 1, None, frozenset({"gpu"})))))], nodes),
+             CFG, Usage(), 1000)
+    assert p.waits["a"].reason == "never_fits" and "cannot each have a node of its own" in p.waits["a"].detail
+
+
+def test_a_host_named_twice_is_its_cores_on_that_host_as_torque_runs_it():
+    from mysched.backends.torque.values import parse_node_parts
+    # TORQUE 6.1: nodes=node01+node01 ran as exec_host node01/0+node01/1
+    parts = parse_node_parts("wn01+wn02:ppn=2+wn01:ppn=2:ib", frozenset({"wn01", "wn02"}))
+    assert parts == (NodePart(1, 3, "wn01", frozenset({"ib"})), NodePart(1, 2, "wn02"))
+    p = plan(snap([want("a", Request(parse_node_parts("wn01+wn01", frozenset({"wn01"}))))], farm()), CFG, Usage(), 1000)
+    assert where(p, "a") == {"wn01": 2}

@@ -63,8 +63,10 @@ def parse_node_parts(text: str, node_names: frozenset[str] | set[str] = frozense
     """A nodes spec as parts: ``2:ppn=4:ib+wn05:ppn=1`` -> 2 nodes with 4 cores and property
     ``ib``, and 1 core on wn05. A first field that is no number names a node when the server
     has one of that name, else it is a property (TORQUE's own rule). ``gpus=``/``mics=`` and
-    other ``key=value`` fields are not scheduled here and are left out."""
-    parts = []
+    other ``key=value`` fields are not scheduled here and are left out. A host named in
+    several parts is one part with all their cores: TORQUE 6.1 runs ``nodes=wn01+wn01`` as 2
+    cores on wn01 (``exec_host = wn01/0+wn01/1``; pbs_runjob takes ``wn01:ppn=2`` for it)."""
+    parts: list[NodePart] = []
     for raw in text.split("+"):
         raw = raw.strip()
         typo = re.match(r"^(\d+)pn=(\d+)$", raw)
@@ -92,7 +94,22 @@ def parse_node_parts(text: str, node_names: frozenset[str] | set[str] = frozense
         if count < 1:
             raise ValueError(f"bad nodes spec {text!r}")
         parts.append(NodePart(count, ppn, host, frozenset(props)))
-    return tuple(parts)
+    return _merge_hosts(parts)
+
+
+def _merge_hosts(parts: list[NodePart]) -> tuple[NodePart, ...]:
+    out: list[NodePart] = []
+    at: dict[str, int] = {}
+    for p in parts:
+        i = at.get(p.host) if p.host is not None else None
+        if i is None:
+            if p.host is not None:
+                at[p.host] = len(out)
+            out.append(p)
+        else:
+            q = out[i]
+            out[i] = q._replace(ppn=q.ppn + p.ppn, properties=q.properties | p.properties)
+    return tuple(out)
 
 
 def status_field(status: str, key: str) -> str | None:
