@@ -24,6 +24,7 @@ from mysched.sim.result import SimOptions, SimResult
 from mysched.sim.violations import share_violations
 from mysched.sim.poolstats import PoolWatch
 from mysched.sim.poolfit import pool_causes
+from mysched.sim.waitreasons import SAMPLES, WaitReasons, caps
 from mysched.sim.fit import closed_nodes, closed_spans, larger_than_farm
 
 
@@ -116,10 +117,12 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         return sum(n * (min(tb, e) - max(ta, s)) for s, e, n in shut if s < tb and e > ta) if shut else 0.0
 
     vo_waiting: dict[str, list[float]] = {}  # VO -> [its running slot-seconds, seconds] while it had jobs waiting
+    why = WaitReasons(max(interval, (span_end - t0) / SAMPLES))  # job-hours waited, by the planner's reasons
 
     def on_change(ta: float, tb: float) -> None:
         dt = tb - ta
         acc["work"] += farm.used * dt
+        why.waited += farm.queued * dt
         if farm.queued > (bisect_right(all_unfit, ta) if all_unfit else 0):
             acc["q_used"] += farm.used * dt
             # jobs running past their walltime into a window still use its slots
@@ -184,7 +187,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         if classes:
             tl["packing_index"].append({c: got[0] for c in classes if (got := packing_now(c)) is not None})
 
-    held: dict = {}  # the last plan's reservations, kept stable by the next
+    held: dict = {"why": why}  # the last plan's reservations, kept stable by the next
     watch = held["pools"] = PoolWatch(config) if config.pools else None
     t = t0
     last_cycle = -math.inf
@@ -253,6 +256,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
                 res.unplaceable[reason] = res.unplaceable.get(reason, 0) + 1
     for vo, since in below_since.items():
         below_s[vo] += farm.now - since
+    res.wait_reasons, res.wait_caps = why.close(), caps(config)
     _count_idle(held, farm, set(), farm.now)
     if watch is not None:
         watch.close(farm.now)
@@ -367,6 +371,8 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
         held["last"], held["drains"], held["gates"] = p.reservations, p.drains, p.pool_gates
         if held.get("pools") is not None:
             held["pools"].observe(p, now, farm.jobs, farm._meta, farm.free)
+        if held.get("why") is not None:
+            held["why"].observe(p, now)
     res.cycle_times.append(time.perf_counter() - c0)
     if loads is not None:
         loads.account(now, p, farm.jobs)

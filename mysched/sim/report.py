@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mysched.core.reasons import REASONS
 from mysched.sim.result import SimResult
 
 
@@ -51,6 +52,23 @@ def _closed_lines(r: SimResult) -> list[str]:
             + "): their slots count as available and stay idle"]
 
 
+def _wait_reason_lines(r: SimResult) -> list[str]:
+    """What the jobs waited for, most first; when it was not a free slot, what that means."""
+    total = sum(r.wait_reasons.values())
+    if total <= 0:
+        return []
+    top = [(k, s / total) for k, s in r.wait_reasons.items()][:4]
+    lines = [f"  waited for       {total / 3600:.1f} job-hours: " + ", ".join(
+        f"{k} {f:.1%}" for k, f in top if f >= 0.001) + ("; ..." if len(r.wait_reasons) > 4 else "")]
+    reason, frac = top[0]
+    if reason != "no_free_slot":  # a full farm is what waiting usually means; anything else is news
+        what = REASONS.get(reason, "jobs came and went between the sampled cycles")
+        cap = r.wait_caps.get(reason)
+        lines.append(f"  mostly           {reason} ({frac:.0%} of the job-hours waited): {what}"
+                     + (f" ({cap})" if cap else ""))
+    return lines
+
+
 def format_result(r: SimResult) -> str:
     """A one-run report: farm, throughput, the three quality figures, per-VO table."""
     j = r.to_json()
@@ -77,6 +95,7 @@ def format_result(r: SimResult) -> str:
         (f"  wait             mean {_hms(w['mean'])}, p50 {_hms(w['p50'])}, p95 {_hms(w['p95'])}, max {_hms(w['max'])}"
          f"; bounded slowdown {j['bounded_slowdown']:.2f} (tau 10 s)" if r.started else
          "  wait             -   (no job started: no wait to measure)"),
+        *_wait_reason_lines(r),
         f"  planner cycle    p50 {c['p50'] * 1000:.2f} ms, p99 {c['p99'] * 1000:.2f} ms, max {c['max'] * 1000:.2f} ms",
     ]
     for c, v in sorted(r.packing.items()):

@@ -86,6 +86,10 @@ class SimResult:
     """(time, VO -> cores held back by external load), at each cycle where it changed."""
     level_log: list = field(default_factory=list)
     """(time, load rule -> level), whenever a level changed."""
+    wait_reasons: dict[str, float] = field(default_factory=dict)
+    """Wait reason -> job-seconds jobs waited for it, most first (`mysched.sim.waitreasons`)."""
+    wait_caps: dict[str, str] = field(default_factory=dict)
+    """Wait reason -> the configured caps behind it ("vos.NAME.max_running: atlas 12")."""
 
     def to_json(self) -> dict:
         """The `--json` document: stable keys."""
@@ -111,6 +115,7 @@ class SimResult:
             "wall_s": round(self.wall_s, 3),
             "start_failures": self.start_failures,
             "unplaceable": dict(sorted(self.unplaceable.items())),
+            "wait_reasons": wait_reason_figures(self.wait_reasons),
             "farm": {"nodes": self.nodes, "slots": self.slots},
             "packing_index": {c: v["packing_index"] for c, v in self.packing.items()},
             "fill_factor": {c: v["fill_factor"] for c, v in self.packing.items()},
@@ -122,6 +127,12 @@ class SimResult:
             **({"throttled_slot_h": {vo: round(s / 3600.0, 3) for vo, s in sorted(self.throttled_s.items())}}
                if self.throttled_s is not None else {}),
         }
+
+
+def wait_reason_figures(by: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Per wait reason: job_h waited for it and its fraction of all job-hours waited."""
+    total = sum(by.values())
+    return {r: {"job_h": round(s / 3600.0, 3), "fraction": round(s / total, 6)} for r, s in by.items()} if total else {}
 
 
 TAU = 10.0

@@ -1,0 +1,80 @@
+"""What kept jobs waiting in a replay: the job-hours waited, split by the reasons the planner
+gave the waiting jobs (`mysched.core.reasons`), so a run with a low occupancy or long waits
+names its cause ("vo_limit": the VOs' max_running) instead of leaving the site to guess.
+
+Counting every waiting job's reason at every cycle cost 8 % of the embedded run (4.5 million
+waits), so the plans are sampled: about `SAMPLES` over the submissions, at cycles. The
+job-seconds waited between two samples -- exact, integrated as the farm's queue changes -- are
+split by the reasons of the earlier sample (the later one when the earlier had none waiting).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from operator import itemgetter
+
+from mysched.core.config import Config
+from mysched.core.plan import Plan
+
+SAMPLES = 200
+"""Plans sampled over the submission span (more in the drain-out after it)."""
+
+_REASON = itemgetter(1)  # Wait.reason
+
+
+class WaitReasons:
+    """Accumulates, per wait reason, the job-seconds jobs waited for it."""
+
+    def __init__(self, step: float) -> None:
+        self.step = step
+        """Simulated seconds between samples, at least."""
+        self.waited = 0.0
+        """Job-seconds waited so far (the replay adds the queue's length times each stretch of time)."""
+        self.by_reason: dict[str, float] = {}
+        self._at = -float("inf")
+        self._mark = 0.0
+        self._last: Counter | None = None
+
+    def observe(self, p: Plan, now: float) -> None:
+        """A cycle's plan at `now`: sampled when `step` has passed since the last sample."""
+        if now - self._at < self.step:
+            return
+        counts = Counter(map(_REASON, p.waits.values()))
+        self._split(counts)
+        self._at, self._last = now, counts
+
+    def close(self) -> dict[str, float]:
+        """The job-seconds waited per reason, the stretch since the last sample included."""
+        self._split(None)
+        return dict(sorted(self.by_reason.items(), key=lambda kv: -kv[1]))
+
+    def _split(self, now_counts: Counter | None) -> None:
+        w = self.waited - self._mark
+        self._mark = self.waited
+        if w <= 0:
+            return
+        counts = self._last if self._last else now_counts
+        total = sum(counts.values()) if counts else 0
+        if not total:  # jobs came and went between two samples: no plan saw them wait
+            self.by_reason["unsampled"] = self.by_reason.get("unsampled", 0.0) + w
+            return
+        for r, n in counts.items():
+            self.by_reason[r] = self.by_reason.get(r, 0.0) + w * n / total
+
+
+_CAPS = {"vo_limit": ("vos", "max_running"), "vo_core_limit": ("vos", "max_cores"),
+         "group_limit": ("groups", "max_running"), "group_core_limit": ("groups", "max_cores"),
+         "queue_max_running": ("queues", "max_running"), "queue_core_limit": ("queues", "max_cores"),
+         "user_limit": ("users", "max_running"), "user_core_limit": ("users", "max_cores")}
+"""Wait reasons of a configured cap -> where the configuration sets it."""
+
+
+def caps(config: Config) -> dict[str, str]:
+    """Wait reason -> the caps behind it, as 'vos.NAME.max_running: atlas 12, cms 10'."""
+    out = {}
+    for reason, (where, key) in _CAPS.items():
+        set_ = [f"{name} {getattr(c, key, None)}" for name, c in sorted(getattr(config, where, {}).items())
+                if getattr(c, key, None) is not None]
+        if set_:
+            out[reason] = f"{where}.NAME.{key}: {', '.join(set_)}"
+    return out
