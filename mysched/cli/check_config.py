@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Callable
 
 from mysched.cli.main import command
-from mysched.config import load_config
-from mysched.config.parse import parse_file
+from mysched.config import validate
+from mysched.config.parse import in_file_order, parse_file
 from mysched.core.config import Config
 from mysched.core.downtime import when
 from mysched.core.index import NodeIndex
 from mysched.core.model import Node, Snapshot
+from mysched.errors import MyschedError
 
 
 @command("check-config", "validate a configuration file")
@@ -101,7 +103,9 @@ def group_share_lines(cfg: Config) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    cfg = load_config(args.config)
+    parsed = parse_file(args.config)
+    # every problem of the file, and the farm's checks of the rest: one mistake hides no other
+    cfg, errors = validate(parsed)
     lines: list[str] = []
     problems: list[str] = []
     warnings: list[str] = []
@@ -110,14 +114,26 @@ def run(args: argparse.Namespace) -> int:
         from mysched.cli.run import make_server
 
         url = args.server or cfg.server
-        server = make_server(url, cfg)
         try:
-            snap = server.snapshot()
-        finally:
-            server.close()
-        nodes = snap.nodes
-        where = f"pbs_server {url}: {len(nodes)} node(s)"
-        warnings = farm_warnings(cfg, snap, parse_file(args.config).where)
+            server = make_server(url, cfg)
+            try:
+                snap = server.snapshot()
+            finally:
+                server.close()
+        except MyschedError as exc:
+            if not errors:
+                raise
+            snap = None
+            warnings = [f"{url}: not checked: {exc}"]
+        if snap is not None:
+            nodes = snap.nodes
+            where = f"pbs_server {url}: {len(nodes)} node(s)"
+            warnings = farm_warnings(cfg, snap, parsed.where)
+    if errors:
+        for line in in_file_order(errors + warnings, parsed):
+            print(("warning: " + line) if line in warnings else f"mysched: error: {line}",
+                  file=sys.stderr)
+        return 1
     if cfg.pools and nodes is None and not cfg.server.startswith("sim:"):
         # The hosts a pool selects are pbs_server's: the simulated farm's names say nothing of them.
         lines = [f"pools: not checked against a farm (server.url is {cfg.server}); --server checks them on "
@@ -134,8 +150,10 @@ def run(args: argparse.Namespace) -> int:
     total = sum(v.share for v in cfg.vos.values()) * 100
     print(f"{args.config}: {'OK' if not problems else f'{len(problems)} problem(s)'} — {len(cfg.vos)} VOs "
           f"({total:g} % of slots guaranteed), {len(cfg.group_vo)} groups mapped, {len(cfg.queues)} queues, "
-          f"{len(cfg.node_types)} node types, {len(cfg.packing)} packing classes, {len(cfg.pools)} guarantee pools; "
-          f"default VO '{cfg.default_vo}'"
+          f"{len(cfg.node_types)} node types, {len(cfg.packing)} packing classes, {len(cfg.pools)} guarantee pools, "
+          + (f"user limits ({'default and ' if 'default' in cfg.users else ''}"
+             f"{len(cfg.users) - ('default' in cfg.users)} user(s)); " if cfg.users else "no user limits; ")
+          + f"default VO '{cfg.default_vo}'"
           + ("" if cfg.default_vo in cfg.vos else " (not declared under vos: no share, no limits)"))
     lines += group_share_lines(cfg)
     now = time.time()

@@ -58,3 +58,20 @@ def test_the_split_of_a_vos_slots_among_its_groups_is_printed_when_their_shares_
     cfg.write_text('vos = { atlas = { groups = ["atlasprd", "atlasusr"]; share = 100; }; };\n')
     assert main(["check-config", "-c", str(cfg)]) == 0
     assert "group shares" not in capsys.readouterr().out
+
+
+def test_a_config_error_does_not_hide_what_the_farm_says_of_the_rest(tmp_path, capsys):
+    # a downtime ending before it starts (line 4) stopped check-config there: the node type that
+    # matches no node (line 2) and the queue whose nodes the server lacks (line 3) came only once it was fixed
+    cfg = tmp_path / "site.cfg"
+    cfg.write_text(CFG + 'downtimes = { bad = { start = "2099-03-01T12:00"; end = "2099-03-01T08:00"; }; };\n')
+    assert main(["check-config", "-c", str(cfg), "--server", "sim://?nodes=3"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"warning: {cfg}:2: node_types.big: matches none of the server's 3 node(s)"
+    assert err[1] == (f"warning: {cfg}:3: queues.atlas: its nodes/node_types match none of the server's nodes: its "
+                      "jobs can never start")
+    assert err[-1].startswith(f"mysched: error: {cfg}:4: downtimes.bad")
+    # and a server that cannot be read does not hide the file's errors either
+    assert main(["check-config", "-c", str(cfg), "--server", "sim://?nodes=many"]) == 1
+    err = capsys.readouterr().err
+    assert f"mysched: error: {cfg}:4: downtimes.bad" in err and "not checked" in err
