@@ -8,7 +8,7 @@ from typing import Any
 
 from mysched.cli.common import non_empty
 from mysched.cli.main import command
-from mysched.cli import farmslots, statusdoc, when_request
+from mysched.cli import farmslots, statusdoc, when_request, whylimits
 from mysched.cli.statusdoc import RUNNING, classify, find_job, load, options
 from mysched.cli.textout import dump_json, duration, table
 from mysched.core.estimate import Estimate
@@ -113,10 +113,14 @@ JOBID_HELP = ("as qsub or qstat print it: 123.batch.example.org, or 123 or 123.b
 
 @command("why", "everything about one job and why it is not running (checkjob)")
 def fill_why(p: argparse.ArgumentParser) -> None:
-    """Explain one job: its place in the last cycle's order and why, the limits it meets (VO and
-    group totals and per node), how many nodes were rejected for each reason, and the admin's
+    """Explain one job: its place in the last cycle's order and why, the limits it meets (its VO's,
+    group's, queue's and user's running jobs and cores against max_running and max_cores, and per
+    node), how many nodes were rejected for each reason, and the admin's
     note (pbsnodes -N) of each down or offline node it names (where it runs or waits for)."""
-    options(p, json_keys="job{...}, class, explanation, reason_text, limits{vo,group}, "
+    options(p, json_keys="job{...}, class, explanation, reason_text, limits{vo{name,running_jobs,running_slots,"
+            "max_running,max_cores,max_per_node,guarantee,below_guarantee},group{name,running_jobs,running_cores,"
+            "max_running,max_cores,max_per_node},queue{name,running_jobs,running_cores,max_running,max_cores},"
+            "user{name,key (users.NAME or users.default),running_jobs,running_cores,max_running,max_cores}}, "
             "run_limit (a qmgr run limit holding it back, or null), nodes_rejected, "
             "nodes_out[{name,state,note}] (down or offline nodes it names, with the admin's note)",
             table_=False)
@@ -127,17 +131,8 @@ def fill_why(p: argparse.ArgumentParser) -> None:
 def run_why(args: argparse.Namespace) -> int:
     doc = load(args)
     j = find_job(doc, args.job_id)
-    vo = doc["vos"].get(j["vo"], {})
     cls = classify(j)
-    group_running = sum(1 for x in rows(doc, "jobs") if x["group"] == j["group"] and x["state"] in RUNNING)
-    glimits = doc.get("limits", {}).get("groups", {}).get(j["group"], {})
-    limits = {
-        "vo": {"name": j["vo"], "running_jobs": vo.get("running_jobs"), "max_running": vo.get("max_running"),
-               "max_per_node": vo.get("max_per_node"), "running_slots": vo.get("running_slots"),
-               "guarantee": vo.get("guarantee"), "below_guarantee": vo.get("below_guarantee")},
-        "group": {"name": j["group"], "running_jobs": group_running, "max_running": glimits.get("max_running"),
-                  "max_per_node": glimits.get("max_per_node")},
-    }
+    limits = whylimits.limits(doc, j)
     rejected = doc["rejected"][j["rejected"]] if j.get("rejected") is not None else {}
     si = doc["job_columns"].index("state")
     ri = doc["job_columns"].index("reason")
@@ -175,16 +170,8 @@ def run_why(args: argparse.Namespace) -> int:
         print(f"  {n['name']} is {n['state']}: " + (f"note \"{n['note']}\"" if n["note"] else "no note (pbsnodes -N)"))
     if run_limit is not None:
         print(f"  {run_limit}")
-    v = limits["vo"]
-    print(f"  VO {v['name']}: {v['running_slots']} slots running, guarantee {v['guarantee']} "
-          f"({'below' if v['below_guarantee'] else 'at or above'}), {v['running_jobs']} jobs"
-          + (f" of max {v['max_running']}" if v["max_running"] is not None else "")
-          + (f", at most {v['max_per_node']} per node" if v["max_per_node"] is not None else ""))
-    g = limits["group"]
-    if g["max_running"] is not None or g["max_per_node"] is not None:
-        print(f"  group {g['name']}: {g['running_jobs']} jobs"
-              + (f" of max {g['max_running']}" if g["max_running"] is not None else "")
-              + (f", at most {g['max_per_node']} per node" if g["max_per_node"] is not None else ""))
+    for line in whylimits.lines(limits):
+        print(f"  {line}")
     if rejected:
         print("  nodes rejected in the last cycle: " + ", ".join(f"{k} {v}" for k, v in
                                                                  sorted(rejected.items(), key=lambda kv: -kv[1])))

@@ -358,7 +358,7 @@ _JOB = {"id": STR, "vo": STR, "group": STR, "user": STR, "queue": STR, "cores": 
 _NODE = {"name": STR, "state": NODE_STATE, "type": STR.n, "slots": COUNT, "used": COUNT, "jobs": COUNT,
          "vos": Map(COUNT), "users": COUNT, "diversity": NUM.n, "class": STR.n, "properties": NAMES.n,
          "note": STR}
-_LIMITS = {"max_running": COUNT.n, "max_per_node": COUNT.n}
+_LIMITS = {"max_running": COUNT.n, "max_per_node": COUNT.n, "max_cores": COUNT.n}
 _POOL = Rec({"package": Rec({"slots": COUNT.n, "mem": NUM.n}), "hosts": INT, "status": STR, "total": INT,
              "free": INT, "guaranteed": INT, "owner_use": INT, "loan_use": INT, "other_use": INT,
              "held_hosts": NAMES,
@@ -376,11 +376,11 @@ _STATUS = Rec({
     "cycle": Rec({}, {"history_ok": BOOL.n, "history_error": STR.n}).n,
     "role": Rec({}, {"pid": INT.n, "host": STR.n, "since": TIME.n}).n,
     "rejected": Seq(Map(COUNT)),
-    "limits": Rec({}, {"groups": Map(Rec({}, _LIMITS)),
+    "limits": Rec({}, {"groups": Map(Rec({}, _LIMITS)), "users": Map(Rec({}, _LIMITS)),
                        "server": Rec({}, dict.fromkeys(("max_running", "max_user_run", "max_group_run"), COUNT.n)).n}),
     "usage": Rec({}, {"window_s": SECONDS.n, "group": Map(NUM), "user": Map(NUM)}),
     "queues": Map(Spec().n),
-    "queue_config": Map(Rec({}, {"max_running": COUNT.n, "nodes": NAMES, "node_types": NAMES,
+    "queue_config": Map(Rec({}, {"max_running": COUNT.n, "max_cores": COUNT.n, "nodes": NAMES, "node_types": NAMES,
                                  "exclusive": BOOL.n})),
     "node_types": Map(Rec({}, dict.fromkeys(("nodes", "properties", "groups", "vos"), NAMES))),
     "throttles": Seq(Rec({"rule": STR, "source": STR, "level": STR, "factor": NUM, "low": NUM, "high": NUM,

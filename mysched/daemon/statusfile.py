@@ -138,6 +138,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
             "usage_fraction": round(v.usage_fraction, 6), "priority": round(v.priority, 6),
             "below_guarantee": running < v.guarantee, "started": jobs_now.get(name, 0),
             "groups": list(cfg_vo.groups), "max_running": cfg_vo.max_running, "max_per_node": cfg_vo.max_per_node,
+            "max_cores": cfg_vo.max_cores,
             "throttled": [t.rule for t in plan.throttles if t.factor < 1 and name in t.vos],
         }
     return {
@@ -165,8 +166,11 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         "usage": {"window_s": config.history_window, "half_life_s": config.half_life,
                   "group": {k: round(v, 1) for k, v in (usage.group.items() if usage is not None else ())},
                   "user": {k: round(v, 1) for k, v in (usage.user.items() if usage is not None else ())}},
-        "limits": {"groups": {g.name: {"max_running": g.max_running, "max_per_node": g.max_per_node, "share": g.share}
-                              for g in config.groups.values()},
+        "limits": {"groups": {g.name: {"max_running": g.max_running, "max_per_node": g.max_per_node, "share": g.share,
+                                       "max_cores": g.max_cores} for g in config.groups.values()},
+                   # users.NAME, and "default" for every user without a block of their own
+                   "users": {u: {"max_running": lim.max_running, "max_cores": lim.max_cores}
+                             for u, lim in config.users.items()},
                    "server": {k: getattr(snapshot.limits, k) for k in ("max_running", "max_user_run", "max_group_run")}
                    if snapshot.limits is not None else None},
         "node_types": {nt.name: {"nodes": list(nt.nodes), "properties": list(nt.properties), "groups": list(nt.groups),
@@ -187,7 +191,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
                              for d in config.downtimes if d.end > plan.now],
         "pools": plan.pools,
         "pool_gates": {h: list(g) for h, g in plan.pool_gates.items()},
-        "queue_config": {q.name: {"max_running": q.max_running, "nodes": list(q.nodes),
+        "queue_config": {q.name: {"max_running": q.max_running, "max_cores": q.max_cores, "nodes": list(q.nodes),
                                   "node_types": list(q.node_types), "exclusive": q.exclusive}
                          for q in config.queues.values()},
     }
