@@ -2,7 +2,8 @@
 and queues, and node load reports become nodes to skip.
 
 A rule's level moves with its source's value: "open" at or below `low`, "closed" at or
-above `high`, "scaled" in between (max_running times (high - value) / (high - low)). With
+above `high`, "scaled" in between (max_running and max_cores times (high - value) / (high - low);
+max_running from the farm's slots where neither is set). With
 `hysteresis` h a closed rule opens again only below high - h, and an open one scales only
 above low + h, so a value hovering at a threshold does not flap. The previous levels come
 in and the new ones go out: the function holds no state, the daemon (or the simulator)
@@ -44,7 +45,7 @@ class Throttle:
     level: str
     """open, scaled, closed; "stale" when a stale source with on_stale = stop closes it"""
     factor: float
-    """1 open, 0 closed: the fraction of max_running left"""
+    """1 open, 0 closed: the fraction of max_running and of max_cores left"""
     value: float | None
     low: float
     high: float
@@ -56,8 +57,8 @@ class Throttle:
         return vo in self.vos or group in self.groups or queue in self.queues
 
     def cap(self, configured: int | None, farm_slots: int) -> int:
-        """The running-job limit this throttle leaves of `configured` (the farm's slots when
-        nothing is configured)."""
+        """The limit this throttle leaves of `configured` max_running or max_cores (the farm's
+        slots when nothing is configured)."""
         base = configured if configured is not None else farm_slots
         return int(math.floor(base * self.factor + 1e-9))
 
@@ -68,7 +69,7 @@ class Throttle:
         if self.level == "closed":
             return f"load source {self.source} = {v}, at or above high {self.high:g} (rule {self.rule})"
         return (f"load source {self.source} = {v}, between low {self.low:g} and high {self.high:g}: "
-                f"max_running scaled to {self.factor:.0%} (rule {self.rule})")
+                f"max_running and max_cores scaled to {self.factor:.0%} (rule {self.rule})")
 
 
 def _level(rule: LoadRule, v: float, previous: str | None) -> str:

@@ -30,6 +30,6 @@ LOADS = {
     "mysched_load_stale": ("1 while a load source's value is stale (or missing)", ("source",)),
     "mysched_load_failing": ("1 while a load source's last read failed (its last good value is kept until stale)",
                              ("source",)),
-    "mysched_load_throttle_factor": ("Fraction of max_running a load rule leaves its VOs, groups and queues (1: open)",
-                                     ("rule",)),
+    "mysched_load_throttle_factor": ("Fraction of max_running and of max_cores a load rule leaves its VOs, groups "
+                                     "and queues (1: open)", ("rule",)),
 }
