@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from mysched.cli.main import command
-from mysched.cli import farmslots, nodeextras, statusdoc
+from mysched.cli import farmslots, nodeextras, nodejobs, statusdoc
 from mysched.cli.statusdoc import RUNNING, load, options
 from mysched.cli.textout import dump_json, table
 from mysched.core.admission import node_key, node_type, queue_admits
@@ -28,7 +28,11 @@ def fill_nodes(p: argparse.ArgumentParser) -> None:
             "jobs,vos,users,diversity,class,properties,note}], drains{NODE: {since,ready}}, "
             "reservations{JOBID: {start,nodes}}, downtimes{NODE: {name,start,end,begin}}, downtime_clashes[{name,start,"
             "end,begin,state,nodes,jobs[{id,nodes,end}]}] (running jobs expected to run past a window's start, or still "
-            "running in it); with --state or --type only those of the listed nodes")
+            "running in it); with --state or --type only those of the listed nodes; with NODE names, "
+            "jobs_on{NODE: [{id,user,vo,cores,job_cores,start,end}]}")
+    p.add_argument("names", nargs="*", metavar="NODE",
+                   help="only these nodes, each with the jobs running there and when they end by their requested "
+                        "walltime (checknode)")
     p.add_argument("--state", choices=statusdoc.NODE_STATES, help="only nodes in this state")
     p.add_argument("--type", help="only nodes of this node type")
     p.set_defaults(run=run_nodes)
@@ -37,8 +41,9 @@ def fill_nodes(p: argparse.ArgumentParser) -> None:
 def run_nodes(args: argparse.Namespace) -> int:
     doc = load(args)
     every = rows(doc, "nodes")
-    nodes = [n for n in every if (not args.state or n["state"] == args.state) and (not args.type or n["type"] == args.type)]
-    picked = [f"--{k} {v}" for k, v in (("state", args.state), ("type", args.type)) if v]
+    named = nodejobs.pick(every, args.names) if args.names else every
+    nodes = [n for n in named if (not args.state or n["state"] == args.state) and (not args.type or n["type"] == args.type)]
+    picked = [f"--{k} {v}" for k, v in (("state", args.state), ("type", args.type)) if v] + list(args.names)
     ex = nodeextras.extras(doc, {n["name"] for n in nodes} if picked else None)
     by_state: dict[str, int] = {}
     for n in nodes:
@@ -48,9 +53,11 @@ def run_nodes(args: argparse.Namespace) -> int:
     summary = {"nodes": len(nodes), "by_state": by_state, "slots": sum(map(farmslots.counted, nodes)),
                "used_slots": sum(n["used"] for n in nodes), "closed_slots": farmslots.closed(nodes),
                "diversity": round(div, 4) if div is not None else None}
+    on = nodejobs.jobs_on(doc, {n["name"] for n in nodes}) if args.names else None
     if args.json:
         dump_json({"summary": summary, "nodes": nodes, "drains": ex["drains"], "reservations": ex["reservations"],
-                   "downtimes": ex["downtimes"], "downtime_clashes": ex["downtime_clashes"]})
+                   "downtimes": ex["downtimes"], "downtime_clashes": ex["downtime_clashes"]}
+                  | ({"jobs_on": on} if on is not None else {}))
         return 0
     colour = {"free": "green", "down": "red", "offline": "red", "busy": "yellow"}
     # Every cell filled ("-"), so --noheader splits on blanks up to the note, which takes the rest.
@@ -70,6 +77,9 @@ def run_nodes(args: argparse.Namespace) -> int:
                   + (f"node type(s) {', '.join(kinds)})" if args.type else f"state(s) {', '.join(kinds)})"))
         for line in nodeextras.lines(doc, ex):
             print(line)
+    if on is not None:
+        nodejobs.print_jobs(doc, nodes, on, args.noheader)
+    if not args.noheader:
         for note in statusdoc.notes(doc):
             print(note)
     return 0
