@@ -20,7 +20,7 @@ from mysched.core.model import Job, Node, Request, TraceJob
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.usage import UsageLedger
-from mysched.sim.result import SimOptions, SimResult
+from mysched.sim.result import BelowGuarantee, SimOptions, SimResult
 from mysched.sim.violations import share_violations
 from mysched.sim.poolstats import PoolWatch
 from mysched.sim.poolfit import pool_causes
@@ -87,8 +87,9 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     farm.on_end = ended
     total = farm.total_slots
     guarantees = {name: v.guarantee(total) for name, v in config.vos.items()}
-    below_since: dict[str, float] = {}
-    below_s: dict[str, float] = {v: 0.0 for v in guarantees}
+    own_caps = bool(config.users) or any(x.max_running is not None or x.max_cores is not None
+                                         for x in (*config.vos.values(), *config.groups.values()))
+    below = BelowGuarantee(guarantees, farm.vo_running, waiting, own_caps)
     t0 = farm.now
     interval = opts.interval
     loads = None
@@ -158,18 +159,9 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     def track_below(t: float) -> None:
         """Only VOs whose counts changed can have crossed their guarantee."""
         touched = farm.vo_touched
-        if not touched:
-            return
-        for vo in touched:
-            g = guarantees.get(vo)
-            if g is None:
-                continue
-            is_below = waiting(vo, t) > 0 and farm.vo_running.get(vo, 0) < g
-            if is_below and vo not in below_since:
-                below_since[vo] = t
-            elif not is_below and vo in below_since:
-                below_s[vo] += t - below_since.pop(vo)
-        touched.clear()
+        if touched:
+            below.update(touched, t)
+            touched.clear()
 
     step = max(interval, (span_end - t0) / max(1, opts.timeline_points))
     tl: dict[str, list] = {"t": [], "used": [], "running": [], "queued": [], "packing_index": []}
@@ -187,7 +179,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         if classes:
             tl["packing_index"].append({c: got[0] for c in classes if (got := packing_now(c)) is not None})
 
-    held: dict = {"why": why}  # the last plan's reservations, kept stable by the next
+    held: dict = {"why": why, "below": below}  # the last plan's reservations, kept stable by the next
     watch = held["pools"] = PoolWatch(config) if config.pools else None
     t = t0
     last_cycle = -math.inf
@@ -254,8 +246,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             if job.start_time is None:
                 reason = w.reason if w is not None else "start_failed"
                 res.unplaceable[reason] = res.unplaceable.get(reason, 0) + 1
-    for vo, since in below_since.items():
-        below_s[vo] += farm.now - since
+    below.close(farm.now)
     res.wait_reasons, res.wait_caps = why.close(), caps(config)
     _count_idle(held, farm, set(), farm.now)
     if watch is not None:
@@ -279,7 +270,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     res.queued_s = acc["q_avail"] / total if total else 0.0
     names = sorted(set(config.vos) | set(vo_area) | set(res.vo_jobs))
     res.vo = {vo: _vo_figures(vo, config, total, guarantees, res, vo_area.get(vo, 0.0), used_total,
-                              below_s.get(vo, 0.0), vo_waiting.get(vo)) for vo in names}
+                              below, vo_waiting.get(vo)) for vo in names}
     # No job ever waited (an idle farm, event-driven cycles at once): the figure has no base.
     res.occupancy = acc["q_used"] / acc["q_avail"] if acc["q_avail"] else None
     res.occupancy_submitting = acc["s_used"] / acc["s_avail"] if acc["s_avail"] else res.occupancy
@@ -302,7 +293,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
 
 
 def _vo_figures(vo: str, config: Config, total: int, guarantees: dict[str, int], res: SimResult, area: float,
-                used_total: float, below: float, waiting: list[float] | None) -> dict:
+                used_total: float, below: BelowGuarantee, waiting: list[float] | None) -> dict:
     """One VO's line of the report. `used` is its part of the core-seconds run: once every job
     has run that is the workload's mix, whatever the policy, so the figures that answer "what
     did this configuration give the VO" are its waits and `slots_while_waiting` (its running
@@ -319,7 +310,8 @@ def _vo_figures(vo: str, config: Config, total: int, guarantees: dict[str, int],
         "waiting_s": round(waiting[1], 1) if waiting else 0.0,
         "slots_while_waiting": round(waiting[0] / (total * waiting[1]), 6) if waiting and waiting[1] and total
         else None,
-        "below_guarantee_s": round(below, 1),
+        "below_guarantee_s": round(below.below_s.get(vo, 0.0), 1),
+        "below_guarantee_capped_s": round(below.capped_s.get(vo, 0.0), 1),
         "wait_by_size": {c: {"jobs": n, "mean": round(w / n, 1)} for c, (w, n) in sorted(by_size.items())},
     }
 
@@ -398,6 +390,9 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
         acc[1] += 1
     if held is not None:
         _count_idle(held, farm, set(p.drains) | {n for r in p.reservations.values() for n in r.nodes}, now)
+        if held.get("below") is not None:  # the VOs this cycle's starts touched: settled here
+            held["below"].cycle(p, farm._meta, now, farm.vo_touched)
+            farm.vo_touched.clear()
     return p.wake_at
 
 

@@ -142,10 +142,16 @@ def format_result(r: SimResult) -> str:
                      f"{_hms(v['below_guarantee_s']):>12} {v['used']:6.1%}")
     lines += [f"  slots while waiting: the VO's running slots / the farm's {r.slots}, averaged over the time it "
               "had jobs waiting (- : it never waited);",
-              "  below guar.: time from a cycle that left it with jobs waiting and fewer slots than guar. to one "
-              "that did not (not the wait for the first cycle);",
+              "  below guar.: time from a cycle that left it with fewer slots than guar. and jobs waiting that its own "
+              "caps (max_running, max_cores of the VO, its groups, its users) did not hold, to one that did not (not "
+              "the wait for the first cycle);",
               "  work: its part of the core-hours run -- the workload's mix once every job has run, whatever the "
               "configuration"]
+    capped = [(vo, v.get("below_guarantee_capped_s") or 0) for vo, v in sorted(r.vo.items())]
+    if any(s for _, s in capped):  # below its guarantee by its own configuration, not by the scheduler
+        lines.append("  held below guar. by its own caps (all its waiting jobs held by max_running or max_cores of "
+                     "the VO, their group or their user; left out of below guar.): "
+                     + ", ".join(f"{vo} {_hms(s)}" for vo, s in capped if s))
     return "\n".join(lines)
 
 
