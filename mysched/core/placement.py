@@ -205,6 +205,7 @@ class Placing:
         gmax = gmax.max_per_node if gmax is not None else None
         counts: dict[str, int] = {}
         dt_hit: dict[str, str] = {}  # window -> a node it kept the job off
+        held_for: set[str] = set()  # the jobs whose reservations kept it off
         loads, base, pools = self.loads, self.tally.loads, self.pool_by_key
         for name in self.index.by_name:
             ld = loads.get(name) or base.get(name) or loads[name]  # read only: no copy
@@ -226,6 +227,7 @@ class Placing:
                 r = "packing"
             elif name in self.resv_nodes and not self._fits_before(job, self.resv_nodes[name], ld):
                 r = "reserved"
+                held_for.add(self.resv_nodes[name][1])
             elif self._drain_blocks(job, name):
                 r = "draining"
             elif name in self.pool_gate and (pr := self._pool_refuses(job, vo, name, cores)) is not None:
@@ -245,6 +247,8 @@ class Placing:
                 detail += f" ({self._pool_detail(job, vo, reason)})"
             elif reason == "downtime":
                 detail += f" ({self._downtime_detail(job, dt_hit.values())})"
+            elif reason == "reserved":
+                detail += f" (for {', '.join(sorted(held_for)[:3])}{', ...' if len(held_for) > 3 else ''})"
         else:
             reason = "no_free_slot"
             detail = f"no usable node has {cores} free core(s)"

@@ -46,8 +46,9 @@ REASONS: dict[str, str] = {
                      "queue",
     "node_load": "the nodes with room report too much load or too little free memory (node_load)",
     "draining": "the nodes with room are draining for waiting multi-core jobs (drain)",
-    "reserved": "the nodes with room are reserved for a higher-ranked job, and this one would not end (by its "
-                "requested walltime) before that job starts (EASY backfill)",
+    "reserved": "the nodes with room are reserved for another job (a wide job that has waited longer: "
+                "reservation_depth), and this one would not end (by its requested walltime) before that job starts "
+                "nor leave it the cores it needs there (EASY backfill)",
     "downtime": "the nodes with room are in a scheduled downtime, or one begins there before this job would end "
                 "(by its requested walltime; downtimes)",
     "pool_held": "the nodes with room are held by a guarantee pool for owners owed packages (pools)",
@@ -78,7 +79,7 @@ NODE_REJECTIONS: dict[str, str] = {
     "vo_node_limit": "VO per-node limit reached",
     "group_node_limit": "group per-node limit reached",
     "node_load": "load or free memory past node_load",
-    "reserved": "reserved for a higher-ranked job starting before this one would end",
+    "reserved": "reserved for another job starting before this one would end",
     "draining": "draining for multi-core jobs",
     "downtime": "in a scheduled downtime, or one begins before the job would end",
     "pool_held": "held by a guarantee pool for its owners",

@@ -393,3 +393,14 @@ def test_a_moving_procs_reservation_does_not_take_the_nodes_another_one_keeps():
              Usage(), NOW + 1, reservations=prev)
     assert p.reservations["n"] == Reservation("n", NOW + 500, ("wn02", "wn03"))
     assert not p.starts and p.reservations["p"].nodes == ("wn01",)
+
+
+def test_a_job_kept_off_reserved_nodes_is_told_whose_reservation():
+    # the holder is the job that waited longest, not necessarily a higher-ranked one: name it
+    running, nodes = farm()
+    running.append(run("b2", "wn02", NOW + 1000))
+    jobs = running + [q("big", cores=4, walltime=500, submit=1), q("long", walltime=5000, submit=2),
+                      q("long2", walltime=5000, submit=3)]
+    p = plan(snap(jobs, nodes), config_from_text(CFG), Usage(), NOW)
+    w = p.waits["long2"]
+    assert w.reason == "reserved" and w.detail.endswith("(for big)") and "higher-ranked" not in w.detail
