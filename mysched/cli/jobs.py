@@ -203,8 +203,8 @@ def run_when(args: argparse.Namespace) -> int:
     elif j["id"] in (doc.get("reservations") or {}):
         r = doc["reservations"][j["id"]]
         est = Estimate(r["start"], False, f"nodes {'+'.join(r['nodes'])} are reserved for it from then (by the "
-                       "requested walltimes of the jobs running there; later jobs may only backfill before)", 0,
-                       tuple(r["nodes"]))
+                       "requested walltimes of the jobs running there; later jobs may only backfill before)",
+                       when_request.ahead_of(doc, j), tuple(r["nodes"]))
     else:
         est = when_request.estimate(doc, j)
     if args.json:

@@ -51,6 +51,16 @@ def estimate(doc: dict[str, Any], j: dict[str, Any]) -> Estimate:
     return est
 
 
+def ahead_of(doc: dict[str, Any], j: dict[str, Any]) -> int:
+    """The jobs ahead of waiting job row `j` in the last cycle's order that could start (not
+    blocked): `why`'s position less one."""
+    rank = j["rank"]
+    if rank is None:
+        return 0
+    return sum(1 for r in rows(doc, "jobs") if r["state"] not in RUNNING and r["rank"] is not None
+               and r["rank"] < rank and r["reason"] not in BLOCKING)
+
+
 def _reserved(doc: dict[str, Any], all_rows: list[dict[str, Any]], target: str
               ) -> dict[str, tuple[Job, float, tuple[str, ...]]]:
     """The status's reservations of jobs still waiting other than `target`: (job with the

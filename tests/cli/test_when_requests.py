@@ -13,7 +13,7 @@ from mysched.core.model import Job, JobState, Node, NodeState
 from mysched.core.planner import plan
 from mysched.core.request import NodePart, Request
 from mysched.core.usage import Usage
-from mysched.daemon.statusfile import build_status, write_status
+from mysched.daemon.statusfile import build_status, rows, write_status
 
 from ..conftest import snap
 
@@ -172,3 +172,22 @@ def test_a_long_job_is_not_promised_cores_another_jobs_reservation_keeps(tmp_pat
     doc = json.loads(capsys.readouterr().out)
     assert doc["start"] == 2200.0 + 3600.0 and doc["nodes"] in (["wn01"], ["wn02"])
     assert "reserved for other jobs" in doc["why"]
+
+
+def test_a_reserved_job_counts_the_jobs_ahead_of_it_as_why_does(tmp_path, capsys):
+    # the reservation goes to the job that waited longest ("big"), which the fair-share order may
+    # rank behind another ("a"): when said "0 job(s) ahead" while why said position 2
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };')
+    nodes = [Node("wn01", 4), Node("wn02", 4)]
+    running = [Job(f"r{n}", "q", "x", "atlas", 4, JobState.RUNNING, 0.0, 1000.0, wall, placement=((n, 4),))
+               for n, wall in (("wn01", 1000.0), ("wn02", 2000.0))]
+    big = Job("1.srv", "q", "u", "atlas", 8, JobState.QUEUED, 0.0, None, 3600.0, request=Request((NodePart(2, 4),)))
+    a = Job("2.srv", "q", "a", "atlas", 4, JobState.QUEUED, 1.0, None, 360000.0)
+    s = snap(running + [big, a], nodes)
+    p = plan(s, cfg, Usage(), 1000.0)
+    assert p.reservations["1.srv"].start == 3000.0 and "2.srv" not in p.reservations
+    write_status(str(tmp_path), build_status(s, p, cfg, published=time.time()))
+    row = next(r for r in rows(json.loads((tmp_path / "status.json").read_text()), "jobs") if r["id"] == "1.srv")
+    assert main(["when", "--state-dir", str(tmp_path), "1.srv", "--json", "--max-age", "9999999999"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["start"] == 3000.0 and doc["ahead"] == row["rank"] - 1 == 1
