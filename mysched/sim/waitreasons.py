@@ -36,8 +36,11 @@ class WaitReasons:
         self._last: Counter | None = None
 
     def observe(self, p: Plan, now: float) -> None:
-        """A cycle's plan at `now`: sampled when `step` has passed since the last sample."""
-        if now - self._at < self.step:
+        """A cycle's plan at `now`: sampled when `step` has passed since the last sample, or at
+        once when the last sample saw nobody wait and jobs have waited since (on a farm that is
+        seldom full, the sparse samples saw no wait and 57 % of LPC-EGEE's job-hours had no
+        reason)."""
+        if now - self._at < self.step and not (not self._last and p.waits and self.waited > self._mark):
             return
         counts = Counter(map(_REASON, p.waits.values()))
         self._split(counts)
@@ -55,8 +58,8 @@ class WaitReasons:
             return
         counts = self._last if self._last else now_counts
         total = sum(counts.values()) if counts else 0
-        if not total:  # jobs came and went between two samples: no plan saw them wait
-            self.by_reason["unsampled"] = self.by_reason.get("unsampled", 0.0) + w
+        if not total:  # no plan saw them wait: they waited for the next cycle, which started them
+            self.by_reason["next_cycle"] = self.by_reason.get("next_cycle", 0.0) + w
             return
         for r, n in counts.items():
             self.by_reason[r] = self.by_reason.get(r, 0.0) + w * n / total

@@ -49,3 +49,19 @@ def test_simulate_json_has_wait_reasons(tmp_path, capsys):
     assert "waited for" in capsys.readouterr().out
     doc = json.loads(out.read_text())
     assert doc["wait_reasons"] and all(set(v) == {"job_h", "fraction"} for v in doc["wait_reasons"].values())
+
+
+def test_waits_on_a_farm_that_is_seldom_full_keep_their_reason():
+    # LPC-EGEE on 70 x 2: the ~200 samples seldom caught a full farm, and 57 % of the job-hours
+    # waited had no reason ("unsampled"); now the first cycle with waits after a sample that saw
+    # none is sampled: what remains is the wait for the next cycle, which started them
+    from mysched.core.model import Job, TraceJob
+    t0 = 1_700_000_000.0
+    wl = []
+    for k in range(60):  # every 2 h a burst of 5 one-hour jobs on 4 slots: one waits an hour
+        wl += [TraceJob(Job(f"j{k}.{i}", "q", f"u{i}", "a", submit_time=t0 + 7200 * k + 30 * i, walltime=3600.0),
+                        3600.0) for i in range(5)]
+    r = simulate(wl, config_from_text(OPEN), make_nodes(1, 4), SimOptions())
+    waited = r.to_json()["wait_reasons"]
+    assert waited["no_free_slot"]["fraction"] > 0.85, waited
+    assert "unsampled" not in waited and waited.get("next_cycle", {"fraction": 0})["fraction"] < 0.15
