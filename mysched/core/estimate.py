@@ -21,6 +21,7 @@ from mysched.core.admission import NodeKey, admits, node_key, node_type
 from mysched.core.config import Config
 from mysched.core.downtime import clear_start, windows_by_node
 from mysched.core.model import Job, Node
+from mysched.core.matching import match_parts
 from mysched.core.request import NodePart
 from mysched.core.reservation import reserved_cores
 
@@ -231,43 +232,3 @@ def _earliest(room, per_node: dict[str, list[float]], windows: dict, wall: float
                 b = m
         return g[b], room(g[b]) or []
     return None
-
-
-def match_parts(parts: Sequence[NodePart], serve: list[list[str]], free: dict[str, int]) -> list[str] | None:
-    """Distinct nodes for every part -- `count` of those in its `serve` list with `ppn` of
-    their `free` cores -- part by part, or None (a matching: a node only one part can use is
-    not taken by another that could go elsewhere)."""
-    fit = [[n for n in names if free.get(n, 0) >= p.ppn] for p, names in zip(parts, serve)]
-    owner: dict[str, int] = {}
-    for i, p in enumerate(parts):
-        if len(fit[i]) < p.count:
-            return None
-        for _ in range(p.count):
-            if not augment(i, fit, owner):
-                return None
-    return [n for _, n in sorted((i, n) for n, i in owner.items())]
-
-
-def augment(start: int, fit: list[list[str]], owner: dict[str, int]) -> bool:
-    """One more node for part `start`, moving other parts to other nodes if need be."""
-    via: dict[int, str | None] = {start: None}  # part -> the node it would give up
-    came: dict[str, int] = {}  # node -> the part that would take it
-    queue = [start]
-    for p in queue:
-        for n in fit[p]:
-            if n in came:
-                continue
-            came[n] = p
-            q = owner.get(n)
-            if q is None:
-                while True:  # shift along the path back to `start`
-                    taker = came[n]
-                    owner[n] = taker
-                    given = via[taker]
-                    if given is None:
-                        return True
-                    n = given
-            if q not in via:
-                via[q] = n
-                queue.append(q)
-    return False

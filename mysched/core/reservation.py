@@ -36,6 +36,7 @@ import math
 from typing import NamedTuple
 
 from mysched.core.model import Job
+from mysched.core.resvpick import Picking
 from mysched.core.tally import Load
 
 
@@ -72,14 +73,14 @@ class Reservation(NamedTuple):
     nodes: tuple[str, ...]
 
 
-class Reserving:
+class Reserving(Picking):
     """The planner's reservation steps (a mixin of `mysched.core.planner._Planner`)."""
 
     def _resv_setup(self, previous: dict[str, Reservation] | None) -> None:
         self.resv_depth = self.cfg.reservation_depth if self.policy != "fifo" else 0
-        self.resv_nodes: dict[str, tuple[float, str, int | None]] = {}
-        """node -> (start, job id, cores it needs there; None: the whole node) of the
-        reservation holding it"""
+        self.resv_nodes: dict[str, tuple[float, str, int | None, str | None, str | None]] = {}
+        """node -> (start, job id, cores it needs there -- None: the whole node --, VO, group) of
+        the reservation holding it"""
         self._resv_prev = previous or {}
         self._ends: dict[str, list[tuple[float, int]]] | None = None
         self._started_ends: list[tuple[str, float, int]] = []
@@ -101,18 +102,31 @@ class Reserving:
         f = self._resv_factor
         return f <= 0 or job.walltime is None or self.now - job.submit_time >= f * job.walltime
 
-    def _fits_before(self, job: Job, held: tuple[float, str, int | None], ld: Load, cores: int | None = None) -> bool:
+    def _fits_before(self, job: Job, held: tuple, ld: Load, cores: int | None = None) -> bool:
         """May `job` start now (`cores` of it, all by default) on node `ld`, `held` (start, job
-        id, cores needed there) by a reservation? Its owner may; another job if it ends before
-        the reservation starts, or if the node still has the cores the reservation needs there
-        at its start with this job running on (MAUI reserves a job's tasks, not whole nodes: a
-        4-core reservation on a 32-core node left its 28 other cores to short jobs only)."""
+        id, cores needed there, VO, group) by a reservation? Its owner may; another job if it
+        ends before the reservation starts, or if the node still has the cores the reservation
+        needs there at its start with this job running on (MAUI reserves a job's tasks, not
+        whole nodes: a 4-core reservation on a 32-core node left its 28 other cores to short jobs
+        only) -- unless the job could bar the reserved one in another way: it asks for its nodes
+        alone, the farm packs classes exclusively, or it counts against a per-node limit of the
+        reserved job's VO or group -- and not once the reservation is due."""
         if held[1] == job.id or (job.walltime is not None and self.now + job.walltime <= held[0]):
             return True
         need = held[2]
-        if need is None or held[0] == -math.inf or (job.request is not None and job.request.exclusive):
+        if need is None or held[0] <= self.now or self.exclusive_packing or \
+                (job.request is not None and job.request.exclusive):
+            return False
+        if self._same_node_limit(job, held[3], held[4]):
             return False
         return self._free_at(ld, held[0]) - (job.cores if cores is None else cores) >= need
+
+    def _same_node_limit(self, job: Job, vo: str | None, group: str | None) -> bool:
+        """Does `job` count against a per-node limit (max_per_node) of VO `vo` or group `group`?"""
+        if job.group == group and (g := self.cfg.groups.get(group)) is not None and g.max_per_node is not None:
+            return True
+        v = self.cfg.vos.get(vo) if vo is not None and (job.vo or self.index.vo_of(job.group)) == vo else None
+        return v is not None and v.max_per_node is not None
 
     def _free_at(self, ld: Load, t: float) -> int:
         """Cores node `ld` has free at `t`, by the requested walltimes of what runs there now
@@ -223,8 +237,10 @@ class Reserving:
     def _hold(self, job: Job, start: float, nodes: list[str]) -> None:
         self.out.reservations[job.id] = Reservation(job.id, start, tuple(nodes))
         held = self.resv_nodes
+        vo = job.vo or self.index.vo_of(job.group)
         for n, need in zip(nodes, reserved_cores(job, nodes)):  # a released node stays closed this cycle
-            held[n] = (-math.inf, job.id, None) if held.get(n, (0.0,))[0] == -math.inf else (start, job.id, need)
+            held[n] = (-math.inf, job.id, None, vo, job.group) if held.get(n, (0.0,))[0] == -math.inf else \
+                (start, job.id, need, vo, job.group)
         self.resv_depth -= 1
         self._wake(start)
 
@@ -239,7 +255,7 @@ class Reserving:
         self.resv_depth += 1
         for n, held in list(self.resv_nodes.items()):
             if held[1] == job_id:
-                self.resv_nodes[n] = (-math.inf, job_id, None)
+                self.resv_nodes[n] = (-math.inf, job_id, None, held[3], held[4])
 
     @staticmethod
     def _parts(job: Job) -> list[tuple[int, int, str | None, frozenset]]:
@@ -329,100 +345,5 @@ class Reserving:
         return [e[0].name for e in self.index.entries if e[2] in keys
                 and (e[0].name not in held or held[e[0].name][1] in released)]
 
-    def _better(self, a: tuple[float, list[str]], b: tuple[float, list[str]]) -> bool:
-        """Is reservation `a` (start, nodes) better than `b`: it starts the job earlier, or as
-        early and holds fewer cores free now (EASY: those left out take backfill of any length)?
-        Even a second counts: jobs of one size often end within seconds, and the set that frees
-        a second later may leave all the cores free now to long backfill jobs."""
-        if a[0] != b[0]:
-            return a[0] < b[0]
-        loads = self.loads
-        return sum(loads[n].free for n in a[1]) < sum(loads[n].free for n in b[1])
-
     def _keys_of(self, job: Job, vo: str) -> set:
         return set(self.index.rules(job.queue, vo, job.group)[5])
-
-    def _pick(self, parts: list[tuple[int, int, str | None, frozenset]], names: list[str],
-              ends: dict[str, list[tuple[float, int]]], procs: int = 0,
-              wall: float | None = None) -> tuple[float, list[str]] | None:
-        """The nodes that serve every part (and `procs` cores anywhere) earliest for a job of
-        walltime `wall`, and when (the latest of them)."""
-        by_name = self.index.by_name
-        chosen: list[str] = []
-        start = self.now
-        for count, ppn, host, props in parts:
-            if host is not None:
-                cand = [(self._room_at(host, ppn, ends, wall), host)] if host in names and host not in chosen else []
-            else:
-                cand = sorted((self._room_at(n, ppn, ends, wall), n) for n in names
-                              if n not in chosen and (not props or props <= by_name[n][0].properties))
-            if len(cand) < count:
-                return None
-            for t, n in cand[:count]:
-                chosen.append(n)
-                start = max(start, t)
-        if procs:
-            got = self._pick_procs_clear(procs, [n for n in names if n not in chosen], ends, wall)
-            if got is None:
-                return None
-            start = max(start, got[0])
-            chosen += got[1]
-        return start, chosen
-
-    def _pick_procs_clear(self, procs: int, names: list[str], ends: dict[str, list[tuple[float, int]]],
-                          wall: float | None) -> tuple[float, list[str]] | None:
-        """`_pick_procs` on nodes where the job, started when the cores are free, runs into no
-        scheduled downtime: a node it would is left out and the pick made again."""
-        if not self.index.downtimes:
-            return self._pick_procs(procs, names, ends)
-        names = [n for n in names if n not in self.dt_closed]
-        for _ in range(8):
-            got = self._pick_procs(procs, names, ends)
-            if got is None:
-                return None
-            bad = {n for n in got[1] if self._downtime_room(n, got[0], wall) > got[0]}
-            if not bad:
-                return got
-            names = [n for n in names if n not in bad]
-        return None
-
-    def _pick_procs(self, procs: int, names: list[str], ends: dict[str, list[tuple[float, int]]]
-                    ) -> tuple[float, list[str]] | None:
-        """The earliest time `procs` cores are free over `names`, and the nodes that give them."""
-        free: dict[str, int] = {}
-        ended: dict[str, int] = {}
-        events: list[tuple[float, int, str]] = []
-        have = 0
-        loads = self.loads
-        for n in names:
-            ld = loads[n]
-            if not ld.usable or ld.slots <= 0:
-                continue
-            free[n], ended[n] = ld.free, 0
-            have += ld.free
-            events.extend((end, c, n) for end, c in ends.get(n, ()) if math.isfinite(end))
-        t = self.now
-        if have < procs:
-            events.sort()
-            t = math.inf
-            for end, c, n in events:
-                if end > t:
-                    break
-                # all that ends at t: the nodes left over are backfill room
-                ended[n] += c
-                now_free = max(free[n], loads[n].free_after(ended[n]))
-                have += now_free - free[n]
-                free[n] = now_free
-                if have >= procs:
-                    t = end
-            if have < procs:
-                return None
-        # Nodes busy now first: the cores free now that the reservation leaves out are EASY's
-        # "extra" nodes, where any job may backfill (however long it runs) without delaying it.
-        left, out = procs, []
-        for n, f in sorted(free.items(), key=lambda kv: (loads[kv[0]].free, -kv[1])):
-            if f > 0 and left > 0:
-                out.append(n)
-                left -= f
-        return t, out
-

@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 
 from mysched.core.config import PackingClass
-from mysched.core.estimate import augment, match_parts
+from mysched.core.matching import augment, match_parts
 from mysched.core.model import Job
 from mysched.core.plan import Wait
 from mysched.core.request import NodePart, Request

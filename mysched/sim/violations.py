@@ -89,11 +89,13 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
 
     # A node's first reservation in the plan is the one its starts met: a reservation made
     # later (after the cycle's starts, on the nodes of a reserved job that started) refused nothing.
-    held: dict[str, tuple[float, str, int | None]] = {}
+    held: dict[str, tuple[float, str, int | None, str | None, str | None]] = {}
     for r in p.reservations.values():
         rj = jobs.get(r.job_id)
+        rvo, rgroup = (rj.vo or config.vo_of(rj.group), rj.group) if rj is not None else (None, None)
         for n, need in zip(r.nodes, reserved_cores(rj, r.nodes) if rj is not None else [None] * len(r.nodes)):
-            held.setdefault(n, (r.start, r.job_id, need))
+            held.setdefault(n, (r.start, r.job_id, need, rvo, rgroup))
+    exclusive = any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing)
     ends: dict[str, list[tuple[float, int]]] = {}  # by requested walltime, as the planner's reservations
     if held:
         for j in snap.jobs:
@@ -102,9 +104,11 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
                 for name, c in j.placement:
                     ends.setdefault(name, []).append((end, c))
 
-    def room_beside(j: Job, name: str, h: tuple[float, str, int | None]) -> bool:
-        # a reserved node's cores beyond what its reservation needs there, at its start
-        if h[2] is None or (j.request is not None and j.request.exclusive):
+    def room_beside(j: Job, vo: str, vmax: int | None, gmax: int | None, name: str, h: tuple) -> bool:
+        # a reserved node's cores beyond what its reservation needs there, at its start, for a
+        # job that cannot bar the reserved one otherwise (the planner's `Reserving._fits_before`)
+        if h[2] is None or h[0] <= p.now or exclusive or (j.request is not None and j.request.exclusive) \
+                or (vo == h[3] and vmax is not None) or (j.group == h[4] and gmax is not None):
             return False
         at = free[name] + sum(c for end, c in ends.get(name, ()) if end <= h[0])
         return min(at, index.by_name[name][0].slots) - j.cores >= h[2]
@@ -119,7 +123,7 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
             return False
         h = held.get(name)
         if h is not None and h[1] != j.id and not (j.walltime is not None and p.now + j.walltime <= h[0]) \
-                and not room_beside(j, name, h):
+                and not room_beside(j, vo, vmax, gmax, name, h):
             return False
         if (name in p.draining_now and j.cores < mc_min
                 and not (j.walltime is not None and p.now + j.walltime <= p.drain_horizons.get(name, p.now))):

@@ -404,3 +404,54 @@ def test_a_job_kept_off_reserved_nodes_is_told_whose_reservation():
     p = plan(snap(jobs, nodes), config_from_text(CFG), Usage(), NOW)
     w = p.waits["long2"]
     assert w.reason == "reserved" and w.detail.endswith("(for big)") and "higher-ranked" not in w.detail
+
+
+def _cycle(jobs, nodes, cfg, t, resv):
+    p = plan(snap(jobs, nodes), cfg, Usage(), t, reservations=resv)
+    st = {s.job_id: s for s in p.starts}
+    return p, [j._replace(state=JobState.RUNNING, start_time=t, placement=st[j.id].placement) if j.id in st else j
+               for j in jobs]
+
+
+def test_a_job_that_could_bar_the_reserved_one_gets_none_of_its_nodes_extra_cores():
+    # (review) wn01 has 8 cores, x (7) ends at +1000; big (6, cms) is reserved wn01 from then, 2
+    # cores to spare. A long 1-core job of cms under max_per_node = 1, or of an exclusive packing
+    # class, took them -- and big, at its start, found wn01 at its VO's per-node limit, or held
+    # for the class, and waited on
+    for extra, group in (("cms = { groups = [\"cms\"]; share = 50; max_per_node = 1; };", "cms"),
+                         ('packing = { mc = { policy = "exclusive"; groups = ["atlasprd"]; ttl = "10h"; }; };',
+                          "atlasprd")):
+        text = ('vos = { atlas = { groups = ["atlas", "atlasprd"]; share = 50; }; '
+                + (extra if group == "cms" else 'cms = { groups = ["cms"]; share = 50; };') + " };\n"
+                + (extra if group != "cms" else ""))
+        cfg = config_from_text(text)
+        nodes = [Node("wn01", 8)]
+        x = Job("x", "q", "c", "cms", 7, JobState.RUNNING, 0.0, NOW, 1000.0, placement=(("wn01", 7),))
+        big = Job("big", "q", "c2", "cms", 6, JobState.QUEUED, 1.0, None, 3600.0)
+        p, jobs = _cycle([x, big], nodes, cfg, NOW, None)
+        assert p.reservations["big"].start == NOW + 1000
+        jobs.append(Job("small", "q", "b", group, 1, JobState.QUEUED, 2.0, None, 100000.0))
+        p, jobs = _cycle(jobs, nodes, cfg, NOW + 10, p.reservations)
+        assert not p.starts and p.waits["small"].reason == "reserved", group
+        p, jobs = _cycle([j for j in jobs if j.id != "x"], nodes, cfg, NOW + 1001, p.reservations)
+        assert [s.job_id for s in p.starts] == ["big"], group
+    # a job of another VO, with no per-node limit of big's to count against, may take them
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; '
+                           'share = 50; max_per_node = 1; }; };')
+    x = Job("x", "q", "c", "cms", 7, JobState.RUNNING, 0.0, NOW, 1000.0, placement=(("wn01", 7),))
+    p, jobs = _cycle([x, Job("big", "q", "c2", "cms", 6, JobState.QUEUED, 1.0, None, 3600.0)], [Node("wn01", 8)],
+                     cfg, NOW, None)
+    jobs.append(Job("small", "q", "b", "atlas", 1, JobState.QUEUED, 2.0, None, 100000.0))
+    p, jobs = _cycle(jobs, [Node("wn01", 8)], cfg, NOW + 10, p.reservations)
+    assert [s.job_id for s in p.starts] == ["small"]
+
+
+def test_a_request_of_several_parts_is_reserved_nodes_of_their_own():
+    # (review) gpu01 frees first, wn01 later; nodes=1:ppn=2+1:ppn=2:gpu. Part by part, the plain
+    # part took gpu01, the gpu part found nothing, and mpi got no reservation
+    nodes = [Node("wn01", 4), Node("gpu01", 4, properties=frozenset({"gpu"}))]
+    running = [run("r1", "gpu01", NOW + 100, cores=4), run("r2", "wn01", NOW + 5000, cores=4)]
+    mpi = q("mpi", cores=4, walltime=3600, submit=1)._replace(
+        request=Request((NodePart(1, 2), NodePart(1, 2, None, frozenset({"gpu"})))))
+    p = plan(snap(running + [mpi], nodes), config_from_text(CFG), Usage(), NOW)
+    assert p.reservations["mpi"] == Reservation("mpi", NOW + 5000, ("wn01", "gpu01"))

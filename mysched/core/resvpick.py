@@ -1,0 +1,152 @@
+"""Choosing a reservation's nodes: the set that has room for a waiting request earliest, by the
+requested walltimes of what runs there (a mixin of `mysched.core.reservation.Reserving`).
+
+Several parts (``nodes=1:ppn=2+1:ppn=2:gpu``) get distinct nodes by a matching at the earliest
+time one exists: taken part by part, the plain part took the gpu node that freed first, the gpu
+part found none, and the job got no reservation while later jobs took its nodes.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mysched.core.matching import match_parts
+from mysched.core.request import NodePart
+
+
+class Picking:
+    """Node choice for reservations; `_room_at` and the loads come from the planner."""
+
+    def _better(self, a: tuple[float, list[str]], b: tuple[float, list[str]]) -> bool:
+        """Is reservation `a` (start, nodes) better than `b`: it starts the job earlier, or as
+        early and holds fewer cores free now (EASY: those left out take backfill of any length)?
+        Even a second counts: jobs of one size often end within seconds, and the set that frees
+        a second later may leave all the cores free now to long backfill jobs."""
+        if a[0] != b[0]:
+            return a[0] < b[0]
+        loads = self.loads
+        return sum(loads[n].free for n in a[1]) < sum(loads[n].free for n in b[1])
+
+    def _pick(self, parts: list[tuple[int, int, str | None, frozenset]], names: list[str],
+              ends: dict[str, list[tuple[float, int]]], procs: int = 0,
+              wall: float | None = None) -> tuple[float, list[str]] | None:
+        """The nodes that serve every part (and `procs` cores anywhere) earliest for a job of
+        walltime `wall`, and when (the latest of them)."""
+        by_name = self.index.by_name
+        chosen: list[str] = []
+        start = self.now
+        if len(parts) > 1:
+            got = self._pick_matched(parts, names, ends, wall)
+            if got is None:
+                return None
+            start, chosen = max(start, got[0]), got[1]
+            parts = []
+        for count, ppn, host, props in parts:
+            if host is not None:
+                cand = [(self._room_at(host, ppn, ends, wall), host)] if host in names and host not in chosen else []
+            else:
+                cand = sorted((self._room_at(n, ppn, ends, wall), n) for n in names
+                              if n not in chosen and (not props or props <= by_name[n][0].properties))
+            if len(cand) < count:
+                return None
+            for t, n in cand[:count]:
+                chosen.append(n)
+                start = max(start, t)
+        if procs:
+            got = self._pick_procs_clear(procs, [n for n in names if n not in chosen], ends, wall)
+            if got is None:
+                return None
+            start = max(start, got[0])
+            chosen += got[1]
+        return start, chosen
+
+    def _pick_procs_clear(self, procs: int, names: list[str], ends: dict[str, list[tuple[float, int]]],
+                          wall: float | None) -> tuple[float, list[str]] | None:
+        """`_pick_procs` on nodes where the job, started when the cores are free, runs into no
+        scheduled downtime: a node it would is left out and the pick made again."""
+        if not self.index.downtimes:
+            return self._pick_procs(procs, names, ends)
+        names = [n for n in names if n not in self.dt_closed]
+        for _ in range(8):
+            got = self._pick_procs(procs, names, ends)
+            if got is None:
+                return None
+            bad = {n for n in got[1] if self._downtime_room(n, got[0], wall) > got[0]}
+            if not bad:
+                return got
+            names = [n for n in names if n not in bad]
+        return None
+
+    def _pick_procs(self, procs: int, names: list[str], ends: dict[str, list[tuple[float, int]]]
+                    ) -> tuple[float, list[str]] | None:
+        """The earliest time `procs` cores are free over `names`, and the nodes that give them."""
+        free: dict[str, int] = {}
+        ended: dict[str, int] = {}
+        events: list[tuple[float, int, str]] = []
+        have = 0
+        loads = self.loads
+        for n in names:
+            ld = loads[n]
+            if not ld.usable or ld.slots <= 0:
+                continue
+            free[n], ended[n] = ld.free, 0
+            have += ld.free
+            events.extend((end, c, n) for end, c in ends.get(n, ()) if math.isfinite(end))
+        t = self.now
+        if have < procs:
+            events.sort()
+            t = math.inf
+            for end, c, n in events:
+                if end > t:
+                    break
+                # all that ends at t: the nodes left over are backfill room
+                ended[n] += c
+                now_free = max(free[n], loads[n].free_after(ended[n]))
+                have += now_free - free[n]
+                free[n] = now_free
+                if have >= procs:
+                    t = end
+            if have < procs:
+                return None
+        # Nodes busy now first: the cores free now that the reservation leaves out are EASY's
+        # "extra" nodes, where any job may backfill (however long it runs) without delaying it.
+        left, out = procs, []
+        for n, f in sorted(free.items(), key=lambda kv: (loads[kv[0]].free, -kv[1])):
+            if f > 0 and left > 0:
+                out.append(n)
+                left -= f
+        return t, out
+
+    def _pick_matched(self, parts: list[tuple[int, int, str | None, frozenset]], names: list[str],
+                      ends: dict[str, list[tuple[float, int]]], wall: float | None
+                      ) -> tuple[float, list[str]] | None:
+        """Distinct nodes for all `parts` at the earliest time a matching of them exists (the
+        nodes in the parts' order), or None."""
+        by_name = self.index.by_name
+        lists = []
+        for count, ppn, host, props in parts:
+            if host is not None:
+                cand = [(self._room_at(host, ppn, ends, wall), host)] if host in names else []
+            else:
+                cand = sorted((self._room_at(n, ppn, ends, wall), n) for n in names
+                              if not props or props <= by_name[n][0].properties)
+            if len(cand) < count:
+                return None
+            lists.append(cand)
+        want = [NodePart(count, 1) for count, *_ in parts]
+        big = {n: 1 for c in lists for _, n in c}
+
+        def match(t: float) -> list[str] | None:
+            return match_parts(want, [[n for tn, n in c if tn <= t] for c in lists], big)
+
+        times = sorted({t for c in lists for t, _ in c})
+        if match(times[-1]) is None:
+            return None
+        lo, hi = 0, len(times) - 1  # times[hi] matches
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if match(times[mid]) is None:
+                lo = mid + 1
+            else:
+                hi = mid
+        return times[hi], match(times[hi]) or []
