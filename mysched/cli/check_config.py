@@ -129,11 +129,6 @@ def run(args: argparse.Namespace) -> int:
             nodes = snap.nodes
             where = f"pbs_server {url}: {len(nodes)} node(s)"
             warnings = farm_warnings(cfg, snap, parsed.where)
-    if errors:
-        for line in in_file_order(errors + warnings, parsed):
-            print(("warning: " + line) if line in warnings else f"mysched: error: {line}",
-                  file=sys.stderr)
-        return 1
     if cfg.pools and nodes is None and not cfg.server.startswith("sim:"):
         # The hosts a pool selects are pbs_server's: the simulated farm's names say nothing of them.
         lines = [f"pools: not checked against a farm (server.url is {cfg.server}); --server checks them on "
@@ -147,6 +142,11 @@ def run(args: argparse.Namespace) -> int:
             where = f"the simulated farm, {f.nodes} x {f.slots_per_node} slots (--server checks the real one)"
         got, problems = pool_report(cfg, nodes)
         lines = [f"pools on {where}:"] + got
+    if errors:  # with the pools' problems, which the rest of the file shows too
+        for line in in_file_order(errors + problems + warnings, parsed):
+            print(("warning: " + line) if line in warnings else f"mysched: error: {line}",
+                  file=sys.stderr)
+        return 1
     total = sum(v.share for v in cfg.vos.values()) * 100
     print(f"{args.config}: {'OK' if not problems else f'{len(problems)} problem(s)'} — {len(cfg.vos)} VOs "
           f"({total:g} % of slots guaranteed), {len(cfg.group_vo)} groups mapped, {len(cfg.queues)} queues, "

@@ -75,3 +75,13 @@ def test_a_config_error_does_not_hide_what_the_farm_says_of_the_rest(tmp_path, c
     assert main(["check-config", "-c", str(cfg), "--server", "sim://?nodes=many"]) == 1
     err = capsys.readouterr().err
     assert f"mysched: error: {cfg}:4: downtimes.bad" in err and "not checked" in err
+
+
+def test_a_config_error_does_not_hide_an_overcommitted_pool(tmp_path, capsys):
+    cfg = tmp_path / "site.cfg"
+    cfg.write_text('vos = { a = { groups = ["a"]; share = 50; }; b = { groups = ["b"]; share = 50; max_cores = "x"; }; };\n'
+                   'pools = { p = { hosts = ["wn*"]; package = { slots = 8; }; groups = { a = 5; }; }; };\n')
+    assert main(["check-config", "-c", str(cfg), "--server", "sim://?nodes=2&slots=8"]) == 1
+    err = capsys.readouterr().err
+    assert "pools.p: overcommitted: guarantees 5 package(s), its 2 host(s) hold 2" in err
+    assert f"{cfg}:1: vos.b.max_cores: expected an integer" in err
