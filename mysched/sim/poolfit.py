@@ -51,10 +51,19 @@ def _cause(pool: PoolConfig, mine: list[Node], entries: list[tuple[Node, str | N
         fit = [(n, t) for n, t in named if pool.selects(n.name, t, n.properties, n.slots, _ANY)]
         if not fit:
             return f"min_slots {pool.min_slots}: its simulated nodes have {max(n.slots for n, _ in named)} slots"
-        return f"min_mem selects no host: {NO_MEM}"
+        return f"min_mem selects no host: {_mem_of([n for n, _ in fit], pool.min_mem or 0)}"
     if not any(pool.fit(n.slots, n.mem) for n in mine):
         if pool.slots and all(n.slots < pool.slots for n in mine):
             return (f"a package of {pool.slots} slots does not fit on its hosts of "
                     f"{max(n.slots for n in mine)} slots")
-        return f"a package of memory needs node memory: {NO_MEM}"
+        return f"a package of {pool.mem >> 20} MB does not fit its hosts: {_mem_of(mine, pool.mem)}"
     return ""
+
+
+def _mem_of(nodes: list[Node], need: int) -> str:
+    """What the nodes' memory is against `need` bytes: the largest a node has, or that they have
+    none (the simulated farm's nodes have memory only from a node type's mem)."""
+    have = [n.mem for n in nodes if n.mem is not None]
+    if not have:
+        return NO_MEM
+    return f"{need >> 20} MB needed, the largest simulated node has {max(have) >> 20} MB"

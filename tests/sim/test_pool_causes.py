@@ -70,3 +70,11 @@ def test_simulate_says_it_and_writes_it_to_json(tmp_path, capsys):
     assert "match none of the 4 simulated nodes (wn0001, wn0002, ..., wn0004" in text
     assert "min_mem or package mem" not in text
     assert json.loads(out.read_text())["pools"]["sam"]["why"].startswith("its hosts node04 match none")
+
+
+def test_min_mem_past_the_nodes_memory_says_both():
+    # (review) the nodes had 16 GB from a node type and the report blamed them for having none
+    cfg = (VOS + 'node_types = { big = { nodes = ["wn*"]; mem = "16gb"; }; };\n'
+           'pools = { sam = { hosts = ["wn*"]; min_mem = "64gb"; package = { slots = 1; }; vos = { a = 1; }; }; };')
+    why, line = _why(cfg)
+    assert "min_mem selects no host: 65536 MB needed, the largest simulated node has 16384 MB" in line
