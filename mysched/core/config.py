@@ -394,9 +394,11 @@ class Config:
         """The VO a unix group belongs to (the default VO for unmapped groups)."""
         return self.group_vo.get(group, self.default_vo)
 
-    def user_limits(self, user: str) -> UserLimits | None:
-        """A user's limits: their own block, else users.default (None: none)."""
-        return self.users.get(user) or self.users.get("default")
+    def user_limits(self, user: str) -> tuple[str, UserLimits] | None:
+        """A user's limits and the block that sets them: their own (users.NAME, which replaces
+        the default, as MAUI's USERCFG), else users.default; None: none."""
+        key = user if user in self.users else "default" if "default" in self.users else None
+        return (f"users.{key}", self.users[key]) if key is not None else None
 
     def vo(self, name: str) -> VOConfig:
         """A VO's settings; an undeclared VO (e.g. the default) has no share and no limits."""

@@ -69,9 +69,7 @@ class Limiting:
         try:
             return self._user_caps[user]
         except KeyError:
-            users = self.cfg.users
-            key = user if user in users else "default" if "default" in users else None
-            got = self._user_caps[user] = (f"users.{key}", users[key]) if key is not None else None
+            got = self._user_caps[user] = self.cfg.user_limits(user)
             return got
 
     def _limit(self, job: Job, vo: str, rules=None) -> str | None:  # noqa: ANN001 - placement._Rules

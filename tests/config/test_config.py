@@ -190,4 +190,4 @@ def test_the_disabled_examples_of_the_example_file_are_valid_when_enabled():
     cfg = config_from_text(text + "\n" + "\n".join(blocks) + "\n")
     assert set(cfg.load_sources) == {"se_atlas", "site_probe", "nfs"} and cfg.load_rules
     assert cfg.node_load.min_free_mem == 2 << 30 and cfg.packing
-    assert cfg.user_limits("alice").max_cores == 2000 and cfg.user_limits("prdatlas").max_running is None
+    assert cfg.user_limits("alice")[1].max_cores == 2000 and cfg.user_limits("prdatlas")[1].max_running is None

@@ -25,9 +25,9 @@ def test_max_cores_and_users_are_read():
                            'users = { default = { max_running = 50; max_cores = 200; }; prd = { max_cores = 800; };'
                            ' ops = {}; };\n')
     assert (cfg.vos["cms"].max_cores, cfg.groups["cmssgm"].max_cores, cfg.queues["long"].max_cores) == (96, 8, 400)
-    assert cfg.user_limits("alice") == UserLimits(50, 200)
-    assert cfg.user_limits("prd") == UserLimits(None, 800)  # instead of the default, not on top of it
-    assert cfg.user_limits("ops") == UserLimits()
+    assert cfg.user_limits("alice") == ("users.default", UserLimits(50, 200))
+    assert cfg.user_limits("prd") == ("users.prd", UserLimits(None, 800))  # instead of the default, not on top of it
+    assert cfg.user_limits("ops") == ("users.ops", UserLimits())
     assert config_from_text('users = { prd = { max_cores = 8; }; };').user_limits("alice") is None
 
 
