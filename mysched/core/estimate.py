@@ -21,7 +21,7 @@ from mysched.core.admission import NodeKey, admits, node_key, node_type
 from mysched.core.config import Config
 from mysched.core.downtime import clear_start, windows_by_node
 from mysched.core.model import Job, Node
-from mysched.core.matching import match_parts
+from mysched.core.matching import earliest, match_parts
 from mysched.core.request import NodePart
 from mysched.core.reservation import reserved_cores
 
@@ -221,14 +221,7 @@ def _earliest(room, per_node: dict[str, list[float]], windows: dict, wall: float
             last = k
         groups[-1].append(t)
     for g in groups:
-        if room(g[-1]) is None:
-            continue
-        a, b = 0, len(g) - 1  # g[b] fits
-        while a < b:
-            m = (a + b) // 2
-            if room(g[m]) is None:
-                a = m + 1
-            else:
-                b = m
-        return g[b], room(g[b]) or []
+        got = earliest(g, room)
+        if got is not None:
+            return got
     return None

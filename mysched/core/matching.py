@@ -4,7 +4,7 @@ placement and reservations all use it."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from mysched.core.request import NodePart
 
@@ -47,3 +47,18 @@ def augment(start: int, fit: list[list[str]], owner: dict[str, int]) -> bool:
                 via[q] = n
                 queue.append(q)
     return False
+
+
+def earliest(times: Sequence[float], fits: Callable[[float], list[str] | None]) -> tuple[float, list[str]] | None:
+    """The first of the sorted `times` at which `fits` finds nodes, and those nodes, by
+    bisection: room only grows along them (a farm frees thousands of cores); None if none does."""
+    if not times or fits(times[-1]) is None:
+        return None
+    a, b = 0, len(times) - 1  # times[b] fits
+    while a < b:
+        m = (a + b) // 2
+        if fits(times[m]) is None:
+            a = m + 1
+        else:
+            b = m
+    return times[b], fits(times[b]) or []

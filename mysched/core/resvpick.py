@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from mysched.core.matching import match_parts
+from mysched.core.matching import earliest, match_parts
 from mysched.core.request import NodePart
 
 
@@ -139,14 +139,4 @@ class Picking:
         def match(t: float) -> list[str] | None:
             return match_parts(want, [[n for tn, n in c if tn <= t] for c in lists], big)
 
-        times = sorted({t for c in lists for t, _ in c})
-        if match(times[-1]) is None:
-            return None
-        lo, hi = 0, len(times) - 1  # times[hi] matches
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if match(times[mid]) is None:
-                lo = mid + 1
-            else:
-                hi = mid
-        return times[hi], match(times[hi]) or []
+        return earliest(sorted({t for c in lists for t, _ in c}), match)
