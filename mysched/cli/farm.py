@@ -91,9 +91,9 @@ def run_nodes(args: argparse.Namespace) -> int:
 def fill_shares(p: argparse.ArgumentParser) -> None:
     """Per VO: configured share, guarantee in slots, running slots and jobs, queued jobs, decayed
     wall-clock usage over the history window, current priority, and whether it is below its
-    guarantee. --groups and --users break running/queued jobs and usage down further."""
+    guarantee; LIMIT: its vos.NAME.max_running (j, jobs) and max_cores (c, cores), '-' for none. --groups and --users break running/queued jobs and usage down further."""
     options(p, json_keys="window_s, vos{VO:{share,guarantee,running_slots,running_jobs,queued_jobs,eligible_jobs,"
-            "blocked_jobs,usage_h,priority,below_guarantee,throttled}}, "
+            "blocked_jobs,usage_h,priority,below_guarantee,throttled,max_running,max_cores}}, "
             "groups{GROUP:{vo,share,running_jobs,running_slots,queued_jobs,eligible_jobs,blocked_jobs,usage_h}}, "
             "users{USER:{vo,running_jobs,running_slots,queued_jobs,eligible_jobs,blocked_jobs,usage_h}}; "
             "queued_jobs: every waiting job (eligible_jobs + blocked_jobs), eligible_jobs: the QUEUED column "
@@ -117,7 +117,8 @@ def run_shares(args: argparse.Namespace) -> int:
                   "running_jobs": v["running_jobs"], "queued_jobs": v["queued_jobs"],
                   "eligible_jobs": eligible.get(name, 0), "blocked_jobs": blocked.get(name, 0),
                   "usage_h": round(v["usage_s"] / 3600.0, 2), "priority": v["priority"],
-                  "below_guarantee": v["below_guarantee"], "throttled": v.get("throttled") or []}
+                  "below_guarantee": v["below_guarantee"], "throttled": v.get("throttled") or [],
+                  "max_running": v.get("max_running"), "max_cores": v.get("max_cores")}
            for name, v in sorted(doc["vos"].items())}
     detail: dict[str, dict[str, dict[str, Any]]] = {"groups": {}, "users": {}}
     if args.groups or args.users:
@@ -147,15 +148,15 @@ def run_shares(args: argparse.Namespace) -> int:
         return 0
     # QUEUED: jobs a free slot would start; BLOCKED the rest of the queued (a VO below its
     # guarantee with only a held or never-fitting job waiting is not short of slots)
-    table(["VO", "SHARE", "GUARANTEE", "RUNNING", "JOBS", "QUEUED", "BLOCKED", "USAGE(h)", "PRIORITY", "BELOW",
-           "THROTTLE"],
-          [[k, f"{v['share']:.1%}", v["guarantee"], v["running_slots"], v["running_jobs"],
+    table(["VO", "SHARE", "GUARANTEE", "RUNNING", "JOBS", "LIMIT", "QUEUED", "BLOCKED", "USAGE(h)", "PRIORITY",
+           "BELOW", "THROTTLE"],
+          [[k, f"{v['share']:.1%}", v["guarantee"], v["running_slots"], v["running_jobs"], _limit(v),
             v["eligible_jobs"], v["blocked_jobs"], f"{v['usage_h']:.1f}", f"{v['priority']:.3f}",
             "yes" if v["below_guarantee"] else "no", ",".join(v["throttled"]) or "-"]
            for k, v in vos.items()],
           noheader=args.noheader, colours=["red" if v["throttled"] else
                                            "yellow" if v["below_guarantee"] and v["eligible_jobs"]
-                                           else None for v in vos.values()], right=(1, 2, 3, 4, 5, 6, 7, 8))
+                                           else None for v in vos.values()], right=(1, 2, 3, 4, 5, 6, 7, 8, 9))
     if not args.noheader:
         for t in doc.get("throttles") or ():
             if t["level"] != "open":
@@ -172,6 +173,13 @@ def run_shares(args: argparse.Namespace) -> int:
                    + [d["running_slots"], d["running_jobs"], d["eligible_jobs"], d["blocked_jobs"], f"{d['usage_h']:.1f}"]
                    for k, d in items], noheader=args.noheader, right=tuple(range(2, len(head))))
     return 0
+
+
+def _limit(v: dict[str, Any]) -> str:
+    """A VO's caps as the LIMIT column shows them: '4000j' (max_running), '96c' (max_cores),
+    both as '4000j/96c', '-' for none."""
+    parts = [f"{v[k]}{u}" for k, u in (("max_running", "j"), ("max_cores", "c")) if v.get(k) is not None]
+    return "/".join(parts) or "-"
 
 
 # -- free -------------------------------------------------------------------------------------

@@ -48,3 +48,11 @@ def test_why_jobs_and_shares_show_a_core_limit_and_a_user_limit(tmp_path, capsys
     assert main(["shares", "--state-dir", str(tmp_path), "--json"]) == 0
     vos = json.loads(capsys.readouterr().out)["vos"]
     assert vos["cms"]["blocked_jobs"] == 1 and vos["atlas"]["blocked_jobs"] == 1
+    assert vos["cms"]["max_cores"] == 12 and vos["cms"]["max_running"] is None and vos["atlas"]["max_cores"] is None
+    # the table shows the caps, so a VO's RUNNING beside its cap needs no why (live: shares showed
+    # atlas at 6 cores and BLOCKED 2, and nothing of its max_cores 6)
+    assert main(["shares", "--state-dir", str(tmp_path)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    cols = table[0].split()
+    got = {ln.split()[0]: dict(zip(cols, ln.split())) for ln in table[1:3]}
+    assert got["cms"]["LIMIT"] == "12c" and got["atlas"]["LIMIT"] == "-"

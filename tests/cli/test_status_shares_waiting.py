@@ -33,8 +33,9 @@ def _out(capsys, *argv: str) -> str:
 
 
 def _row(table: list[str], head: str, name: str) -> dict[str, str]:
-    cols = next(line for line in table if line.startswith(head)).split()
-    return dict(zip(cols, next(line for line in table if line.split()[:1] == [name]).split()))
+    """Row `name` of the table under header `head` (a VO and a group may share a name)."""
+    at = next(i for i, line in enumerate(table) if line.startswith(head))
+    return dict(zip(table[at].split(), next(line for line in table[at + 1:] if line.split()[:1] == [name]).split()))
 
 
 def test_vo_group_and_user_rows_count_a_held_job_as_blocked_not_queued(tmp_path, capsys):
