@@ -8,7 +8,7 @@ estimate, said so.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from mysched.backends.torque.values import parse_node_parts
 from mysched.cli import statusdoc
@@ -26,17 +26,16 @@ def estimate(doc: dict[str, Any], j: dict[str, Any]) -> Estimate:
     """When queued job row `j` starts, by the requested walltimes of what runs and of the
     jobs ahead of it in the last cycle's order."""
     request = j.get("request")
-    got = read_request(doc, j) if request else None
+    node_names = {r["name"] for r in rows(doc, "nodes")}  # a host from a property, as TORQUE tells them
+    got = read_request(j, node_names) if request else None
     if isinstance(got, str):
         return Estimate(None, False, f"no estimate for this request ({request}): {got}; its wait reason says "
                         f"what it waits for (mysched why {j['id']})", 0)
     all_rows = rows(doc, "jobs")
     running = [statusdoc.job(r) for r in all_rows if r["state"] in RUNNING and r["nodes"]]
-    reserved = _reserved(doc, all_rows, j["id"])
-    rank = j["rank"] or 0
+    reserved = _reserved(doc, all_rows, j["id"], node_names)
     ahead = [(statusdoc.job(r), r["vo"]) for r in sorted(
-        (r for r in all_rows if r["state"] not in RUNNING and r["rank"] is not None and r["rank"] < rank
-         and r["reason"] not in BLOCKING and r["id"] not in reserved), key=lambda r: r["rank"])]
+        (r for r in _ahead(all_rows, j["rank"] or 0) if r["id"] not in reserved), key=lambda r: r["rank"])]
     nodes, config, now = statusdoc.nodes(doc), statusdoc.rules(doc), doc["snapshot_time"]
     target = statusdoc.job(j)
     if got is None:
@@ -54,14 +53,16 @@ def estimate(doc: dict[str, Any], j: dict[str, Any]) -> Estimate:
 def ahead_of(doc: dict[str, Any], j: dict[str, Any]) -> int:
     """The jobs ahead of waiting job row `j` in the last cycle's order that could start (not
     blocked): `why`'s position less one."""
-    rank = j["rank"]
-    if rank is None:
-        return 0
-    return sum(1 for r in rows(doc, "jobs") if r["state"] not in RUNNING and r["rank"] is not None
-               and r["rank"] < rank and r["reason"] not in BLOCKING)
+    return sum(1 for _ in _ahead(rows(doc, "jobs"), j["rank"])) if j["rank"] is not None else 0
 
 
-def _reserved(doc: dict[str, Any], all_rows: list[dict[str, Any]], target: str
+def _ahead(all_rows: list[dict[str, Any]], rank: int) -> Iterator[dict[str, Any]]:
+    """The rows of jobs ranked ahead of `rank` in the last cycle's order that could start."""
+    return (r for r in all_rows if r["state"] not in RUNNING and r["rank"] is not None and r["rank"] < rank
+            and r["reason"] not in BLOCKING)
+
+
+def _reserved(doc: dict[str, Any], all_rows: list[dict[str, Any]], target: str, node_names: set[str]
               ) -> dict[str, tuple[Job, float, tuple[str, ...]]]:
     """The status's reservations of jobs still waiting other than `target`: (job with the
     request its reservation holds cores for, start, nodes) by job id."""
@@ -75,7 +76,7 @@ def _reserved(doc: dict[str, Any], all_rows: list[dict[str, Any]], target: str
             continue
         rj = statusdoc.job(r)
         if r.get("request"):
-            req = read_request(doc, r)
+            req = read_request(r, node_names)
             # what the planner keeps whole nodes for: memory, nodes alone, a request not read here
             rj = rj._replace(request=Request(exclusive=True) if isinstance(req, str) or req[2] else
                              Request(parts=req[0], procs=req[1] or None))
@@ -83,12 +84,12 @@ def _reserved(doc: dict[str, Any], all_rows: list[dict[str, Any]], target: str
     return out
 
 
-def read_request(doc: dict[str, Any], j: dict[str, Any]) -> tuple[tuple[NodePart, ...], int, str] | str:
-    """(node parts, procs, memory asked for) of job row `j`'s request, or why the estimate
-    does not cover it. A request of memory alone is `j`'s cores on one node."""
+def read_request(j: dict[str, Any], node_names: set[str]) -> tuple[tuple[NodePart, ...], int, str] | str:
+    """(node parts, procs, memory asked for) of job row `j`'s request (`node_names`: the
+    farm's), or why the estimate does not cover it. A request of memory alone is `j`'s cores
+    on one node."""
     parts: tuple[NodePart, ...] = ()
     procs, memory = 0, []
-    node_names = {r["name"] for r in rows(doc, "nodes")}
     for item in j["request"].split(","):
         key, _, value = item.partition("=")
         if key == "nodes":
