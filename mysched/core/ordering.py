@@ -206,12 +206,7 @@ class Ordering:
                 started: bool) -> None:
         """After a job of user `u` (group `g`, VO `vo`) was taken from the share tree: drop the
         queues it left empty, and re-rank what it started for (its slots now count)."""
-        if not uq.jobs:
-            gq.heap.remove(u)
-            del gq.users[u]
-            if not gq.users:
-                vq.heap.remove(g)
-                del vq.groups[g]
+        self._prune(vq, g, gq, u, uq)
         if started:
             if u in gq.users:
                 gq.heap.push(u, self._sub_key(self.usage.user.get(u, 0.0), self.user_slots.get(u, 0), u))
@@ -221,6 +216,16 @@ class Ordering:
             heap.remove(vo)
         elif started:
             heap.push(vo, self._vo_key(vo))
+
+    @staticmethod
+    def _prune(vq: _VOQ, g: str, gq: _GroupQ, u: str, uq: _UserQ) -> None:
+        """Drop user `u`'s queue `uq` if it is empty, and then group `g`'s if that left it none."""
+        if not uq.jobs:
+            gq.heap.remove(u)
+            del gq.users[u]
+            if not gq.users:
+                vq.heap.remove(g)
+                del vq.groups[g]
 
     def _run_reserved(self, eligible: list[tuple[Job, str]], first: set[str], vos: dict[str, _VOQ],
                       heap: _Heap) -> None:
@@ -263,12 +268,7 @@ class Ordering:
                 if wide:
                     self._drain_list([(j, vo) for j in wide], reason)
                     uq.jobs = deque(j for j in uq.jobs if j.cores <= left)
-                if not uq.jobs:
-                    q.heap.remove(u)
-                    del q.users[u]
-            if not q.users:
-                vq.heap.remove(g)
-                del vq.groups[g]
+                self._prune(vq, g, q, u, uq)
         if not vq.groups:
             heap.remove(vo)
 
