@@ -9,6 +9,7 @@ from mysched.cli import statusdoc
 from mysched.cli.statusdoc import RUNNING
 from mysched.errors import StatusError
 from mysched.cli.textout import duration, table
+from mysched.daemon.downtimeclash import started_at
 from mysched.daemon.statusfile import rows
 
 
@@ -31,13 +32,14 @@ def jobs_on(doc: dict[str, Any], names: set[str]) -> dict[str, list[dict[str, An
     """Per node of `names`, the jobs running there: id, user, VO, cores there (of all it has),
     start and the end its requested walltime gives (None without one)."""
     out: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    now = doc["snapshot_time"]
     for r in rows(doc, "jobs"):
         if r["state"] not in RUNNING or not r["nodes"]:
             continue
         for part in r["nodes"].split("+"):
             name, _, c = part.rpartition(":")
             if name in out:
-                start = r["start"]
+                start = started_at(r["start"], r.get("cycle"), now)
                 end = start + r["walltime"] if start is not None and r["walltime"] else None
                 out[name].append({"id": r["id"], "user": r["user"], "vo": r["vo"], "cores": int(c or 1),
                                   "job_cores": r["cores"], "start": start, "end": end})

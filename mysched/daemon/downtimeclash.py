@@ -86,6 +86,12 @@ def clashes(doc: dict[str, Any], only: Iterable[str] | None = None,
     return out
 
 
+def started_at(start: float | None, cycle: str | None, now: float) -> float | None:
+    """A running job's start as a status document gives it: its own, or the status's time `now`
+    for a job this very cycle started (TORQUE reports its start_time only at the next read)."""
+    return now if start is None and cycle == "started" else start
+
+
 def _running_by_node(doc: dict[str, Any], nodes: set[str]) -> dict[str, list[dict[str, Any]]]:
     """The running jobs on `nodes`, by node: {id, nodes (its placement), end}."""
     cols = doc["job_columns"]
@@ -99,9 +105,7 @@ def _running_by_node(doc: dict[str, Any], nodes: set[str]) -> dict[str, list[dic
         where = [p.rpartition(":")[0] for p in r[i["nodes"]].split("+")]
         if nodes.isdisjoint(where):
             continue
-        start = r[i["start"]]
-        if start is None and ci is not None and r[ci] == "started":
-            start = now  # started by this very cycle
+        start = started_at(r[i["start"]], r[ci] if ci is not None else None, now)
         wall = r[i["walltime"]]
         job = {"id": r[i["id"]], "nodes": r[i["nodes"]], "end": start + wall if start is not None and wall is not None
                else None}

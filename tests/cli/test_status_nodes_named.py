@@ -58,3 +58,13 @@ def test_an_unknown_node_is_one_line_naming_some_that_exist(tmp_path, capsys):
     assert err.strip() == "mysched: error: node wn09 is not in the status (3 node(s): wn01, wn02, wn03)"
     # a fully qualified name finds the short one pbs_server lists
     assert _run(capsys, "nodes", "wn01.grid.example.org", "--state-dir", str(tmp_path))[0] == 0
+
+
+def test_a_job_the_last_cycle_started_shows_its_end(tmp_path, capsys):
+    # TORQUE reports its start_time only at the next read: the status's time is its start (it
+    # showed "no walltime" and no start, as a job without a walltime would)
+    s = snap([Job("5.srv", "q", "dave", "atlas", 1, JobState.QUEUED, 900.0, None, 3600.0)], [Node("wn01", 4)])
+    write_status(str(tmp_path), build_status(s, plan(s, CFG, Usage(), 1000.0), CFG, published=time.time()))
+    doc = json.loads(_run(capsys, "nodes", "wn01", "--json", "--state-dir", str(tmp_path))[1])
+    assert doc["jobs_on"]["wn01"] == [{"id": "5.srv", "user": "dave", "vo": "atlas", "cores": 1, "job_cores": 1,
+                                       "start": 1000.0, "end": 4600.0}]
