@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from mysched.cli.statusdoc import RUNNING
+from mysched.core.config import Config, UserLimits
 from mysched.daemon.statusfile import rows
 
 
@@ -19,9 +20,9 @@ def limits(doc: dict[str, Any], j: dict[str, Any]) -> dict[str, dict[str, Any]]:
     lim = doc.get("limits") or {}
     glimits = (lim.get("groups") or {}).get(j["group"]) or {}
     qlimits = (doc.get("queue_config") or {}).get(j["queue"]) or {}
-    users = lim.get("users") or {}
-    ukey = j["user"] if j["user"] in users else "default" if "default" in users else None
-    ulimits = (users.get(ukey) or {}) if ukey is not None else {}
+    users = {k: UserLimits((v or {}).get("max_running"), (v or {}).get("max_cores"))
+             for k, v in (lim.get("users") or {}).items()}
+    ukey, ulimits = Config(users=users).user_limits(j["user"]) or (None, UserLimits())  # the planner's rule
     count = {k: [0, 0] for k in ("group", "queue", "user")}  # running jobs, their cores
     for x in rows(doc, "jobs"):
         if x["state"] in RUNNING:
@@ -40,9 +41,8 @@ def limits(doc: dict[str, Any], j: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "queue": {"name": j["queue"], "running_jobs": count["queue"][0], "running_cores": count["queue"][1],
                   "max_running": qlimits.get("max_running"), "max_cores": qlimits.get("max_cores")},
         # key: the block that sets the user's limits (users.NAME, else users.default; null: none)
-        "user": {"name": j["user"], "key": f"users.{ukey}" if ukey is not None else None,
-                 "running_jobs": count["user"][0], "running_cores": count["user"][1],
-                 "max_running": ulimits.get("max_running"), "max_cores": ulimits.get("max_cores")},
+        "user": {"name": j["user"], "key": ukey, "running_jobs": count["user"][0], "running_cores": count["user"][1],
+                 "max_running": ulimits.max_running, "max_cores": ulimits.max_cores},
     }
 
 
