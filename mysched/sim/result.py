@@ -10,6 +10,7 @@ from operator import itemgetter
 from typing import Callable, Iterable
 
 from mysched.core.plan import Plan
+from mysched.sim.waitreasons import OWN_CAPS
 
 
 @dataclass(frozen=True)
@@ -171,10 +172,6 @@ def stats(values: list[float], which: Iterable[str]) -> dict[str, float]:
 
 _JOB_ID, _REASON, _VO = itemgetter(0), itemgetter(1), itemgetter(1)  # Wait.job_id, Wait.reason; (runtime, VO)
 
-OWN_CAPS = frozenset({"vo_limit", "vo_core_limit", "group_limit", "group_core_limit", "user_limit", "user_core_limit"})
-"""Wait reasons that are a VO's own configuration: its, its groups' and its users' max_running
-and max_cores. A VO whose waiting jobs all wait for these is below its guarantee by its caps,
-not by the scheduler."""
 
 
 class BelowGuarantee:

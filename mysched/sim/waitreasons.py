@@ -71,6 +71,10 @@ _CAPS = {"vo_limit": ("vos", "max_running"), "vo_core_limit": ("vos", "max_cores
          "user_limit": ("users", "max_running"), "user_core_limit": ("users", "max_cores")}
 """Wait reasons of a configured cap -> where the configuration sets it."""
 
+OWN_CAPS = frozenset(r for r, (where, _) in _CAPS.items() if where != "queues")
+"""Wait reasons that are a VO's own configuration: its, its groups' and its users' max_running
+and max_cores (a queue's caps are shared with other VOs)."""
+
 
 def caps(config: Config) -> dict[str, str]:
     """Wait reason -> the caps behind it, as 'vos.NAME.max_running: atlas 12, cms 10'."""
