@@ -100,7 +100,9 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
                 left -= f
         return chosen if left <= 0 else None
 
-    got = _earliest(room, per_node, windows, wall, now, [h[0] for h in held.values()])
+    # the core times a job that ends before a reservation starts may use are candidates too
+    got = _earliest(room, per_node, windows, wall, now, [h[0] for h in held.values()],
+                    [t for h in held.values() for t in h[1]])
     if got is None:
         return Estimate(None, False, f"cannot estimate: {unknown} running or earlier job(s) on the nodes it may "
                         "use have no requested walltime", competing)
@@ -194,18 +196,22 @@ def _hold(per_node: dict[str, list[float]], usable: dict[str, int],
             if ts is None or name in held:
                 continue
             k = usable[name] if need is None else min(need, len(ts))
+            # the cores that free last by its start are its own: those free earlier are left to
+            # jobs that run on past it, as the planner leaves a node's spare cores (`_fits_before`)
+            lo = max(0, bisect_right(ts, start) - k)
             held[name] = (start, ts)
-            per_node[name] = sorted(ts[k:] + [max(start, t) + wall for t in ts[:k]])
+            per_node[name] = sorted(ts[:lo] + ts[lo + k:] + [max(start, t) + wall for t in ts[lo:lo + k]])
     return held
 
 
 def _earliest(room, per_node: dict[str, list[float]], windows: dict, wall: float | None,  # noqa: ANN001
-              now: float, held: Sequence[float] = ()) -> tuple[float, list[str]] | None:
+              now: float, held: Sequence[float] = (), extra: Iterable[float] = ()) -> tuple[float, list[str]] | None:
     """The first time from `now` at which `room(t)` finds nodes, and those nodes. Room only
     grows as cores free, except where a node's downtime or a reservation (starting at each of
     `held`) comes in the job's way: between those boundaries the first such time is searched
     by bisection (a farm frees thousands of cores)."""
     times = sorted({now, *(t for ts in per_node.values() for t in ts if now < t < math.inf),
+                    *(t for t in extra if now < t < math.inf),
                     *(w.end for ws in windows.values() for w in ws if w.end > now)})
     # a node is closed to a job starting at t within (begin - walltime, end) of a window; a
     # reserved node's cores it needs, within (start - walltime, start)
