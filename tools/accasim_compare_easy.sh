@@ -14,7 +14,9 @@
 # without a submit or run time). AccaSim cannot read SWF memory fields <= 0 (unknown), so
 # they are set to 1 KB there; its farm has ample memory, so this changes nothing else.
 # AccaSim 1.1.3's EASYBackfilling does not protect its reservation (it hands its allocator no
-# reserved nodes, so a long job may backfill anywhere): it is not textbook EASY. The script
+# reserved nodes, so a long job may backfill anywhere), and it tries its blocked head job again
+# only once the reservation's start has come (scheduler_class.py: _reserved_slot[0] <= cur_time),
+# however soon room appears: it is not textbook EASY. The script
 # also runs tools/easy_reference.py, an independent textbook EASY, and compares with both.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
