@@ -110,16 +110,19 @@ class Reserving(Picking):
         whole nodes: a 4-core reservation on a 32-core node left its 28 other cores to short jobs
         only) -- unless the job could bar the reserved one in another way: it asks for its nodes
         alone, the farm packs classes exclusively, or it counts against a per-node limit of the
-        reserved job's VO or group -- and not once the reservation is due."""
+        reserved job's VO or group. Once the reservation is due, the cores free now count (a job
+        past its requested walltime may hold some yet): refusing every job there then kept its
+        nodes' spare cores idle for the cycle, the reserved job started or not (seen live: a job of
+        a VO below its guarantee waited a cycle on an empty farm beside a 5-core reservation)."""
         if held[1] == job.id or (job.walltime is not None and self.now + job.walltime <= held[0]):
             return True
         need = held[2]
-        if need is None or held[0] <= self.now or self.exclusive_packing or \
-                (job.request is not None and job.request.exclusive):
+        if need is None or self.exclusive_packing or (job.request is not None and job.request.exclusive):
             return False
         if self._same_node_limit(job, held[3], held[4]):
             return False
-        return self._free_at(ld, held[0]) - (job.cores if cores is None else cores) >= need
+        free = ld.free if held[0] <= self.now else self._free_at(ld, held[0])
+        return free - (job.cores if cores is None else cores) >= need
 
     def _same_node_limit(self, job: Job, vo: str | None, group: str | None) -> bool:
         """Does `job` count against a per-node limit (max_per_node) of VO `vo` or group `group`?"""

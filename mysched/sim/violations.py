@@ -107,10 +107,10 @@ def share_violations(p: Plan, snap, config: Config, farm: SimulatedFarm, guarant
     def room_beside(j: Job, vo: str, vmax: int | None, gmax: int | None, name: str, h: tuple) -> bool:
         # a reserved node's cores beyond what its reservation needs there, at its start, for a
         # job that cannot bar the reserved one otherwise (the planner's `Reserving._fits_before`)
-        if h[2] is None or h[0] <= p.now or exclusive or (j.request is not None and j.request.exclusive) \
+        if h[2] is None or exclusive or (j.request is not None and j.request.exclusive) \
                 or (vo == h[3] and vmax is not None) or (j.group == h[4] and gmax is not None):
             return False
-        at = free[name] + sum(c for end, c in ends.get(name, ()) if end <= h[0])
+        at = free[name] if h[0] <= p.now else free[name] + sum(c for end, c in ends.get(name, ()) if end <= h[0])
         return min(at, index.by_name[name][0].slots) - j.cores >= h[2]
 
     mc_min = config.drain.min_cores

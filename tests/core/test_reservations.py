@@ -455,3 +455,29 @@ def test_a_request_of_several_parts_is_reserved_nodes_of_their_own():
         request=Request((NodePart(1, 2), NodePart(1, 2, None, frozenset({"gpu"})))))
     p = plan(snap(running + [mpi], nodes), config_from_text(CFG), Usage(), NOW)
     assert p.reservations["mpi"] == Reservation("mpi", NOW + 5000, ("wn01", "gpu01"))
+
+
+def test_a_due_reservation_leaves_its_nodes_spare_cores_to_other_jobs_in_the_same_cycle():
+    # (live walk-through) 4 x 4 cores, node04 busy; wide (nodes=2:ppn=2+1:ppn=1) holds a kept
+    # reservation on node01-03, due now; small (1 core, ranked first, ending after the
+    # reservation's start) waited a cycle on 7 spare cores, 'reserved for another job'
+    cfg = config_from_text(CFG)
+    nodes = [Node(f"node0{i}", 4) for i in range(1, 5)]
+    busy = run("busy", "node04", NOW + 3600, cores=4)
+    wide = q("wide", cores=5, walltime=300, submit=900)._replace(request=Request((NodePart(2, 2), NodePart(1, 1))))
+    small = q("small", walltime=180, submit=950, user="v")
+    kept = {"wide": Reservation("wide", NOW + 150, ("node01", "node02", "node03"))}
+    p = plan(snap([busy, wide, small], nodes), cfg, Usage(), NOW, reservations=kept)
+    assert {s.job_id for s in p.starts} == {"wide", "small"}, p.waits
+
+
+def test_a_due_reservation_keeps_the_cores_its_job_needs_from_a_job_past_its_walltime():
+    # wn01 (4 cores): a job past its requested walltime still holds 2; big (4 cores) is reserved
+    # wn01, due now -- the 2 free cores are big's, a long job may not take them
+    cfg = config_from_text(CFG)
+    over = Job("over", "q", "u", "atlas", 2, JobState.RUNNING, 0.0, NOW - 500, 100.0, placement=(("wn01", 2),))
+    big = q("big", cores=4, walltime=600, submit=1)
+    long = q("long", walltime=5000, submit=2, user="v")
+    p = plan(snap([over, big, long], [Node("wn01", 4)]), cfg, Usage(), NOW,
+             reservations={"big": Reservation("big", NOW, ("wn01",))})
+    assert not p.starts and p.waits["long"].reason == "reserved", p.waits
