@@ -116,7 +116,8 @@ class Daemon:
             if self.loads.sources is not None:
                 self.loads.sources.update(new.load_sources)
         except ConfigError as exc:
-            log.error("configuration reload rejected, keeping the previous one:\n%s", exc)
+            # one record, each problem in it: journald keeps a line of its own apart from the error
+            log.error("configuration reload rejected, keeping the previous one: %s", "; ".join(str(exc).splitlines()))
             self.metrics.reload("error")
             return False
         except Exception:  # noqa: BLE001 - a bug in reading the file must not end the daemon

@@ -234,6 +234,23 @@ def test_bad_reload_keeps_the_last_good_config(tmp_path):
     assert d.cycle().started == 2
 
 
+def test_a_rejected_reload_is_one_log_line_naming_every_problem(tmp_path, caplog):
+    # (live walk-through) two bad values logged the header as the ERROR and each problem on a
+    # line of its own, which journald keeps as entries without the error's priority
+    path = tmp_path / "mysched.cfg"
+    path.write_text(CFG + "scheduler = { max_starts_per_cycle = 1; };\n")
+    from mysched.config import load_config
+    d, server, farm = make()
+    d.config = load_config(str(path))
+    d.config_path = str(path)
+    path.write_text(CFG + 'scheduler = { max_starts_per_cycle = "oops"; interval = "15x"; };\n')
+    assert d.reload() is False
+    [rec] = [r for r in caplog.records if "reload rejected" in r.getMessage()]
+    msg = rec.getMessage()
+    assert rec.levelname == "ERROR" and "\n" not in msg, msg
+    assert "max_starts_per_cycle" in msg and "interval" in msg and "mysched.cfg:" in msg, msg
+
+
 def test_failed_cycles_back_off_but_retry_within_an_interval():
     """An outage backs off from seconds to one interval, never more: when pbs_server is back,
     jobs start again within a cycle. A crashing daemon (a bug) backs off to four intervals."""
