@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -142,7 +143,9 @@ def run(args: argparse.Namespace) -> int:
         lead = None
     if args.dry_run:  # a dry run starts nothing, so it needs no leadership ...
         holder = lead.holder() if lead is not None and state_dir else None
-        if holder:  # ... but must not overwrite the status a running daemon publishes
+        # ... but must not overwrite the status a running daemon publishes: in the configured
+        # directory, or in one whose status file names it
+        if holder and (not args.state_dir or _publishes_to(state_dir, holder)):
             log.warning("a daemon leads (pid %s on %s): this dry run writes no status file to %s "
                         "(give it --state-dir of its own to see its plan with the status commands)",
                         holder.get("pid"), holder.get("host"), state_dir)
@@ -167,6 +170,20 @@ def run(args: argparse.Namespace) -> int:
     log.info("mysched starting: server %s, config %s, state dir %s%s", url, config.source, state_dir,
              " (dry run)" if args.dry_run else "")
     return Service(daemon, listener_factory=listener_factory, once=args.once).run()
+
+
+def _publishes_to(state_dir: str, holder: dict) -> bool:
+    """Does the leading daemon (`holder`) publish its status in `state_dir`? Its status file
+    there names it (a dry run given a directory of its own, beside a daemon leading on the same
+    history store, wrote nothing there)."""
+    from mysched.daemon.statusfile import FILENAME
+
+    try:
+        with open(os.path.join(state_dir, FILENAME), encoding="utf-8") as f:
+            role = json.load(f)["role"]
+        return role["pid"] == holder.get("pid") and role["host"] == holder.get("host")
+    except (OSError, ValueError, LookupError, TypeError):
+        return False  # none (yet), or unreadable: the leader's own next cycle rewrites it
 
 
 def _torque_events(address: str):

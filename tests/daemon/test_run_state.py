@@ -47,6 +47,29 @@ def test_a_dry_run_leaves_the_leading_daemons_status_alone(tmp_path, caplog):
     assert json.loads((state / "status.json").read_text())["dry_run"]
 
 
+def test_a_dry_run_given_a_state_directory_of_its_own_publishes_there_beside_a_leading_daemon(tmp_path, caplog):
+    # (live walk-through) a daemon leads on the history store and publishes in live/; a dry run
+    # on the same store with --state-dir own/ wrote nothing there, while its warning advised
+    # exactly that --state-dir
+    def run(state_dir, *extra):
+        return main(["run", "--once", "--db", f"sqlite:///{tmp_path}/h.db", "--metrics-address", "off",
+                     "--state-dir", str(state_dir), "--server", SIM, *extra])
+
+    live, own = tmp_path / "live", tmp_path / "own"
+    assert run(live) == 0  # the daemon's status: it names this process as leader
+    before = (live / "status.json").read_bytes()
+    lead = FileLeadership(f"{tmp_path}/h.db.leader", 4.0)
+    assert lead.acquire()  # ... which leads on the store
+    try:
+        assert run(own, "--dry-run") == 0
+        assert json.loads((own / "status.json").read_text())["dry_run"]
+        assert run(live, "--dry-run") == 0  # its own directory: left alone
+    finally:
+        lead.release()
+    assert (live / "status.json").read_bytes() == before
+    assert caplog.text.count("this dry run writes no status file") == 1
+
+
 def test_without_a_configuration_it_starts_nothing_on_a_real_server(tmp_path, capsys):
     # An admin's second daemon without -c, on its own store: it led by the embedded DESY
     # example's shares and started a job on a node the site's daemon had reserved.
