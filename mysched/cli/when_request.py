@@ -8,6 +8,7 @@ estimate, said so.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Iterator
 
 from mysched.backends.torque.values import parse_node_parts
@@ -44,10 +45,13 @@ def estimate(doc: dict[str, Any], j: dict[str, Any]) -> Estimate:
         parts, procs, memory = got
     est = estimate_request(target._replace(request=None) if got is not None else target, j["vo"], parts, procs,
                            running, ahead, nodes, config, now, tuple(reserved.values()))
+    # the jobs ahead that hold reservations are counted by their reservations, not among `ahead`:
+    # they are ahead all the same (why's position)
+    held_ahead = sum(1 for r in _ahead(all_rows, j["rank"] or 0) if r["id"] in reserved)
     if memory and est.start is not None:
         est = Estimate(est.start, False, est.why + f"; its memory ({memory}) is not counted: it may start later",
                        est.ahead, est.nodes)
-    return est
+    return replace(est, ahead=est.ahead + held_ahead) if held_ahead else est
 
 
 def ahead_of(doc: dict[str, Any], j: dict[str, Any]) -> int:

@@ -60,3 +60,16 @@ def test_a_long_job_is_told_it_starts_on_the_cores_a_reservation_leaves_spare(tm
                reservations=p.reservations)
     assert [y.job_id for y in nxt.starts] == ["t"]  # the planner: now
     assert doc["start"] < 2000.0, doc  # when: 11000.0
+
+
+def test_a_job_behind_one_holding_a_reservation_is_told_that_job_is_ahead(tmp_path, capsys):
+    # (live walk-through) the farm full; big (4 cores) holds a reservation on wn01, t (1 core,
+    # 10 min) waits behind it: why said position 2, when '0 job(s) ahead'
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n')
+    big = Job("big", "q", "u", "atlas", 4, JobState.QUEUED, 1.0, None, 3600.0)
+    t = Job("t", "q", "v", "atlas", 1, JobState.QUEUED, 2.0, None, 600.0)
+    running = [_run(f"r{i}", "wn01", 1, 400.0 * (i + 1)) for i in range(4)]
+    s = Snapshot(1000.0, tuple(running + [big, t]), (Node("wn01", 4),), ())
+    p, doc = _when(tmp_path, capsys, s, cfg, "t")
+    assert "big" in p.reservations and p.waits["t"].rank == 2, p.waits
+    assert doc["ahead"] == 1, doc
