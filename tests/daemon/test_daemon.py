@@ -218,13 +218,21 @@ def test_shares_count_the_cycles_own_starts_like_jobs_and_nodes(tmp_path, capsys
         assert v["running_jobs"] == len(mine) and v["running_slots"] == sum(r["cores"] for r in mine)
 
 
-def test_bad_reload_keeps_the_last_good_config(tmp_path):
+def _reloadable(tmp_path):
+    """A daemon on the simulated farm whose configuration comes from a file (one start per
+    cycle), for reloads: the file's path and the daemon."""
+    from mysched.config import load_config
+
     path = tmp_path / "mysched.cfg"
     path.write_text(CFG + "scheduler = { max_starts_per_cycle = 1; };\n")
-    from mysched.config import load_config
-    d, server, farm = make()
+    d, _server, _farm = make()
     d.config = load_config(str(path))
     d.config_path = str(path)
+    return path, d
+
+
+def test_bad_reload_keeps_the_last_good_config(tmp_path):
+    path, d = _reloadable(tmp_path)
     path.write_text(CFG + "scheduler = { max_starts_per_cycle = oops; };\n")
     assert d.reload() is False
     assert d.config.max_starts_per_cycle == 1
@@ -237,12 +245,7 @@ def test_bad_reload_keeps_the_last_good_config(tmp_path):
 def test_a_rejected_reload_is_one_log_line_naming_every_problem(tmp_path, caplog):
     # (live walk-through) two bad values logged the header as the ERROR and each problem on a
     # line of its own, which journald keeps as entries without the error's priority
-    path = tmp_path / "mysched.cfg"
-    path.write_text(CFG + "scheduler = { max_starts_per_cycle = 1; };\n")
-    from mysched.config import load_config
-    d, server, farm = make()
-    d.config = load_config(str(path))
-    d.config_path = str(path)
+    path, d = _reloadable(tmp_path)
     path.write_text(CFG + 'scheduler = { max_starts_per_cycle = "oops"; interval = "15x"; };\n')
     assert d.reload() is False
     [rec] = [r for r in caplog.records if "reload rejected" in r.getMessage()]
@@ -436,12 +439,7 @@ def test_an_outage_is_logged_once_and_the_status_says_it_is_stale(tmp_path, capl
 
 
 def test_a_reload_refuses_an_empty_file_and_names_settings_only_a_restart_applies(tmp_path, caplog):
-    path = tmp_path / "mysched.cfg"
-    path.write_text(CFG + "scheduler = { max_starts_per_cycle = 1; };\n")
-    from mysched.config import load_config
-    d, server, farm = make()
-    d.config = load_config(str(path))
-    d.config_path = str(path)
+    path, d = _reloadable(tmp_path)
     path.write_text("# cut short\n")
     assert d.reload() is False
     assert "sets nothing" in caplog.text and d.config.max_starts_per_cycle == 1
