@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -124,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         from prometheus_client import CollectorRegistry
 
         metrics = Metrics(CollectorRegistry())
-        serve(metrics, maddr)  # logs where, or that the address is in use
+        serve(metrics, maddr, retry=math.inf if args.once else 30.0)  # logs where, or that the address is in use
 
     from mysched.daemon.cycle import Daemon
     from mysched.daemon.service import Service

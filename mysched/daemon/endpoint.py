@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import threading
 import time
 
@@ -23,7 +24,8 @@ log = logging.getLogger("mysched")
 
 
 def serve(registry: CollectorRegistry, host: str, port: int, retry: float) -> int:
-    """The bound port, or 0 when the address is in use (then bound in the background)."""
+    """The bound port, or 0 when the address is in use (then bound in the background, every
+    `retry` seconds; never for an infinite `retry`)."""
     try:
         bound = _bind(registry, host, port)
         log.info("metrics on http://%s:%d/metrics", f"[{host}]" if ":" in host else host, bound)
@@ -31,6 +33,9 @@ def serve(registry: CollectorRegistry, host: str, port: int, retry: float) -> in
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise UsageError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from None
+        if not math.isfinite(retry):  # a run that ends after one cycle has nothing to try it for
+            log.warning("metrics not served: %s:%d: %s (this run ends after its cycle)", host, port, exc.strerror)
+            return 0
         log.error("cannot serve metrics on %s:%d: %s (another mysched on this host? give each its own "
                   "daemon.metrics_address); scheduling goes on, the address is tried every %g s", host, port,
                   exc.strerror, retry)

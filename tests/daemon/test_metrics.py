@@ -84,6 +84,25 @@ def test_a_metrics_address_in_use_is_taken_once_it_is_free(caplog):
     assert "mysched_cycles_total" in text
 
 
+def test_a_run_once_whose_metrics_address_is_in_use_says_it_serves_none(tmp_path, caplog):
+    # (live walk-through) `run --once` beside the daemon logged an ERROR that the address 'is
+    # tried every 30 s', for a run that ends after its cycle
+    from mysched.cli.main import main
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    try:
+        port = s.getsockname()[1]
+        assert main(["run", "--once", "--no-db", "--state-dir", str(tmp_path), "--server", "sim://?nodes=2",
+                     "--metrics-address", f"127.0.0.1:{port}", "--event-address", "off"]) == 0
+    finally:
+        s.close()
+    said = [r for r in caplog.records if f"127.0.0.1:{port}" in r.getMessage()]
+    assert said and all(r.levelname == "WARNING" and "tried every" not in r.getMessage() for r in said), caplog.text
+    assert "metrics not served" in caplog.text
+
+
 def test_sd_notify_messages(tmp_path, monkeypatch):
     path = str(tmp_path / "notify")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
