@@ -35,8 +35,9 @@ def estimate(doc: dict[str, Any], j: dict[str, Any]) -> Estimate:
     all_rows = rows(doc, "jobs")
     running = [statusdoc.job(r) for r in all_rows if r["state"] in RUNNING and r["nodes"]]
     reserved = _reserved(doc, all_rows, j["id"], node_names)
-    ahead = [(statusdoc.job(r), r["vo"]) for r in sorted(
-        (r for r in _ahead(all_rows, j["rank"] or 0) if r["id"] not in reserved), key=lambda r: r["rank"])]
+    before = list(_ahead(all_rows, j["rank"] or 0))
+    ahead = [(statusdoc.job(r), r["vo"]) for r in sorted((r for r in before if r["id"] not in reserved),
+                                                          key=lambda r: r["rank"])]
     nodes, config, now = statusdoc.nodes(doc), statusdoc.rules(doc), doc["snapshot_time"]
     target = statusdoc.job(j)
     if got is None:
@@ -47,7 +48,7 @@ def estimate(doc: dict[str, Any], j: dict[str, Any]) -> Estimate:
                            running, ahead, nodes, config, now, tuple(reserved.values()))
     # the jobs ahead that hold reservations are counted by their reservations, not among `ahead`:
     # they are ahead all the same (why's position)
-    held_ahead = sum(1 for r in _ahead(all_rows, j["rank"] or 0) if r["id"] in reserved)
+    held_ahead = len(before) - len(ahead)
     if memory and est.start is not None:
         est = Estimate(est.start, False, est.why + f"; its memory ({memory}) is not counted: it may start later",
                        est.ahead, est.nodes)
