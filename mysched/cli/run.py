@@ -62,11 +62,16 @@ def make_server(url: str, config: Config):
 
         return sim_server_from_url(url, config)
     if url.startswith("torque://") or "://" not in url:
-        host = url[len("torque://"):] if url.startswith("torque://") else url
+        host = _torque_host(url)
         from mysched.backends.torque.backend import TorqueServer
 
         return TorqueServer(host or None, libtorque=config.libtorque or None, timeout=config.server_timeout)
     raise UsageError(f"unknown server URL {url!r}: use torque://HOST or sim://")
+
+
+def _torque_host(url: str) -> str:
+    """The server of a torque:// URL as pbs_connect takes it (HOST or HOST:PORT; "": the default)."""
+    return url[len("torque://"):] if url.startswith("torque://") else url
 
 
 def _address(text: str) -> str | None:
@@ -167,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         if url.startswith("sim:"):
             listener_factory = _sim_events(server)
         else:
-            listener_factory = _torque_events(eaddr)
+            listener_factory = _torque_events(eaddr, url, config, daemon.metrics)
     log.info("mysched starting: server %s, config %s, state dir %s%s", url, config.source, state_dir,
              " (dry run)" if args.dry_run else "")
     return Service(daemon, listener_factory=listener_factory, once=args.once).run()
@@ -187,17 +192,25 @@ def _publishes_to(state_dir: str, holder: dict) -> bool:
         return False  # none (yet), or unreadable: the leader's own next cycle rewrites it
 
 
-def _torque_events(address: str):
-    from mysched.backends.torque.schedproto import SchedulerListener
+def _torque_events(address: str, url: str, config: Config, metrics):
+    """The listener for pbs_server's scheduler contacts: from the server's host (or
+    daemon.event_allow), from a reserved port as daemon.event_reserved_port says, each counted
+    in `metrics`. Started by the service; a failure leaves cycles on the fixed interval."""
+    from mysched.backends.torque.schedproto import SchedulerListener, contact_rule
 
     host, _, port = address.rpartition(":")
     try:
         port_n = int(port)
     except ValueError:
         raise UsageError(f"event address must be HOST:PORT, got {address!r}") from None
+    server_host = _torque_host(url)
+    if server_host.count(":") == 1:  # HOST:PORT names pbs_server's port, not an address
+        server_host = server_host.split(":")[0]
 
     def factory(on_event):
-        listener = SchedulerListener((host.strip("[]") or "127.0.0.1", port_n), on_event=on_event)
+        rule = contact_rule(server_host, config.event_allow, config.event_reserved_port)
+        listener = SchedulerListener((host.strip("[]") or "127.0.0.1", port_n), on_event=on_event, rule=rule,
+                                     on_contact=metrics.event_contact)
         listener.start()
         return listener
     return factory

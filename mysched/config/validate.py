@@ -18,8 +18,9 @@ from mysched.config.downtimes import build_downtimes
 from mysched.config.pools import build_pools
 from mysched.config.users import build_users
 from mysched.config.parse import ParsedConfig, Path, at, dotted, in_file_order, parse_file, parse_text
-from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
-                                    int_, kind, number, one_of, parse_address, string, strings)
+from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, boolean_or_auto,
+                                    check_name_format, close_key, host_list, int_, kind, number, one_of,
+                                    parse_address, string, strings)
 from mysched.errors import ConfigError
 
 # ---------------------------------------------------------------------------------------
@@ -149,10 +150,16 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         _check_server_url(c, ("server", "url"), server)
 
     dmn = c.group(top.get("daemon"), ("daemon",),
-                  dict.fromkeys(["state_dir", "metrics_address", "event_address", "leader_timeout"]))
+                  dict.fromkeys(["state_dir", "metrics_address", "event_address", "event_allow",
+                                 "event_reserved_port", "leader_timeout"]))
     state_dir = c.get(dmn, ("daemon",), "state_dir", string, Config.state_dir)
     metrics_address = c.get(dmn, ("daemon",), "metrics_address", string, Config.metrics_address)
     event_address = c.get(dmn, ("daemon",), "event_address", string, "")
+    event_allow = c.get(dmn, ("daemon",), "event_allow", host_list, ())
+    event_reserved_port = c.get(dmn, ("daemon",), "event_reserved_port", boolean_or_auto, None)
+    if "event_allow" in dmn and isinstance(dmn["event_allow"], list) and not dmn["event_allow"]:
+        c.problem(("daemon", "event_allow"), "an empty list would refuse every pbs_server contact: leave the "
+                  "setting out for pbs_server's own host, or turn events off with event_address = \"off\"")
     leader_timeout = c.get(dmn, ("daemon",), "leader_timeout", parse_duration, 0.0)
     if leader_timeout != 0 and not 1 <= leader_timeout <= interval:
         c.problem(("daemon", "leader_timeout"), "must be 0 (automatic: half the interval, at most 30 s) or "
@@ -360,7 +367,8 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         reservation_wait_factor=resv_factor, history_window=window,
         half_life=half_life, keep_cycles=keep_cycles, keep_jobs=keep_jobs, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
         server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
-        event_address=event_address, leader_timeout=leader_timeout, load_sources=load_sources,
+        event_address=event_address, event_allow=event_allow, event_reserved_port=event_reserved_port,
+        leader_timeout=leader_timeout, load_sources=load_sources,
         load_rules=load_rules, node_load=node_load, drain=drain, pools=pools, downtimes=downtimes, farm=farm, source=parsed.filename, group_vo=group_vo,
     ), in_file_order(c.problems, parsed)
 

@@ -3,6 +3,7 @@ into a typed one or raises `ValueError` with a message an admin can act on."""
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from string import Formatter
@@ -146,3 +147,39 @@ def keep_problems(keep_cycles: float, keep_jobs: float, window: float) -> list[t
         out.append(("keep_jobs", f"must be at least history.window ({window / 86400:g} d): fair share reads the "
                     "finished jobs of that window (\"inf\" keeps them for ever)"))
     return out
+
+
+_HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
+
+
+def host_or_network(text: str) -> str | ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """One entry of an address allow-list (daemon.event_allow): an IP network (``10.0.0.0/8``),
+    an address (a network of one), or a host name, returned as it is for resolving at start-up;
+    ValueError otherwise."""
+    entry = text.strip()
+    try:
+        return ipaddress.ip_network(entry, strict=False)
+    except ValueError:
+        pass
+    if "/" in entry or ":" in entry or not _HOST_NAME.match(entry) or entry.replace(".", "").isdigit():
+        shown = entry if len(entry) <= 200 else entry[:200] + "..."
+        raise ValueError(f"expected a host name, an IP address or a network such as 10.0.0.0/8, got '{shown}'")
+    return entry
+
+
+def host_list(v: Any) -> tuple[str, ...]:
+    """A list of host names, addresses and networks (`host_or_network`), kept as written."""
+    entries = strings(v)
+    for e in entries:
+        host_or_network(e)
+    return tuple(e.strip() for e in entries)
+
+
+def boolean_or_auto(v: Any) -> bool | None:
+    """true, false, or "auto" (None: decided at start-up from what is found)."""
+    if isinstance(v, str) and v.strip().lower() == "auto":
+        return None
+    if not isinstance(v, bool):
+        raise ValueError(f"expected true, false or \"auto\", got {kind(v)} {str(v)[:200]!r}")
+    return v

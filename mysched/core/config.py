@@ -373,6 +373,12 @@ class Config:
     state_dir: str = "/var/lib/mysched"
     metrics_address: str = "127.0.0.1:9720"
     event_address: str = ""
+    event_allow: tuple[str, ...] = ()
+    """Who may contact the event port: host names, addresses, networks; empty: pbs_server's
+    host (and loopback when it is this host)."""
+    event_reserved_port: bool | None = None
+    """Contacts only from a port below 1024, as pbs_server sends them as root; None: decided
+    at start-up (`mysched.backends.torque.schedproto.contact_rule`)."""
     load_sources: dict[str, LoadSource] = field(default_factory=dict)
     load_rules: tuple[LoadRule, ...] = ()
     node_load: NodeLoadLimits = NodeLoadLimits()

@@ -14,7 +14,8 @@ log = logging.getLogger("mysched")
 RESTART_ONLY = (("server.url", "server"), ("server.libtorque", "libtorque"), ("server.timeout", "server_timeout"),
                 ("history.database", "database"), ("history.accounting_dir", "accounting_dir"),
                 ("daemon.state_dir", "state_dir"), ("daemon.metrics_address", "metrics_address"),
-                ("daemon.event_address", "event_address"), ("daemon.leader_timeout", "leader_timeout"))
+                ("daemon.event_address", "event_address"), ("daemon.event_allow", "event_allow"),
+                ("daemon.event_reserved_port", "event_reserved_port"), ("daemon.leader_timeout", "leader_timeout"))
 """(key, `Config` attribute) of the settings `mysched run` reads once, at start: a reload that
 changes them says so instead of appearing to apply them."""
 

@@ -175,7 +175,8 @@ class Service:
             sdnotify.watchdog()
 
     def on_event(self, reason: str) -> None:
-        """pbs_server reported a job event: bring the next cycle forward (rate-limited)."""
+        """pbs_server reported a job event: bring the next cycle forward (rate-limited). Only
+        the listener's accepted contacts come here, so only they count as events seen."""
         cfg = self.daemon.config
         self._event_pending = True
         self.daemon.events_seen = True
