@@ -30,7 +30,7 @@ from mysched.backends.loads import LoadSources
 from mysched.daemon.loadwatch import LoadWatch
 from mysched.daemon.reload import reread
 from mysched.daemon.role import Role, settle
-from mysched.daemon.starts import FAILURE_REASONS, Starter, still_uncertain  # noqa: F401 - FAILURE_REASONS: re-exported
+from mysched.daemon.starts import FAILURE_REASONS, REPLAN_ON, REPLANS, Starter, after_starts, still_uncertain  # noqa: F401
 from mysched.daemon.starts import loc as _loc
 from mysched.history.leader import Leadership, LeadershipLost
 
@@ -77,6 +77,8 @@ class Daemon:
         self.index = NodeIndex()
         self._uncertain: set[str] = set()
         """Jobs whose pbs_runjob timed out: re-read before any new attempt."""
+        self._said: dict[str, str] = {}
+        """The last start refusal logged per job or array (a repeat is counted, not logged)."""
         self.last_ok: float | None = None
         self.consecutive_failures = 0
         self.events_expected = False
@@ -211,20 +213,20 @@ class Daemon:
                 self.ledger.add_job(r)
 
     # -- exactly-once starts ------------------------------------------------------------------
-    def _intend(self, now: float, p: Plan) -> bool:
+    def _intend(self, now: float, starts: list[Start]) -> bool:
         """Record the starts about to be made before the first pbs_runjob: a kill from here on
         leaves them to `_reconcile`. The same write proves leadership: False if it is lost.
         A SQLite store that cannot take them (read-only, or locked by another process: not
         waited for, see `mysched.daemon.backlog`) is flagged; the starts go ahead (its
         leadership lock is a file of its own, and pbs_server refuses to run a running job)."""
-        if not p.starts:
+        if not starts:
             return True
         try:
             self.role.fence(self.store, [{"job_id": s.job_id, "placement": _loc(s), "reason": s.reason}
-                                         for s in p.starts], now)
+                                         for s in starts], now)
         except LeadershipLost as exc:
             log.error("leadership not proved before starting (%s): %d planned start(s) dropped", exc,
-                      len(p.starts))
+                      len(starts))
             return False
         except StoreError as exc:
             self.backlog.failed(str(exc), " (starting without recorded intents)", exc)
@@ -292,7 +294,8 @@ class Daemon:
             return self._failed(t0, f"history store: {exc}")
         phases.mark("history")
         p0 = time.perf_counter()
-        p = plan(snapshot, cfg, usage, now, index=self.index, throttles=self.loads.throttles(cfg, self.wall()),
+        throttles = self.loads.throttles(cfg, self.wall())
+        p = plan(snapshot, cfg, usage, now, index=self.index, throttles=throttles,
                  reservations=self._resv, drains=self._drains, pool_gates=self._gates)
         self._resv, self._drains, self._gates = p.reservations, p.drains, p.pool_gates
         plan_s = time.perf_counter() - p0
@@ -304,8 +307,10 @@ class Daemon:
             for s in p.starts:
                 log.info("dry run: would start %s (%s/%s/%s, %d core%s) on %s: %s", s.job_id, s.vo, s.group,
                          s.user, s.cores, "s" if s.cores > 1 else "", _loc(s), s.reason)
-        elif self._intend(now, p):
-            self._start_all(p, out, done)
+        elif self._intend(now, p.starts):
+            self._start_all(p, out, done, lambda snap: plan(
+                snap, cfg, usage, now, index=self.index, throttles=throttles, reservations=p.reservations,
+                drains=p.drains, pool_gates=p.pool_gates), snapshot, now)
         else:
             self.metrics.observe_cycle(0.0, "standby")
             return CycleOutcome("standby", planned=len(p.starts), error="leadership lost")
@@ -330,8 +335,30 @@ class Daemon:
         self.metrics.observe_cycle(out.duration, out.result)
         return out
 
-    def _start_all(self, p: Plan, out: CycleOutcome, done: list[tuple[Start, str]]) -> None:
-        Starter(self.server, self.metrics, self.role.may_start, self._timed, self._uncertain).run(p.starts, out, done)
+    def _start_all(self, p: Plan, out: CycleOutcome, done: list[tuple[Start, str]],
+                   replan: Callable[[Snapshot], Plan], snapshot: Snapshot, now: float) -> None:
+        """Run the plan's starts; after starts the server refused, plan again without those
+        jobs, so their slots go to the next jobs in this cycle (`mysched.daemon.starts`). The
+        new starts join `p` (the plan published), each with its intent recorded first."""
+        starter = Starter(self.server, self.metrics, self.role.may_start, self._timed, self._uncertain, self._said)
+        starts = p.starts
+        for _ in range(REPLANS + 1):
+            before = len(done)
+            starter.run(starts, out, done)
+            refused = sum(1 for _, r in done[before:] if r in REPLAN_ON)
+            if not refused or out.result != "ok":
+                return
+            tried = {s.job_id for s, _ in done}
+            left = self.config.max_starts_per_cycle - out.started
+            starts = [s for s in replan(after_starts(snapshot, done, now)).starts if s.job_id not in tried][:left]
+            if not starts or not self._intend(now, starts):
+                return
+            log.info("%d start(s) refused by pbs_server: their slots go to %d other job(s) this cycle", refused,
+                     len(starts))
+            p.starts.extend(starts)
+            for s in starts:
+                p.waits.pop(s.job_id, None)
+            out.planned += len(starts)
 
     def crashed(self, exc: BaseException) -> CycleOutcome:
         """A cycle that raised (a bug, not the outside world): log its traceback -- once for a

@@ -209,7 +209,11 @@ class Service:
             self._run_cycle_once()
             self.daemon.backlog.close()
             self.daemon.role.release()
-            return 0 if self.last is not None and self.last.result not in ("error", "crash", "standby") else 1
+            last = self.last
+            if last is None or last.result in ("error", "crash", "standby"):
+                return 1
+            # every start refused for lack of privilege (said once in the log): nothing can start
+            return 1 if last.failures.get("unauthorized") and not last.started else 0
         if threading.current_thread() is threading.main_thread():
             self._signals()
         if self.listener_factory is not None:

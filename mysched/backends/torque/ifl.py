@@ -32,6 +32,9 @@ SKIPPED = frozenset({b"Walltime"})
 """Attributes the server adds unasked and that change every second (``Walltime.Remaining``
 of running jobs): left out of packed rows, so an unchanged job packs the same each cycle."""
 
+SUMMARIZE_ARRAYS = b"summarize_arrays"
+"""pbs_statjob's `extend` that lists job arrays' parents (req_stat.c: tjstSummarizeArraysServer)."""
+
 SEARCH = ("/usr/lib64/libtorque.so.2", "/usr/lib/libtorque.so.2", "/usr/local/lib/libtorque.so.2",
           "/opt/torque/lib/libtorque.so.2", "/usr/lib/x86_64-linux-gnu/libtorque.so.2")
 ENV = "MYSCHED_LIBTORQUE"
@@ -47,6 +50,7 @@ class IFL(Protocol):
     def statnode(self, conn: int, attrs: Sequence[str]) -> StatResult: ...
     def statque(self, conn: int, attrs: Sequence[str]) -> StatResult: ...
     def statserver(self, conn: int, attrs: Sequence[str]) -> StatResult: ...
+    def statarrays(self, conn: int, attrs: Sequence[str]) -> StatResult: ...
     def runjob(self, conn: int, job_id: str, location: str | None) -> int: ...
     def errno(self) -> int: ...
     def errmsg(self, conn: int) -> str: ...
@@ -264,12 +268,13 @@ class CtypesIFL:
                 a.next = ctypes.pointer(items[i + 1])
         return items
 
-    def _stat(self, fn, conn: int, ident: str | None, attrs: Sequence[str], packed: bool = False):  # noqa: ANN001
+    def _stat(self, fn, conn: int, ident: str | None, attrs: Sequence[str], packed: bool = False,  # noqa: ANN001
+              extend: bytes | None = None):
         sel = self._select(attrs)
         first = ctypes.pointer(sel[0]) if sel else None
         with self.lock:
             self._errno.value = 0
-            head = fn(conn, ident.encode(), first, None) if ident is not None else fn(conn, first, None)
+            head = fn(conn, ident.encode(), first, extend) if ident is not None else fn(conn, first, extend)
             if not head:
                 return []
             try:
@@ -308,6 +313,11 @@ class CtypesIFL:
 
     def statnode(self, conn: int, attrs: Sequence[str]) -> StatResult:
         return self._stat(self.lib.pbs_statnode, conn, "", attrs)
+
+    def statarrays(self, conn: int, attrs: Sequence[str]) -> StatResult:
+        """Job arrays' parents (``2007[].vm``) beside the plain jobs, as ``qstat`` without
+        ``-t`` lists them: pbs_server keeps a parent out of every other job listing."""
+        return self._stat(self.lib.pbs_statjob, conn, "", attrs, extend=SUMMARIZE_ARRAYS)
 
     def statque(self, conn: int, attrs: Sequence[str]) -> StatResult:
         return self._stat(self.lib.pbs_statque, conn, "", attrs)
@@ -408,6 +418,10 @@ class PbsModuleIFL:
     def statnode(self, conn: int, attrs: Sequence[str]) -> StatResult:
         with self.lock:
             return self._convert(self.pbs.pbs_statnode(conn, "", self._attrl(attrs), None))
+
+    def statarrays(self, conn: int, attrs: Sequence[str]) -> StatResult:
+        with self.lock:
+            return self._convert(self.pbs.pbs_statjob(conn, "", self._attrl(attrs), SUMMARIZE_ARRAYS.decode()))
 
     def statque(self, conn: int, attrs: Sequence[str]) -> StatResult:
         with self.lock:
