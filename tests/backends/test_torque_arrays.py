@@ -129,3 +129,25 @@ def test_a_run_without_privilege_says_so_once_and_exits_non_zero(caplog):
     with caplog.at_level(logging.INFO, logger="mysched"):
         d.cycle()
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # the daemon said it once
+
+
+def test_the_simulated_farm_models_a_slot_limit_too():
+    import pytest
+
+    from mysched.backends.sim.farm import SimulatedFarm
+    from mysched.core.model import Node, TraceJob
+    from mysched.errors import ServerError
+
+    from ..conftest import queued
+
+    wl = [TraceJob(queued(f"7[{i}].sim", "bob", "atlas", submit=100 + i)._replace(array="7[].sim"), 50.0)
+          for i in range(5)] + [TraceJob(queued("9.sim", "carol", "cms", submit=200), 1e6)]
+    farm = SimulatedFarm([Node("wn01", 4)], wl, start=100.0, arrays={"7[].sim": 1})
+    farm.advance(300.0)
+    with pytest.raises(ServerError, match="Array slot limit is 1"):
+        farm.run_job("7[0].sim", (("wn01", 1),)) or farm.run_job("7[1].sim", (("wn01", 1),))
+    d = Daemon(CFG, farm)
+    out = d.cycle()
+    assert [s.job_id for s in out.plan.starts] == ["9.sim"] and out.plan.waits["7[1].sim"].reason == "array_slot_limit"
+    farm.advance(360.0)  # 7[0] ended: the next sub-job may run
+    assert [s.job_id for s in d.cycle().plan.starts] == ["7[1].sim"]
