@@ -149,6 +149,8 @@ class Queue:
     """Running jobs of one user in this queue at most (qmgr ``max_user_run``)."""
     max_group_run: int | None = None
     """Running jobs of one group in this queue at most (qmgr ``max_group_run``)."""
+    max_walltime: float | None = None
+    """The longest walltime the queue takes, seconds (qmgr ``resources_max.walltime``)."""
 
 
 @dataclass(frozen=True, slots=True)

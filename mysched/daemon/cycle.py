@@ -25,6 +25,7 @@ from mysched.daemon.carry import carried
 from mysched.daemon.outcome import CycleOutcome, Phases
 from mysched.daemon.statusfile import publish_status, with_key, write_status
 from mysched.core.usage import UsageLedger
+from mysched.core.walltimes import believed
 from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics, publish_farm
 from mysched.backends.loads import LoadSources
 from mysched.daemon.loadwatch import LoadWatch
@@ -273,6 +274,7 @@ class Daemon:
                 snapshot = self.server.snapshot()
         except ServerError as exc:
             return self._failed(t0, f"batch server: {exc}")
+        snapshot = believed(snapshot, cfg.max_walltime)  # walltime=0 or of 11 million years: unknown
         phases = Phases(t0)
         phases.mark("read")
         self._uncertain = still_uncertain(self._uncertain, snapshot)

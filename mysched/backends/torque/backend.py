@@ -39,7 +39,7 @@ JOB_ATTRS = ("job_state", "queue", "euser", "egroup", "Resource_List", "exec_hos
 OWNER = ("Job_Owner",)
 """Asked for in routing queues only, where pbs_server has not set euser yet."""
 NODE_ATTRS = ("state", "np", "jobs", "properties", "status", "note")
-QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running", "max_user_run", "max_group_run")
+QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running", "max_user_run", "max_group_run", "resources_max")
 SERVER_ATTRS = ("server_state", "scheduling", "total_jobs", "max_running", "max_user_run", "max_group_run",
                 "max_slot_limit")
 ARRAY_ATTRS = ("job_array_request",)

@@ -246,8 +246,14 @@ def queue_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Queue
     if a.get("queue_type", "Execution").strip().lower()[:1] == "r":
         return None
     what = f"queue {name}"
+    wall = a.get("resources_max.walltime")
+    try:
+        max_walltime = parse_duration(wall) if wall else None
+    except ValueError:
+        warnings.append(f"{what}: bad resources_max.walltime {wall[:200]!r}; not taken as its walltime ceiling")
+        max_walltime = None
     return Queue(name, _bool(a.get("enabled")), _bool(a.get("started")), _count(what, a, "max_running", warnings),
-                 _count(what, a, "max_user_run", warnings), _count(what, a, "max_group_run", warnings))
+                 _count(what, a, "max_user_run", warnings), _count(what, a, "max_group_run", warnings), max_walltime)
 
 
 def server_limits_from_attrs(a: dict[str, str], warnings: list[str]) -> ServerLimits | None:
