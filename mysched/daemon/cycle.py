@@ -31,7 +31,7 @@ from mysched.backends.loads import LoadSources
 from mysched.daemon.loadwatch import LoadWatch
 from mysched.daemon.reload import reread
 from mysched.daemon.role import Role, settle
-from mysched.daemon.starts import FAILURE_REASONS, REPLAN_ON, REPLANS, Starter, after_starts, still_uncertain  # noqa: F401
+from mysched.daemon.starts import FAILURE_REASONS, Starter, after_starts, start_all, still_uncertain  # noqa: F401
 from mysched.daemon.starts import loc as _loc
 from mysched.history.leader import Leadership, LeadershipLost
 
@@ -339,28 +339,9 @@ class Daemon:
 
     def _start_all(self, p: Plan, out: CycleOutcome, done: list[tuple[Start, str]],
                    replan: Callable[[Snapshot], Plan], snapshot: Snapshot, now: float) -> None:
-        """Run the plan's starts; after starts the server refused, plan again without those
-        jobs, so their slots go to the next jobs in this cycle (`mysched.daemon.starts`). The
-        new starts join `p` (the plan published), each with its intent recorded first."""
         starter = Starter(self.server, self.metrics, self.role.may_start, self._timed, self._uncertain, self._said)
-        starts = p.starts
-        for _ in range(REPLANS + 1):
-            before = len(done)
-            starter.run(starts, out, done)
-            refused = sum(1 for _, r in done[before:] if r in REPLAN_ON)
-            if not refused or out.result != "ok":
-                return
-            tried = {s.job_id for s, _ in done}
-            left = self.config.max_starts_per_cycle - out.started
-            starts = [s for s in replan(after_starts(snapshot, done, now)).starts if s.job_id not in tried][:left]
-            if not starts or not self._intend(now, starts):
-                return
-            log.info("%d start(s) refused by pbs_server: their slots go to %d other job(s) this cycle", refused,
-                     len(starts))
-            p.starts.extend(starts)
-            for s in starts:
-                p.waits.pop(s.job_id, None)
-            out.planned += len(starts)
+        start_all(starter, p, out, done, lambda snap: replan(after_starts(snap, done, now)).starts, snapshot,
+                  lambda starts: self._intend(now, starts), self.config.max_starts_per_cycle)
 
     def crashed(self, exc: BaseException) -> CycleOutcome:
         """A cycle that raised (a bug, not the outside world): log its traceback -- once for a

@@ -29,7 +29,7 @@ from typing import Callable, ContextManager
 from mysched.backends.protocol import BatchServer
 from mysched.backends.torque.values import array_parent
 from mysched.core.model import JobState, NodeState, Snapshot
-from mysched.core.plan import Start
+from mysched.core.plan import Plan, Start
 from mysched.daemon.metrics import CycleMetrics
 from mysched.daemon.outcome import CycleOutcome
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
@@ -78,6 +78,32 @@ def after_starts(snapshot: Snapshot, done: list[tuple[Start, str]], now: float) 
     nodes = tuple(replace(n, state=NodeState.OFFLINE) if n.name in closed else n
                   for n in snapshot.nodes) if closed else snapshot.nodes
     return replace(snapshot, jobs=jobs, nodes=nodes, token=None, changes=None)
+
+
+def start_all(starter: "Starter", p: Plan, out: CycleOutcome, done: list[tuple[Start, str]],
+              replan: Callable[[Snapshot], list[Start]], snapshot: Snapshot,
+              intend: Callable[[list[Start]], bool], max_starts: int) -> None:
+    """Run the plan's starts; after starts the server refused, plan again (`replan`, on the
+    farm `after_starts` makes of `snapshot`), so that their slots go to the next jobs in this
+    cycle. The new starts join `p` (the plan published), each with its intent (`intend`)
+    recorded first; no more than `max_starts` start in all."""
+    starts = p.starts
+    for _ in range(REPLANS + 1):
+        before = len(done)
+        starter.run(starts, out, done)
+        refused = sum(1 for _, r in done[before:] if r in REPLAN_ON)
+        if not refused or out.result != "ok":
+            return
+        tried = {s.job_id for s, _ in done}
+        starts = [s for s in replan(snapshot) if s.job_id not in tried][:max_starts - out.started]
+        if not starts or not intend(starts):
+            return
+        log.info("%d start(s) refused by pbs_server: their slots go to %d other job(s) this cycle", refused,
+                 len(starts))
+        p.starts.extend(starts)
+        for s in starts:
+            p.waits.pop(s.job_id, None)
+        out.planned += len(starts)
 
 
 def _said(job_id: str, msg: str) -> tuple[str, str]:

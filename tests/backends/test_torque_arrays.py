@@ -69,12 +69,11 @@ def test_an_array_at_its_slot_limit_takes_no_slot_from_other_users(caplog):
 
 
 def test_a_start_the_server_refuses_gives_its_slot_to_the_next_job_in_the_same_cycle(caplog):
-    """Any refusal (here: an array whose limit the server gives but mysched did not read, and
-    a node the server calls full): the cycle plans again without the refused job or node."""
-    ifl = _farm(n_sub=12, request="0-11", plain=3)
-    ifl.server["max_slot_limit"] = "2"  # the limit unread: the parent row says nothing of it
-    ifl.arrays = [("7[].s", {"job_array_request": "0-11%2"})]
-    ifl.statarrays = lambda conn, attrs: []
+    """Any refusal (here: of an array's sub-jobs, its slot limit unread): the cycle plans again
+    without the refused job."""
+    ifl = _farm(n_sub=12, request="0-11%2", plain=3)
+    listed = ifl.statjob
+    ifl.statjob = lambda conn, attrs, extend=None: [] if extend else listed(conn, attrs)  # the parent unread
     d = Daemon(CFG, TorqueServer(ifl=ifl))
     with caplog.at_level(logging.INFO, logger="mysched"):
         out = d.cycle()

@@ -242,8 +242,9 @@ class TorqueServer:
             self._arrays = {}
             return {}
         known = self._arrays
-        if not present <= known.keys() and hasattr(self.ifl, "statarrays"):
-            rows = self._stat("statjob", self.ifl.statarrays, ARRAY_ATTRS)
+        if not present <= known.keys():
+            rows = self._stat("statjob", lambda conn, attrs: self.ifl.statjob(conn, attrs, "summarize_arrays"),
+                              ARRAY_ATTRS)
             found = array_limits(rows, server_slot_limit(server, warnings), warnings)
             known = {**known, **{a: None for a in present}, **found}  # a parent not listed: asked once
         self._arrays = {a: known[a] for a in present if a in known}

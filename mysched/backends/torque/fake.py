@@ -34,7 +34,7 @@ class FakeIFL:
                  arrays: Iterable[tuple[str, dict[str, str]]] = ()) -> None:
         self.jobs = list(jobs)
         self.arrays = list(arrays)
-        """Job arrays' parents (``7[].s``, with ``job_array_request``): only `statarrays` lists them."""
+        """Job arrays' parents (``7[].s``, with ``job_array_request``): listed with ``summarize_arrays`` only."""
         self.nodes = list(nodes)
         self.queues = list(queues)
         self.server = dict(server or {"server_state": "Active", "scheduling": "False"})
@@ -66,7 +66,10 @@ class FakeIFL:
         self.err = 0
         return rows
 
-    def statjob(self, conn: int, attrs: Sequence[str]) -> StatResult:
+    def statjob(self, conn: int, attrs: Sequence[str], extend: str | None = None) -> StatResult:
+        """With ``extend="summarize_arrays"``: the arrays' parents and the plain jobs, no sub-job."""
+        if extend == "summarize_arrays":
+            return self._stat(self.arrays + [(jid, a) for jid, a in self.jobs if array_parent(jid) is None], attrs)
         return self._stat(self.jobs, attrs)
 
     def statjob_one(self, conn: int, job_id: str, attrs: Sequence[str]) -> StatResult:
@@ -89,9 +92,6 @@ class FakeIFL:
     def statnode(self, conn: int, attrs: Sequence[str]) -> StatResult:
         return self._stat(self.nodes, attrs)
 
-    def statarrays(self, conn: int, attrs: Sequence[str]) -> StatResult:
-        """As pbs_statjob with ``summarize_arrays``: the parents and the plain jobs, no sub-job."""
-        return self._stat(self.arrays + [(jid, a) for jid, a in self.jobs if array_parent(jid) is None], attrs)
 
     def statque(self, conn: int, attrs: Sequence[str]) -> StatResult:
         return self._stat(self.queues, attrs)

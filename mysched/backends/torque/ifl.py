@@ -32,9 +32,6 @@ SKIPPED = frozenset({b"Walltime"})
 """Attributes the server adds unasked and that change every second (``Walltime.Remaining``
 of running jobs): left out of packed rows, so an unchanged job packs the same each cycle."""
 
-SUMMARIZE_ARRAYS = b"summarize_arrays"
-"""pbs_statjob's `extend` that lists job arrays' parents (req_stat.c: tjstSummarizeArraysServer)."""
-
 SEARCH = ("/usr/lib64/libtorque.so.2", "/usr/lib/libtorque.so.2", "/usr/local/lib/libtorque.so.2",
           "/opt/torque/lib/libtorque.so.2", "/usr/lib/x86_64-linux-gnu/libtorque.so.2")
 ENV = "MYSCHED_LIBTORQUE"
@@ -45,12 +42,11 @@ class IFL(Protocol):
 
     def connect(self, server: str | None) -> int: ...
     def disconnect(self, conn: int) -> None: ...
-    def statjob(self, conn: int, attrs: Sequence[str]) -> StatResult: ...
+    def statjob(self, conn: int, attrs: Sequence[str], extend: str | None = None) -> StatResult: ...
     def statjob_one(self, conn: int, job_id: str, attrs: Sequence[str]) -> StatResult: ...
     def statnode(self, conn: int, attrs: Sequence[str]) -> StatResult: ...
     def statque(self, conn: int, attrs: Sequence[str]) -> StatResult: ...
     def statserver(self, conn: int, attrs: Sequence[str]) -> StatResult: ...
-    def statarrays(self, conn: int, attrs: Sequence[str]) -> StatResult: ...
     def runjob(self, conn: int, job_id: str, location: str | None) -> int: ...
     def errno(self) -> int: ...
     def errmsg(self, conn: int) -> str: ...
@@ -269,12 +265,12 @@ class CtypesIFL:
         return items
 
     def _stat(self, fn, conn: int, ident: str | None, attrs: Sequence[str], packed: bool = False,  # noqa: ANN001
-              extend: bytes | None = None):
+              extend: str | None = None):
         sel = self._select(attrs)
-        first = ctypes.pointer(sel[0]) if sel else None
+        first, ext = ctypes.pointer(sel[0]) if sel else None, extend.encode() if extend else None
         with self.lock:
             self._errno.value = 0
-            head = fn(conn, ident.encode(), first, extend) if ident is not None else fn(conn, first, extend)
+            head = fn(conn, ident.encode(), first, ext) if ident is not None else fn(conn, first, ext)
             if not head:
                 return []
             try:
@@ -305,19 +301,16 @@ class CtypesIFL:
         with self.lock:
             self.lib.pbs_disconnect(conn)
 
-    def statjob(self, conn: int, attrs: Sequence[str]) -> StatResult:
-        return self._stat(self.lib.pbs_statjob, conn, "", attrs)
+    def statjob(self, conn: int, attrs: Sequence[str], extend: str | None = None) -> StatResult:
+        """All jobs; with `extend` ``"summarize_arrays"`` arrays' parents (``2007[].vm``, in no
+        other listing) and plain jobs, no sub-job, as ``qstat`` without ``-t`` (req_stat.c)."""
+        return self._stat(self.lib.pbs_statjob, conn, "", attrs, extend=extend)
 
     def statjob_one(self, conn: int, job_id: str, attrs: Sequence[str]) -> StatResult:
         return self._stat(self.lib.pbs_statjob, conn, job_id, attrs)
 
     def statnode(self, conn: int, attrs: Sequence[str]) -> StatResult:
         return self._stat(self.lib.pbs_statnode, conn, "", attrs)
-
-    def statarrays(self, conn: int, attrs: Sequence[str]) -> StatResult:
-        """Job arrays' parents (``2007[].vm``) beside the plain jobs, as ``qstat`` without
-        ``-t`` lists them: pbs_server keeps a parent out of every other job listing."""
-        return self._stat(self.lib.pbs_statjob, conn, "", attrs, extend=SUMMARIZE_ARRAYS)
 
     def statque(self, conn: int, attrs: Sequence[str]) -> StatResult:
         return self._stat(self.lib.pbs_statque, conn, "", attrs)
@@ -407,9 +400,9 @@ class PbsModuleIFL:
         with self.lock:
             self.pbs.pbs_disconnect(conn)
 
-    def statjob(self, conn: int, attrs: Sequence[str]) -> StatResult:
+    def statjob(self, conn: int, attrs: Sequence[str], extend: str | None = None) -> StatResult:
         with self.lock:
-            return self._convert(self.pbs.pbs_statjob(conn, "", self._attrl(attrs), None))
+            return self._convert(self.pbs.pbs_statjob(conn, "", self._attrl(attrs), extend))
 
     def statjob_one(self, conn: int, job_id: str, attrs: Sequence[str]) -> StatResult:
         with self.lock:
@@ -418,10 +411,6 @@ class PbsModuleIFL:
     def statnode(self, conn: int, attrs: Sequence[str]) -> StatResult:
         with self.lock:
             return self._convert(self.pbs.pbs_statnode(conn, "", self._attrl(attrs), None))
-
-    def statarrays(self, conn: int, attrs: Sequence[str]) -> StatResult:
-        with self.lock:
-            return self._convert(self.pbs.pbs_statjob(conn, "", self._attrl(attrs), SUMMARIZE_ARRAYS.decode()))
 
     def statque(self, conn: int, attrs: Sequence[str]) -> StatResult:
         with self.lock:
