@@ -161,6 +161,8 @@ class Service:
             # A cycle that changed nothing is routine: event-driven cycles can come several a
             # second; the log keeps what happened.
             did = out.started or out.failed or out.planned or out.result not in ("ok", "dry-run")
+            if out.failed and out.failed == out.repeated and not out.started:
+                did = False  # only refusals said before: counted, and the log not filled with them
             log.log(logging.INFO if did else logging.DEBUG, "%s (plan %.3f s)", text, out.plan_s)
         if not self._ready_sent:
             # Ready once config, store and a first contact with the server were tried.

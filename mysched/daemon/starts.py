@@ -229,6 +229,7 @@ class Starter:
         text = msg.replace(f" {s.job_id}", "")
         out.result, out.error = "partial", text
         level = logging.DEBUG if self.said.get("") == text else logging.ERROR
+        out.repeated += level == logging.DEBUG
         self.said[""] = text
         log.log(level, "no job can start: %s%s", text,
                 f" ({len(rest) - 1} other planned start(s) not tried)" if len(rest) > 1 else "")
@@ -240,6 +241,7 @@ class Starter:
         self.metrics.record_start_failure(reason)
         key, text = _said(s.job_id, f"{reason}: {msg}")
         if self.said.get(key) == text:
+            out.repeated += 1
             log.debug("start of %s on %s failed again (%s): %s", s.job_id, loc(s), reason, msg)
             return
         if len(self.said) >= 10_000:
