@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from mysched.backends.torque.backend import SERVER_ATTRS, TorqueServer
 from mysched.backends.torque.fake import FakeIFL
 from mysched.backends.torque.mapping import array_limits
@@ -15,6 +17,8 @@ from mysched.backends.torque.values import array_parent, parse_slot_limit
 from mysched.config import config_from_text
 from mysched.daemon.cycle import Daemon
 from mysched.daemon.service import Service
+
+from .test_torque_live import cleanup, server  # noqa: F401 - fixtures of the live test
 
 CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };')
 
@@ -135,8 +139,6 @@ def test_a_run_without_privilege_says_so_once_and_exits_non_zero(caplog):
 
 
 def test_the_simulated_farm_models_a_slot_limit_too():
-    import pytest
-
     from mysched.backends.sim.farm import SimulatedFarm
     from mysched.core.model import Node, TraceJob
     from mysched.errors import ServerError
@@ -154,3 +156,36 @@ def test_the_simulated_farm_models_a_slot_limit_too():
     assert [s.job_id for s in out.plan.starts] == ["9.sim"] and out.plan.waits["7[1].sim"].reason == "array_slot_limit"
     farm.advance(360.0)  # 7[0] ended: the next sub-job may run
     assert [s.job_id for s in d.cycle().plan.starts] == ["7[1].sim"]
+
+
+@pytest.mark.torque
+def test_live_an_array_of_401_with_slot_limit_1_takes_no_slot_from_carol(server, cleanup, tmp_path, caplog):  # noqa: F811
+    """Done when of issue 34 on a live farm: `qsub -t 0-400%1` (301 sub-jobs listed, most of
+    them queued without a hold) beside carol's job: no cycle plans more than the limit, carol's
+    job starts at the first cycle, the log has at most one line for the array."""
+    import subprocess
+
+    from mysched.core.model import JobState
+
+    from .test_torque_live import CFG as LIVE_CFG, _quiet_farm, qsub, tool
+
+    _quiet_farm(server)
+    res = subprocess.run(["su", "bob", "-c", f"echo 'sleep 120' | {tool('qsub')} -q atlas -t 0-400%1 "
+                          "-l walltime=00:10:00"], capture_output=True, text=True, cwd="/tmp")
+    assert res.returncode == 0, res.stderr
+    parent = res.stdout.strip()
+    cleanup.append(parent)
+    carol = qsub("carol", "cms", "walltime=00:10:00", seconds=120)
+    cleanup.append(carol)
+    d = Daemon(LIVE_CFG, server, state_dir=str(tmp_path))
+    with caplog.at_level(logging.INFO, logger="mysched"):
+        for _ in range(2):
+            out = d.cycle()
+            assert out.result == "ok" and out.failed == 0, out.failures
+            running = sum(1 for j in server.snapshot().jobs
+                          if j.array == parent and j.state in (JobState.RUNNING, JobState.EXITING))
+            assert running <= 1
+    snap = server.snapshot()
+    assert snap.arrays.get(parent) == 1
+    assert server.get_job(carol).state in (JobState.RUNNING, JobState.EXITING)
+    assert len([r for r in caplog.records if parent.partition("[")[0] + "[" in r.getMessage()]) <= 1
