@@ -41,7 +41,8 @@ def fill(p: argparse.ArgumentParser) -> None:
                         "production daemon names its file, so SIGHUP can reload it)")
     p.add_argument("--server", type=non_empty, metavar="URL",
                    help="torque://HOST (default: server.url of the config) or sim://")
-    p.add_argument("--once", action="store_true", help="run one cycle and exit (status 1 if it failed)")
+    p.add_argument("--once", action="store_true", help="run one cycle and exit (status 1 if it failed, or if pbs_server refused "
+                   "its starts for lack of privilege)")
     p.add_argument("--dry-run", action="store_true", help="plan and log what would start; start nothing")
     p.add_argument("--db", type=non_empty, metavar="URL", help="history database URL (default: history.database)")
     p.add_argument("--no-db", action="store_true", help="keep no history (usage then counts running jobs only)")

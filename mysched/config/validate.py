@@ -107,13 +107,17 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
 
     sch = c.group(top.get("scheduler"), ("scheduler",),
                   dict.fromkeys(["interval", "min_interval", "max_starts_per_cycle", "reservation_depth",
-                                 "reservation_wait_factor"]))
+                                 "reservation_wait_factor", "max_walltime"]))
     p = ("scheduler",)
     interval = c.get(sch, p, "interval", parse_duration, 60.0)
     min_interval = c.get(sch, p, "min_interval", parse_duration, 5.0)
     max_starts = c.get(sch, p, "max_starts_per_cycle", int_(1), 1000)
     resv_depth = c.get(sch, p, "reservation_depth", int_(0, 1000), 1)
     resv_factor = c.get(sch, p, "reservation_wait_factor", number(0.0, 1000.0), 0.0)
+    max_walltime = c.get(sch, p, "max_walltime", parse_duration, None)
+    if max_walltime is not None and not 0 < max_walltime < math.inf:
+        c.problem(p + ("max_walltime",), "must be a positive, finite duration")
+        max_walltime = None
     if not 0 < interval <= DAY:
         c.problem(p + ("interval",), "must be a positive duration of at most a day")
     if min_interval > interval:
@@ -364,7 +368,7 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         vos=vos, default_vo=default_vo, groups=groups_cfg, queues=queues, users=users,
         node_types=tuple(node_types), hot=hot, packing=tuple(packing), interval=interval,
         min_interval=min_interval, max_starts_per_cycle=max_starts, reservation_depth=resv_depth,
-        reservation_wait_factor=resv_factor, history_window=window,
+        reservation_wait_factor=resv_factor, max_walltime=max_walltime, history_window=window,
         half_life=half_life, keep_cycles=keep_cycles, keep_jobs=keep_jobs, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
         server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
         event_address=event_address, event_allow=event_allow, event_reserved_port=event_reserved_port,

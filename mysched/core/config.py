@@ -353,6 +353,9 @@ class Config:
     reservation_wait_factor: float = 0.0
     """A job gets a reservation only once it has waited this many times its requested walltime
     (selective reservation); 0: at once."""
+    max_walltime: float | None = None
+    """Requested walltimes above this are taken as unknown, and no reservation lies further
+    ahead (`mysched.core.walltimes`); None: each queue's resources_max.walltime, else a year."""
     drain: DrainConfig = DrainConfig()
     downtimes: tuple[Downtime, ...] = ()
     """Scheduled maintenance windows (`mysched.core.downtime`)."""
