@@ -17,7 +17,7 @@ from mysched.config.loads import build_loads, size
 from mysched.config.downtimes import build_downtimes
 from mysched.config.pools import build_pools
 from mysched.config.users import build_users
-from mysched.config.parse import ParsedConfig, Path, at, dotted, in_file_order, parse_file, parse_text
+from mysched.config.parse import ParsedConfig, Path, at, clip_long, dotted, in_file_order, parse_file, parse_text
 from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
                                     int_, kind, number, one_of, parse_address, string, strings)
 from mysched.errors import ConfigError
@@ -33,7 +33,7 @@ class _Checker:
         self.problems: list[str] = []
 
     def problem(self, path: Path, message: str) -> None:
-        self.problems.append(f"{self.parsed.where(path)}: {dotted(path)}: {message}")
+        self.problems.append(clip_long(f"{self.parsed.where(path)}: {dotted(path)}: {message}"))
 
     def group(self, value: Any, path: Path, allowed: dict[str, Any]) -> dict[str, Any]:
         """Check a settings group against its allowed keys; return it (or {})."""
