@@ -12,6 +12,8 @@ import sys
 import threading
 
 from mysched.cli.main import command
+from mysched.config.parse import clip
+from mysched.config.servers import server_problem, torque_host
 from mysched.core.config import Config
 from mysched.errors import StoreError, UsageError
 from mysched.cli.common import config_or_default, non_empty
@@ -56,17 +58,18 @@ def fill(p: argparse.ArgumentParser) -> None:
 
 
 def make_server(url: str, config: Config):
-    """A `BatchServer` for a URL: torque://HOST or sim://..."""
+    """A `BatchServer` for a URL: torque://HOST or sim://... (`server_problem` says which
+    URLs are refused, for check-config as for here)."""
+    problem = server_problem(url, config.farm)
+    if problem:
+        raise UsageError(f"server URL {clip(url)!r}: {problem}")
     if url.startswith("sim:"):
         from mysched.backends.sim.server import sim_server_from_url
 
         return sim_server_from_url(url, config)
-    if url.startswith("torque://") or "://" not in url:
-        host = url[len("torque://"):] if url.startswith("torque://") else url
-        from mysched.backends.torque.backend import TorqueServer
+    from mysched.backends.torque.backend import TorqueServer
 
-        return TorqueServer(host or None, libtorque=config.libtorque or None, timeout=config.server_timeout)
-    raise UsageError(f"unknown server URL {url!r}: use torque://HOST or sim://")
+    return TorqueServer(torque_host(url), libtorque=config.libtorque or None, timeout=config.server_timeout)
 
 
 def _address(text: str) -> str | None:

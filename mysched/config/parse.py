@@ -166,8 +166,8 @@ def clip_long(message: str) -> str:
     """A message with every quoted text or run without a blank of more than `MAX_SHOWN`
     characters (a value or a key it repeats) cut to that, and at most ten times that in all: a
     message says where and what, it does not copy the file."""
-    long_ = MAX_SHOWN + 1
-    out = re.sub(r"(['\"])([^'\"\n]{%d,})\1|\S{%d,}" % (long_, long_),
+    long_ = MAX_SHOWN + 1  # a run `clip` cut already ("..." added) is not cut again
+    out = re.sub(r"(['\"])([^'\"\n]{%d,})\1|\S{%d,}" % (long_, long_ + 3),
                  lambda m: m.group(1) + clip(m.group(2)) + m.group(1) if m.group(1) else clip(m.group(0)), message)
     return clip(out, 10 * MAX_SHOWN)
 

@@ -16,6 +16,7 @@ from mysched.core.durations import parse_duration
 from mysched.config.loads import build_loads, size
 from mysched.config.downtimes import build_downtimes
 from mysched.config.pools import build_pools
+from mysched.config.servers import server_problem
 from mysched.config.users import build_users
 from mysched.config.parse import ParsedConfig, Path, at, clip_long, dotted, in_file_order, parse_file, parse_text
 from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
@@ -56,12 +57,6 @@ class _Checker:
         except (ValueError, TypeError) as exc:
             self.problem(path + (key,), str(exc))
             return default
-
-
-def _check_server_url(c: "_Checker", path: Path, url: str) -> None:
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ("sim" if url.startswith("sim:") else "")
-    if scheme not in ("", "torque", "sim"):
-        c.problem(path, f"unknown server scheme '{scheme}': use torque://HOST or sim://")
 
 
 def _check_database(c: "_Checker", path: Path, url: str) -> None:
@@ -145,8 +140,6 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     server_timeout = c.get(srv, ("server",), "timeout", parse_duration, 30.0)
     if not 0 < server_timeout <= 3600:
         c.problem(("server", "timeout"), "must be a positive duration of at most an hour")
-    if "url" in srv:
-        _check_server_url(c, ("server", "url"), server)
 
     dmn = c.group(top.get("daemon"), ("daemon",),
                   dict.fromkeys(["state_dir", "metrics_address", "event_address", "leader_timeout"]))
@@ -175,6 +168,8 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         check_name_format(farm.name_format, farm.nodes)
     except ValueError as exc:
         c.problem(("farm", "name_format"), str(exc))
+    if "url" in srv and (why := server_problem(server, farm)):
+        c.problem(("server", "url"), why)
 
     # VOs and groups ------------------------------------------------------------------
     vos: dict[str, VOConfig] = {}

@@ -48,6 +48,11 @@ DAY = 86400.0
 MAX_FARM_NODES = 100_000
 """A simulated farm larger than any site (it would take gigabytes before printing anything)."""
 MAX_NODE_SLOTS = 4096
+MAX_FARM_SLOTS = 1_000_000
+"""The largest simulated farm, nodes x slots (`sim://` and `mysched simulate`): each dimension
+has its own cap, but their product could still take gigabytes before the first cycle."""
+MAX_WORKLOAD_HOURS = 24 * 366
+"""The longest synthetic workload `sim://` and `mysched simulate` draw: a year."""
 
 
 def parse_address(text: str) -> tuple[str, int] | None:
