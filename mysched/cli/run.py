@@ -15,7 +15,8 @@ from mysched.cli.main import command
 from mysched.config.parse import clip
 from mysched.config.servers import server_problem, torque_host
 from mysched.core.config import Config
-from mysched.errors import StoreError, UsageError
+from mysched.config.guarantees import farm_slots, overpromised
+from mysched.errors import ConfigError, ServerError, StoreError, UsageError
 from mysched.cli.common import config_or_default, non_empty
 
 log = logging.getLogger("mysched")
@@ -72,6 +73,21 @@ def make_server(url: str, config: Config):
     return TorqueServer(torque_host(url), libtorque=config.libtorque or None, timeout=config.server_timeout)
 
 
+def _guarantees_fit(config: Config, server) -> None:
+    """Refuse to start with guarantees the farm cannot give, as check-config and a reload
+    refuse them (read from one snapshot; a server not answering yet is the first cycle's
+    business, and a reload checks them on the farm it reads)."""
+    try:
+        snap = server.snapshot()
+    except ServerError as exc:
+        log.warning("VO guarantees not checked against the farm at start: %s", exc)
+        return
+    why = overpromised(config, farm_slots(n.slots for n in snap.nodes))
+    if why:
+        server.close()
+        raise ConfigError(why)
+
+
 def _address(text: str) -> str | None:
     return None if text.strip().lower() in ("", "off", "none") else text
 
@@ -96,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
                          "(the embedded example is for sim:// and --dry-run)")
     state_dir = args.state_dir or config.state_dir
     server = make_server(url, config)
+    _guarantees_fit(config, server)
 
     store = None
     ingest = None

@@ -1,7 +1,7 @@
 """What a server URL may be -- ``torque://HOST`` (or a bare host name) or ``sim://?...`` --
-one rule that `mysched check-config`, `mysched run` and a reload all ask, so that a URL the
-daemon would refuse (or read as "the local pbs_server", as an empty one was) never passes a
-check first.
+and a history database URL: one rule each that `mysched check-config`, `mysched run` and a
+reload all ask, so that a URL the daemon would refuse (or read as "the local pbs_server", as an
+empty one was) never passes a check first.
 
 ``sim://?nodes=50&slots=8&speed=60&seed=1&hours=48&backlog=6``: each parameter is read and
 checked on its own (NaN and infinity included) and named when refused; what is not given
@@ -103,4 +103,31 @@ def server_problem(url: str, farm: FarmSpec) -> str | None:
             return f"unknown server scheme '{clip(scheme)}': use torque://HOST or sim://"
     except ValueError as exc:
         return str(exc)
+    return None
+
+
+def database_problem(url: str) -> str | None:
+    """What is wrong with a history database URL (None: nothing): not a URL, a kind of
+    database SQLAlchemy does not know, or a driver not installed here -- found by loading the
+    dialect and its driver module as `create_engine` would, without connecting."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    example = "sqlite:////var/lib/mysched/history.db or postgresql+psycopg2://USER:PASSWORD@HOST/DB"
+    try:
+        u = make_url(url)
+    except (ArgumentError, ValueError):
+        return f"not a database URL (e.g. {example})"
+    try:
+        dialect = u.get_dialect()
+    except ArgumentError:
+        return f"unknown kind of database '{clip(u.drivername)}': use {example}"
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:
+        module = getattr(exc, "name", None) or "its driver"
+        return (f"the {u.get_driver_name()} driver of {u.get_backend_name()} is not installed here "
+                f"(Python module {module}): install it, or name an installed driver (e.g. {example})")
+    except Exception:  # noqa: BLE001 - a driver broken on import: what an admin can act on
+        return f"the {u.get_driver_name()} driver of {u.get_backend_name()} fails to load: reinstall it"
     return None
