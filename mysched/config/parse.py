@@ -377,10 +377,11 @@ def parse_text(text: str, filename: str = "<config>", includedir: str | None = N
         data = parser.parse()
     except _Refused as exc:
         where, msg = exc.where, exc.message
-        if not where:  # an unclosed brace or list: the file ends inside it
+        if not where:  # the file ends inside a setting: at its last line
             where = f"{filename}:{text.count(chr(10)) + (not text.endswith(chr(10)))}"
-            msg += " (a '{', '(' or '[' left open above" + (", or in a file it @includes)" if "@include" in text
-                                                             else ")")
+            if re.search(r"'[})\]]'", msg):  # an unclosed brace or list
+                msg += " (a '{', '(' or '[' left open above" + (", or in a file it @includes)" if "@include" in text
+                                                                 else ")")
         kind = "" if isinstance(exc, _Unreadable) else "syntax error: "
         raise ConfigError(clip_long(f"{where}: {kind}{msg}")) from None
     except RecursionError:
