@@ -12,8 +12,11 @@ import sys
 import threading
 
 from mysched.cli.main import command
+from mysched.config.parse import clip
+from mysched.config.servers import server_problem, torque_host
 from mysched.core.config import Config
-from mysched.errors import StoreError, UsageError
+from mysched.config.guarantees import farm_slots, overpromised
+from mysched.errors import ConfigError, ServerError, StoreError, UsageError
 from mysched.cli.common import config_or_default, non_empty
 
 log = logging.getLogger("mysched")
@@ -57,22 +60,33 @@ def fill(p: argparse.ArgumentParser) -> None:
 
 
 def make_server(url: str, config: Config):
-    """A `BatchServer` for a URL: torque://HOST or sim://..."""
+    """A `BatchServer` for a URL: torque://HOST or sim://... (`server_problem` says which
+    URLs are refused, for check-config as for here)."""
+    problem = server_problem(url, config.farm)
+    if problem:
+        raise UsageError(f"server URL {clip(url)!r}: {problem}")
     if url.startswith("sim:"):
         from mysched.backends.sim.server import sim_server_from_url
 
         return sim_server_from_url(url, config)
-    if url.startswith("torque://") or "://" not in url:
-        host = _torque_host(url)
-        from mysched.backends.torque.backend import TorqueServer
+    from mysched.backends.torque.backend import TorqueServer
 
-        return TorqueServer(host or None, libtorque=config.libtorque or None, timeout=config.server_timeout)
-    raise UsageError(f"unknown server URL {url!r}: use torque://HOST or sim://")
+    return TorqueServer(torque_host(url), libtorque=config.libtorque or None, timeout=config.server_timeout)
 
 
-def _torque_host(url: str) -> str:
-    """The server of a torque:// URL as pbs_connect takes it (HOST or HOST:PORT; "": the default)."""
-    return url[len("torque://"):] if url.startswith("torque://") else url
+def _guarantees_fit(config: Config, server) -> None:
+    """Refuse to start with guarantees the farm cannot give, as check-config and a reload
+    refuse them (read from one snapshot; a server not answering yet is the first cycle's
+    business, and a reload checks them on the farm it reads)."""
+    try:
+        snap = server.snapshot()
+    except ServerError as exc:
+        log.warning("VO guarantees not checked against the farm at start: %s", exc)
+        return
+    why = overpromised(config, farm_slots(n.slots for n in snap.nodes))
+    if why:
+        server.close()
+        raise ConfigError(why)
 
 
 def _address(text: str) -> str | None:
@@ -99,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
                          "(the embedded example is for sim:// and --dry-run)")
     state_dir = args.state_dir or config.state_dir
     server = make_server(url, config)
+    _guarantees_fit(config, server)
 
     store = None
     ingest = None
@@ -204,7 +219,7 @@ def _torque_events(address: str, url: str, config: Config, metrics):
         port_n = int(port)
     except ValueError:
         raise UsageError(f"event address must be HOST:PORT, got {address!r}") from None
-    server_host = _torque_host(url)
+    server_host = torque_host(url)  # make_server has refused a URL naming no host
     if server_host.count(":") == 1:  # HOST:PORT names pbs_server's port, not an address
         server_host = server_host.split(":")[0]
 

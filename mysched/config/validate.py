@@ -15,13 +15,19 @@ from mysched.core.config import (DRAIN_BACKFILL, PACKING_POLICIES, Config, Drain
 from mysched.core.durations import parse_duration
 from mysched.config.loads import build_loads, size
 from mysched.config.downtimes import build_downtimes
+from mysched.config.guarantees import overpromised, sim_farm_slots
 from mysched.config.pools import build_pools
+from mysched.config.servers import database_problem, server_problem
 from mysched.config.users import build_users
-from mysched.config.parse import ParsedConfig, Path, at, dotted, in_file_order, parse_file, parse_text
+from mysched.config.parse import ParsedConfig, Path, at, clip_long, dotted, in_file_order, parse_file, parse_text
 from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, boolean_or_auto,
                                     check_name_format, close_key, host_list, int_, kind, number, one_of,
                                     parse_address, string, strings)
 from mysched.errors import ConfigError
+
+MIN_CYCLE_GAP = 1.0
+"""The shortest scheduler.interval and min_interval, in seconds: a cycle reads every job and
+node from pbs_server, and a farm of 10,000 slots takes about a second to read."""
 
 # ---------------------------------------------------------------------------------------
 # Validation
@@ -34,7 +40,7 @@ class _Checker:
         self.problems: list[str] = []
 
     def problem(self, path: Path, message: str) -> None:
-        self.problems.append(f"{self.parsed.where(path)}: {dotted(path)}: {message}")
+        self.problems.append(clip_long(f"{self.parsed.where(path)}: {dotted(path)}: {message}"))
 
     def group(self, value: Any, path: Path, allowed: dict[str, Any]) -> dict[str, Any]:
         """Check a settings group against its allowed keys; return it (or {})."""
@@ -59,27 +65,21 @@ class _Checker:
             return default
 
 
-def _check_server_url(c: "_Checker", path: Path, url: str) -> None:
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ("sim" if url.startswith("sim:") else "")
-    if scheme not in ("", "torque", "sim"):
-        c.problem(path, f"unknown server scheme '{scheme}': use torque://HOST or sim://")
-
-
-def _check_database(c: "_Checker", path: Path, url: str) -> None:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        make_url(url)
-    except (ArgumentError, ValueError) as exc:
-        c.problem(path, f"not an SQLAlchemy database URL (e.g. sqlite:////var/lib/mysched/history.db): {exc}")
-
-
 _TOP = dict.fromkeys([
     "scheduler", "history", "fairshare", "server", "daemon", "default_vo", "vos", "groups",
     "queues", "hot", "node_types", "packing", "farm", "load_sources", "load_rules", "node_load", "drain",
     "pools", "downtimes", "users",
 ])
+
+
+def _sets_anything(value: Any) -> bool:
+    """Does a settings tree hold any value? An empty file -- or one of empty groups -- is
+    refused by check-config, run and a reload alike: on a running daemon it is a file cut
+    short while being written far more often than a wish to drop every VO and limit, and a
+    daemon started with it would start every job by the defaults."""
+    if isinstance(value, dict):
+        return any(_sets_anything(v) for v in value.values())
+    return True
 
 
 def build_config(parsed: ParsedConfig) -> Config:
@@ -103,6 +103,10 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
             f"{'on line ' + str(first[1]) if first[0] == again[0] else 'at ' + at(first)}; "
             "libconfig would silently keep only the last one)"
         )
+    if not _sets_anything(parsed.data):
+        c.problems.append(f"{parsed.filename}: the file sets nothing (empty, only comments or empty groups): "
+                          "a configuration names at least its VOs (etc/mysched.cfg is an example); a file cut "
+                          "short while being written looks the same")
     top = c.group(parsed.data, (), _TOP)
 
     sch = c.group(top.get("scheduler"), ("scheduler",),
@@ -118,9 +122,13 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     if max_walltime is not None and not 0 < max_walltime < math.inf:
         c.problem(p + ("max_walltime",), "must be a positive, finite duration")
         max_walltime = None
-    if not 0 < interval <= DAY:
-        c.problem(p + ("interval",), "must be a positive duration of at most a day")
-    if min_interval > interval:
+    if not MIN_CYCLE_GAP <= interval <= DAY:
+        c.problem(p + ("interval",), f"must be a duration from {MIN_CYCLE_GAP:g} s to a day (each cycle reads every "
+                  f"job and node from pbs_server), got {interval:g}")
+    if min_interval < MIN_CYCLE_GAP:
+        c.problem(p + ("min_interval",), f"must be at least {MIN_CYCLE_GAP:g} s (each job event would start a cycle "
+                  f"that reads every job and node from pbs_server), got {min_interval:g}")
+    elif min_interval > interval:
         c.problem(p + ("min_interval",), "cannot be longer than scheduler.interval")
 
     hist = c.group(top.get("history"), ("history",),
@@ -132,8 +140,8 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     accounting_dir = c.get(hist, p, "accounting_dir", string, Config.accounting_dir)
     if not 0 < window <= 366 * DAY:
         c.problem(p + ("window",), "must be a positive duration of at most a year")
-    if "database" in hist:
-        _check_database(c, p + ("database",), database)
+    if "database" in hist and (why := database_problem(database)):
+        c.problem(p + ("database",), why)
     if half_life <= 0:
         c.problem(p + ("half_life",), "must be positive (use \"inf\" for no decay)")
     keep_cycles = c.get(hist, p, "keep_cycles", parse_duration, Config.keep_cycles)
@@ -150,8 +158,6 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     server_timeout = c.get(srv, ("server",), "timeout", parse_duration, 30.0)
     if not 0 < server_timeout <= 3600:
         c.problem(("server", "timeout"), "must be a positive duration of at most an hour")
-    if "url" in srv:
-        _check_server_url(c, ("server", "url"), server)
 
     dmn = c.group(top.get("daemon"), ("daemon",),
                   dict.fromkeys(["state_dir", "metrics_address", "event_address", "event_allow",
@@ -186,6 +192,8 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         check_name_format(farm.name_format, farm.nodes)
     except ValueError as exc:
         c.problem(("farm", "name_format"), str(exc))
+    if "url" in srv and (why := server_problem(server, farm)):
+        c.problem(("server", "url"), why)
 
     # VOs and groups ------------------------------------------------------------------
     vos: dict[str, VOConfig] = {}
@@ -364,7 +372,7 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     downtimes = build_downtimes(c, top, type_names)
     users = build_users(c, top)
 
-    return Config(
+    config = Config(
         vos=vos, default_vo=default_vo, groups=groups_cfg, queues=queues, users=users,
         node_types=tuple(node_types), hot=hot, packing=tuple(packing), interval=interval,
         min_interval=min_interval, max_starts_per_cycle=max_starts, reservation_depth=resv_depth,
@@ -374,7 +382,11 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         event_address=event_address, event_allow=event_allow, event_reserved_port=event_reserved_port,
         leader_timeout=leader_timeout, load_sources=load_sources,
         load_rules=load_rules, node_load=node_load, drain=drain, pools=pools, downtimes=downtimes, farm=farm, source=parsed.filename, group_vo=group_vo,
-    ), in_file_order(c.problems, parsed)
+    )
+    slots = sim_farm_slots(config)  # a sim:// server.url: the farm is known here
+    if slots is not None and (why := overpromised(config, slots, parsed.where)):
+        c.problems.append(why)
+    return config, in_file_order(c.problems, parsed)
 
 
 def load_config(path: str) -> Config:

@@ -49,6 +49,11 @@ DAY = 86400.0
 MAX_FARM_NODES = 100_000
 """A simulated farm larger than any site (it would take gigabytes before printing anything)."""
 MAX_NODE_SLOTS = 4096
+MAX_FARM_SLOTS = 1_000_000
+"""The largest simulated farm, nodes x slots (`sim://` and `mysched simulate`): each dimension
+has its own cap, but their product could still take gigabytes before the first cycle."""
+MAX_WORKLOAD_HOURS = 24 * 366
+"""The longest synthetic workload `sim://` and `mysched simulate` draw: a year."""
 
 
 def parse_address(text: str) -> tuple[str, int] | None:
@@ -75,14 +80,14 @@ def check_name_format(fmt: str, count: int = 2) -> None:
     example = f"expected a pattern such as \"wn{{index:04d}}\" (the only field is index), got {fmt!r}"
     try:
         fields = [(name, spec or "") for _, name, spec, _ in Formatter().parse(fmt) if name is not None]
-    except ValueError as exc:
-        raise ValueError(f"{example}: {exc}") from None
+    except ValueError:
+        raise ValueError(f"{example}: a brace without its pair (write {{{{ or }}}} for a brace in the name)") from None
     for name, spec in fields:
         if name != "index":
             raise ValueError(f"{example}: field {{{name}}}")
         if "{" in spec:
             raise ValueError(f"{example}: a field inside the format of index")
-        if any(int(d) > MAX_NAME_WIDTH for d in re.findall(r"\d+", spec)):
+        if any(len(d) > 3 or int(d) > MAX_NAME_WIDTH for d in re.findall(r"\d+", spec)):
             raise ValueError(f"{example}: a width or precision of more than {MAX_NAME_WIDTH}")
     if not fields:
         raise ValueError(f"must contain {{index}} so that nodes get different names, got {fmt!r}")
@@ -90,8 +95,9 @@ def check_name_format(fmt: str, count: int = 2) -> None:
     for i in range(1, max(2, count) + 1):
         try:
             name = fmt.format(index=i)
-        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
-            raise ValueError(f"{example}: {type(exc).__name__}: {exc}") from None
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError):
+            raise ValueError(f"{example}: its format after index does not suit a whole number "
+                             "(such as :04d or :d)") from None
         first = seen.setdefault(name, i)
         if first != i:
             raise ValueError(f"gives nodes {first} and {i} the same name {name!r}"

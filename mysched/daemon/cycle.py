@@ -29,6 +29,7 @@ from mysched.core.walltimes import believed
 from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics, publish_farm
 from mysched.backends.loads import LoadSources
 from mysched.daemon.loadwatch import LoadWatch
+from mysched.config.guarantees import farm_slots
 from mysched.daemon.reload import reread
 from mysched.daemon.role import Role, settle
 from mysched.daemon.starts import FAILURE_REASONS, Starter, after_starts, start_all, still_uncertain  # noqa: F401
@@ -102,6 +103,8 @@ class Daemon:
         """Why the status file could not be written ("" when it could)."""
         # the last plan's reservations, drains and pool gates, carried into the next (over a restart too)
         self._resv, self._drains, self._gates = carried(self.state_dir, wall(), 10 * config.interval)
+        self.farm_slots: int | None = None
+        """Every node's slots at the last snapshot: a reload's guarantees must fit them."""
 
     @property
     def history_error(self) -> str:
@@ -115,7 +118,7 @@ class Daemon:
             log.warning("reload requested but the configuration came from no file")
             return False
         try:
-            new = reread(self.config_path, self._started_with)
+            new = reread(self.config_path, self._started_with, self.farm_slots)
             if self.loads.sources is not None:
                 self.loads.sources.update(new.load_sources)
         except ConfigError as exc:
@@ -277,6 +280,7 @@ class Daemon:
         snapshot = believed(snapshot, cfg.max_walltime)  # walltime=0 or of 11 million years: unknown
         phases = Phases(t0)
         phases.mark("read")
+        self.farm_slots = farm_slots(n.slots for n in snapshot.nodes)
         self._uncertain = still_uncertain(self._uncertain, snapshot)
         now = snapshot.time or self.wall()
         scheduling = (snapshot.extra.get("server") or {}).get("scheduling", "")

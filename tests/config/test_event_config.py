@@ -23,7 +23,8 @@ def test_good_forms_are_kept():
     assert cfg.event_allow == ("head01.example.org", "10.0.0.0/8", "::1") and cfg.event_reserved_port is False
     auto = config_from_text('daemon = { event_allow = "head01"; event_reserved_port = "auto"; };')
     assert auto.event_allow == ("head01",) and auto.event_reserved_port is None
-    assert config_from_text("").event_allow == () and config_from_text("").event_reserved_port is None
+    unset = config_from_text('daemon = { state_dir = "/var/lib/mysched"; };')
+    assert unset.event_allow == () and unset.event_reserved_port is None
 
 
 @pytest.mark.parametrize("value, says", [

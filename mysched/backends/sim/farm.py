@@ -13,6 +13,7 @@ import math
 from operator import attrgetter
 from typing import Callable, Iterable
 
+from mysched.config.values import MAX_FARM_SLOTS, MAX_WORKLOAD_HOURS  # noqa: F401 - re-exported to the simulator
 from mysched.errors import JobGone, JobStateError, RunRefused, ServerError
 from mysched.core.model import Changes, FinishedJob, Job, JobState, Node, NodeState, Placement, Queue, Snapshot, TraceJob
 
@@ -283,11 +284,6 @@ class SimulatedFarm:
 _arrival_order = attrgetter("job.submit_time", "job.id")
 
 
-MAX_FARM_SLOTS = 1_000_000
-"""The largest simulated farm, nodes x slots (`sim://` and `mysched simulate`): each dimension
-has its own cap, but their product could still take gigabytes before the first cycle."""
-MAX_WORKLOAD_HOURS = 24 * 366
-"""The longest synthetic workload `sim://` and `mysched simulate` draw: a year."""
 
 
 def make_nodes(count: int, slots: int, name_format: str = "wn{index:04d}") -> tuple[Node, ...]:
