@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
 from mysched.errors import StoreError
+from mysched.history.evidence import AccountingWrites
 from mysched.history.schema import (MIGRATIONS, SCHEMA_VERSION, cycles, finished_jobs, ingest_positions, metadata,
                                     schema_version, start_attempts, start_intents, state)
 from mysched.core.model import FinishedJob
@@ -41,7 +42,7 @@ class StoreLocked(StoreError):
     """Another process holds the lock a write needed, for longer than the store's `lock_wait`."""
 
 
-class Store:
+class Store(AccountingWrites):
     """History database. Methods raise only `StoreError`. `create=False` opens an existing
     store without migrating it (for read-only status commands)."""
 
