@@ -153,8 +153,7 @@ def run_import(args: argparse.Namespace) -> int:
              "('mysched history suspects' lists them; --trust-all charges logs from before mysched)")
     if rep.not_logs:
         for path in rep.not_logs:
-            print(f"mysched: error: {path}: not one accounting record in it (MM/DD/YYYY HH:MM:SS;TYPE;JOBID;...): "
-                  "not a TORQUE accounting log", file=sys.stderr)
+            print(f"mysched: error: {path}: not a TORQUE accounting log (not one record in it)", file=sys.stderr)
         return 1
     return 0
 

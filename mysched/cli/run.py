@@ -101,12 +101,12 @@ def run(args: argparse.Namespace) -> int:
         from mysched.history.ingest import path_kind
         from mysched.history.locate import database_url
         from mysched.history.store import Store
+        from mysched.history.urls import make_sqlite_dir
 
         chosen = database_url(args.db, args.config)
         db = chosen.url
         log.info("%s", chosen.note())
-        if db.startswith("sqlite:////"):
-            os.makedirs(os.path.dirname(db[len("sqlite:///"):]), exist_ok=True)
+        make_sqlite_dir(db)
         store = Store(db)
         if not url.startswith("sim:") and config.accounting_dir:
             from mysched.backends.torque.home import accounting_dir

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 
 from mysched.errors import InputError
 from mysched.history.accounting import LINE_BUGS, AccountingRecord, LineProblem, NotRun, to_finished_job, unexpected
-from mysched.history.logread import DAMAGED, Inside, LogError, compression, iter_file
+from mysched.history.logread import DAMAGED, Inside, LogError, compression, iter_file, starts_like_log
 from mysched.history.evidence import AccountingBatch, Located
 from mysched.history.store import Store
 
@@ -183,7 +183,7 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
     rep.files += 1
     batch = AccountingBatch(trust_all=trust_all)
     pos, n, done_n, flushed = offset, 0, 0, 0
-    records = 0
+    records, stopped = 0, False
     head = _head(path, HEAD_BYTES) if kind else ""
 
     def flush(done: bool) -> None:
@@ -235,7 +235,8 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
             if meter is not None and n % PROGRESS_LINES == 0 and not kind:
                 meter.at(pos - offset, rep.lines)
     except LogError as exc:
-        _problem(rep, str(exc), on_problem)
+        stopped = True
+        _problem(rep, str(exc), on_problem, always=True)
     except OSError as exc:
         if kind is None or exc.errno is not None:  # bz2 says "Invalid data stream" without an errno
             raise InputError(f"{path}: cannot read: {_strerror(exc)}") from None
@@ -243,10 +244,11 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
     except DAMAGED as exc:
         _damaged(rep, path, line + n, exc, on_problem)
     flush(True)
-    if offset == 0 and n and not records:
+    if offset == 0 and not records and size and (n or stopped or not starts_like_log(path, kind)):
         rep.not_logs.append(path)
-        _problem(rep, f"{path}: {n} line(s) and not one accounting record (MM/DD/YYYY HH:MM:SS;TYPE;JOBID;...): "
-                 "not a TORQUE accounting log", on_problem, malformed=False)
+        _problem(rep, f"{path}: not one accounting record in it (MM/DD/YYYY HH:MM:SS;TYPE;JOBID;...): not a TORQUE "
+                 "accounting log", on_problem, malformed=False, always=True)
+        return
     if finished_after is not None and not kind and pos < size:
         rep.waiting += 1
         _problem(rep, str(LineProblem(path, line + done_n + 1, "the last line has no newline yet (pbs_server may "
@@ -318,9 +320,10 @@ def _damaged(rep: IngestReport, path: str, lines: int, exc: Exception,
 
 
 def _problem(rep: IngestReport, msg: str, on_problem: Callable[[str], None] | None, *,
-             malformed: bool = True) -> None:
+             malformed: bool = True, always: bool = False) -> None:
+    """Count a problem; say the first `MAX_PROBLEMS` (and, `always`, one that stops a file)."""
     rep.malformed += malformed
-    if len(rep.problems) < MAX_PROBLEMS:
+    if len(rep.problems) < MAX_PROBLEMS or always:
         rep.problems.append(msg)
         if on_problem is not None:
             on_problem(msg)

@@ -67,6 +67,8 @@ JOIN_WINDOW = 64
 """Lines looked at after a record whose ``account=`` value a newline cut (`_Carrier`): its
 tail is the last line without a header among them."""
 
+_BOMB = (f"the compressed data expands more than {MAX_EXPANSION} times: not an accounting log (a compression "
+         "bomb?); the rest of the file is not read")
 _HEADER = re.compile(r"\s*(?:\d{8}:)?\d\d/\d\d/\d{4} \d\d:\d\d:\d\d;", re.ASCII)
 """A line that begins a record (after the ``YYYYMMDD:`` prefix of concatenated logs)."""
 _JOBNAME = re.compile(r"(?:^|\s)jobname=")
@@ -88,6 +90,17 @@ class LogError(ValueError):
 
     def __init__(self, path: str, line: int, message: str) -> None:
         super().__init__(f"{path}:{line}: {message}")
+
+
+def starts_like_log(path: str, kind: str | None = None) -> bool:
+    """Whether a file begins as an accounting log does (its first line a record's header,
+    perhaps still being written); False for one that cannot be read."""
+    try:
+        with open_log(path, kind) as f:
+            head = f.read(64)
+    except (OSError, ValueError, *DAMAGED):
+        return False
+    return _HEADER.match(_decode(head)) is not None or (len(head) < 20 and head.strip(b"0123456789/ :") == b"")
 
 
 def _open_account(rec: AccountingRecord | None) -> bool:
@@ -116,13 +129,14 @@ def _raw_lines(f: BinaryIO, path: str, lineno: int, budget: int | None
                 if not raw:
                     break
                 n += len(raw)
+                if budget is not None and total + n > budget:
+                    raise LogError(path, lineno, _BOMB)
                 if n > MAX_SKIP:
                     raise LogError(path, lineno, f"a line of more than {MAX_SKIP >> 20} MiB: not an accounting "
                                    "log; the rest of the file is not read")
         total += n
         if budget is not None and total > budget:
-            raise LogError(path, lineno, f"the compressed data expands more than {MAX_EXPANSION} times: not an "
-                           "accounting log (a compression bomb?); the rest of the file is not read")
+            raise LogError(path, lineno, _BOMB)
         yield line, n, raw.endswith(b"\n")
         lineno += 1
 

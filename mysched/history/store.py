@@ -31,6 +31,7 @@ from mysched.history.schema import (MIGRATIONS, SCHEMA_VERSION, cycles, finished
 from mysched.core.model import FinishedJob
 from mysched.history.sqlite import WRITE, sqlite_locked, sqlite_setup
 from mysched.history.urls import CREDENTIALS as _CREDENTIALS, in_memory, mask_url, sqlite_file  # noqa: F401 - re-exported
+from mysched.history.urls import read_only_url
 
 log = logging.getLogger("mysched")
 
@@ -62,7 +63,7 @@ class Store(AccountingWrites):
         if m and "@" in m.group(2):  # the driver would take part of the password for the host
             raise StoreError(f"history database {self.masked}: the password contains '@': write it as %40")
         try:
-            u = make_url(url)
+            u = make_url(url if create else read_only_url(url))  # a reader may not write the file
             kw: dict[str, Any] = {}
             if u.get_backend_name() == "sqlite":
                 kw["connect_args"] = {"timeout": 30}
