@@ -204,3 +204,16 @@ def test_the_reader_joins_the_carrier_and_says_each_line_of_its_account_value(tm
         "S", "12.srv", "carol", str(T0 + 120))
     assert isinstance(items[5][0], Inside) and items[5][0].forged.attrs["user"] == "alice"
     assert items[4][1] is None and items[5][1] is not None  # no resuming inside a record
+
+
+@both
+def test_pruning_the_finished_jobs_prunes_their_evidence_too(tmp_path, store):
+    from mysched.history.retention import prune
+
+    (tmp_path / DAYNAME).write_text(_log(ATTACKS["newline after the record"]))
+    ingest_accounting(store, [str(tmp_path)])
+    assert store.suspects()[0] == 1
+    got = prune(store, T0 + 30 * DAY, keep_cycles=float("inf"), keep_jobs=7 * DAY)
+    assert (got.jobs, got.evidence) == (3, 1) and store.suspects()[0] == 0  # the S records wait a year more
+    got = prune(store, T0 + 400 * DAY, keep_cycles=float("inf"), keep_jobs=7 * DAY)
+    assert got.evidence == 3
