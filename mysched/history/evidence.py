@@ -17,7 +17,8 @@ from sqlalchemy import Table, func, insert, inspect, select
 from sqlalchemy.engine import Connection
 
 from mysched.core.model import FinishedJob
-from mysched.history.schema import accounting_starts, cycles, ingest_positions, start_attempts, suspect_records
+from mysched.history.schema import (accounting_starts, cycles, dialect_insert, ingest_positions, start_attempts,
+                                    suspect_records)
 
 START_SKEW = 300.0
 """Seconds between a start mysched recorded (its cycle's time and duration) and the ``start=``
@@ -92,7 +93,12 @@ class AccountingWrites:
                                     [{"job_id": j, "user": u, "start": t} for j, u, t in batch.starts])
             charged, unmatched = batch.jobs, []
             if not batch.trust_all and batch.jobs:
-                ok = self._evidence(c, {loc.job.id for loc in batch.jobs})
+                ok: dict[str, list[tuple[str | None, float, float]]] = {}
+                for j, u, t in batch.starts:  # most E records have their S a few lines before
+                    ok.setdefault(j, []).append((u, t - 1.0, t + 1.0))
+                for j, found in self._evidence(c, {loc.job.id for loc in batch.jobs
+                                                   if not _matches(loc.job, ok.get(loc.job.id, ()))}).items():
+                    ok.setdefault(j, []).extend(found)
                 charged = [loc for loc in batch.jobs if _matches(loc.job, ok.get(loc.job.id, ()))]
                 unmatched = [loc for loc in batch.jobs if not _matches(loc.job, ok.get(loc.job.id, ()))]
             out.added, out.duplicates = self._insert_finished(c, [loc.job for loc in charged], "accounting")
@@ -103,10 +109,13 @@ class AccountingWrites:
             self._upsert(c, ingest_positions, "path", position)
         return out
 
-    def _insert_ignore(self, c: Connection, table: Table, key: list[str], rows: list[dict[str, Any]]) -> int:
-        """Insert `rows`, those whose `key` is already there left out; return how many went in."""
+    def _insert_ignore(self, c: Connection, table: Table, key: list[str], rows: list[dict[str, Any]]) -> None:
+        """Insert `rows`, those whose `key` is already there left out."""
         if not rows:
-            return 0
+            return
+        if c.dialect.name in ("sqlite", "postgresql"):  # the unique key leaves out what is there
+            c.execute(_insert_new(c, table, key), rows)
+            return
         cols = [table.c[k] for k in key]
         have: set[tuple] = set()
         ids = list({r[key[0]] for r in rows})
@@ -119,8 +128,7 @@ class AccountingWrites:
                 have.add(k)
                 new.append(r)
         if new:
-            c.execute(insert(table), new)
-        return len(new)
+            c.execute(_insert_new(c, table, key), new)
 
     def _evidence(self, c: Connection, ids: set[str]) -> dict[str, list[tuple[str | None, float, float]]]:
         """Per job id: the starts that happened, as (owner or None, earliest, latest start):
@@ -156,7 +164,7 @@ class AccountingWrites:
                 have.add((r["job_id"], r["start"]))
                 new.append(r)
         if new:
-            c.execute(insert(suspect_records), new)
+            c.execute(_insert_new(c, suspect_records, ["job_id", "start", "reason"]), new)
         return new
 
     def _promote(self, c: Connection, starts: list[tuple[str, str, float]]) -> int:
@@ -191,6 +199,14 @@ class AccountingWrites:
             if limit is not None:
                 q = q.limit(limit)
             return n, [dict(r._mapping) for r in c.execute(q)]
+
+
+def _insert_new(c: Connection, table: Table, key: list[str]) -> Any:
+    """An INSERT that leaves out rows a concurrent writer (the daemon beside an import) put
+    there first, rather than failing the whole batch on the unique key."""
+    if c.dialect.name not in ("sqlite", "postgresql"):
+        return insert(table)
+    return dialect_insert(c.dialect.name)(table).on_conflict_do_nothing(index_elements=key)
 
 
 def _matches(job: FinishedJob, starts: Iterable[tuple[str | None, float, float]]) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from sqlalchemy import (BigInteger, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text,
                         UniqueConstraint, inspect, text)
@@ -125,6 +125,15 @@ suspect_records = Table(
 (no `S` record nor start of mysched's with the same job, owner and start: taken into
 `finished_jobs` if its `S` record is read later) or "inside" (a line of another record's
 ``account=`` value: never)."""
+
+
+def dialect_insert(dialect: str) -> Callable[[Table], Any]:
+    """SQLite's or PostgreSQL's INSERT (with ON CONFLICT), by dialect name."""
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dinsert
+    else:
+        from sqlalchemy.dialects.postgresql import insert as dinsert
+    return dinsert
 
 
 def _v2_end_index(c: Connection) -> None:

@@ -26,6 +26,7 @@ from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
 from mysched.errors import StoreError
 from mysched.history.evidence import AccountingWrites
+from mysched.history.schema import dialect_insert as _dialect_insert
 from mysched.history.schema import (MIGRATIONS, SCHEMA_VERSION, cycles, finished_jobs, ingest_positions, metadata,
                                     schema_version, start_attempts, start_intents, state)
 from mysched.core.model import FinishedJob
@@ -401,14 +402,6 @@ class Store(AccountingWrites):
             counts = self._insert_finished(c, records, "accounting")
             self._upsert(c, ingest_positions, "path", position)
         return counts
-
-
-def _dialect_insert(dialect: str) -> Callable[[Table], Any]:
-    if dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as dinsert
-    else:
-        from sqlalchemy.dialects.postgresql import insert as dinsert
-    return dinsert
 
 
 def _damage(r: Any) -> str | None:
