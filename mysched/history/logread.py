@@ -151,7 +151,7 @@ def _item(path: str, lineno: int, text: str | None, types: Collection[str] | Non
           ) -> AccountingRecord | LineProblem | None:
     """One line as `iter_file` gives it (`text` None: a line over `MAX_LINE`)."""
     if text is None:
-        return LineProblem(path, lineno, f"a line longer than {MAX_LINE >> 20} MiB: skipped (not a record)")
+        return LineProblem(path, lineno, f"a line longer than {MAX_LINE // 1024:,} KiB: skipped (not a record)")
     try:
         return parse_line(text, types)
     except Spliced as exc:
@@ -213,7 +213,7 @@ def iter_file(path: str, start_offset: int = 0, *, first_line: int = 1, types: C
                 continue
             item = _item(path, lineno, text, parse_types)
             if isinstance(item, AccountingRecord) and _open_account(item):
-                carrier = _Carrier(path, item, lineno, text or "", lines, partial)
+                carrier = _Carrier(path, item, lineno, offset, text or "", lines, partial)
                 yield from carrier.resolve(types)
                 if carrier.wait:
                     return  # the rest of the record is not written yet: read from it next time
@@ -269,16 +269,18 @@ class _Carrier:
     (``jobname=`` ...) comes after them, on a line without a header, or at the end of the last
     line the string left open.
 
-    Of the `JOIN_WINDOW` lines after it (up to the next record cut the same way: the same
-    job's `E` after its `S`), the last line without a header ends the record; if none has
-    one, the first line holding a ``jobname=`` does (the string's last line ran into the
-    tail). Every line before that end is part of the account string: said as `Inside`,
+    Of the `JOIN_WINDOW` lines after it (up to the same job's next record cut the same way,
+    its `E` after its `S`, once a tail was seen), the last line without a header ends the
+    record; if none has one, the first line holding a ``jobname=`` does (the string's last
+    line ran into the tail). Every line before that end is part of the account string: said as `Inside`,
     never a record, never a start. The record itself is read with its tail, so its own job is
     charged. With no end found the record is refused and the lines after it read as usual."""
 
-    def __init__(self, path: str, rec: AccountingRecord, lineno: int, text: str, lines: _Lines,
+    def __init__(self, path: str, rec: AccountingRecord, lineno: int, offset: int, text: str, lines: _Lines,
                  partial: bool) -> None:
         self.path, self.rec, self.lineno, self.text, self.lines = path, rec, lineno, text, lines
+        self.offset = offset
+        """Where the record's first line ends: where to resume when it is refused alone."""
         self.partial = partial
         self.wait = False
         """Set when the file ends before the record's tail (and may still grow)."""
@@ -287,16 +289,25 @@ class _Carrier:
                 ) -> Iterator[tuple[AccountingRecord | LineProblem | None, int | None]]:
         ahead: list[tuple[str | None, int, int, bool]] = []
         last_plain = -1
+        at_eof = True
+        named = False
+        """A line so far holds a ``jobname=``: the tail may be there."""
         for text, lineno, offset in self.lines:
             line = (text, lineno, offset, self.lines.complete)
-            if text is not None and _HEADER.match(text) and " account=" in text and _open_account(
-                    _record_or_none(text)):
-                self.lines.push_back([line])  # the next record cut the same way (the job's E after its S)
-                break
+            if (last_plain >= 0 or named) and text is not None and _HEADER.match(text) and " account=" in text:
+                nxt = _record_or_none(text)
+                if _open_account(nxt) and nxt is not None and nxt.job_id == self.rec.job_id:
+                    # the same job's E after its S, cut the same way (a short job on a quiet
+                    # farm); before a tail was seen such a line is part of the account string
+                    self.lines.push_back([line])
+                    at_eof = False
+                    break
+            named = named or (text is not None and _JOBNAME.search(text) is not None)
             ahead.append(line)
             if text is not None and text.strip() and not _HEADER.match(text):
                 last_plain = len(ahead) - 1
             if len(ahead) - last_plain > JOIN_WINDOW:
+                at_eof = False
                 break
         end, tail = -1, ""
         if last_plain >= 0:
@@ -307,14 +318,14 @@ class _Carrier:
                 if hits:
                     end, tail = k, (text or "")[hits[-1].start():].strip()
                     break
-        if end < 0 and not self.partial and len(ahead) <= JOIN_WINDOW:
+        if end < 0 and not self.partial and at_eof:
             self.wait = True  # the file ends inside the record: it is being written
             return
         self.lines.push_back(ahead[end + 1:])
         who = f"{self.rec.job_id}'s account= value (line {self.lineno}; qsub -A with a newline)"
         if end < 0:
             yield LineProblem(self.path, self.lineno, "the account= value ends the line (qsub -A with a newline?) "
-                              "and the rest of the record was not found: skipped"), None
+                              "and the rest of the record was not found: skipped"), self.offset
             return
         try:
             joined: AccountingRecord | LineProblem | None = parse_line(f"{self.text.rstrip()} {tail}", types)

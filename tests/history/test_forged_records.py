@@ -217,3 +217,32 @@ def test_pruning_the_finished_jobs_prunes_their_evidence_too(tmp_path, store):
     assert (got.jobs, got.evidence) == (3, 1) and store.suspects()[0] == 0  # the S records wait a year more
     got = prune(store, T0 + 400 * DAY, keep_cycles=float("inf"), keep_jobs=7 * DAY)
     assert got.evidence == 3
+
+
+@both
+def test_a_record_of_the_same_job_inside_the_account_value_is_inside_too(tmp_path, store):
+    """carol's -A holds a line that looks like her own job's E record cut the same way: were
+    it taken for that record, her S record's tail would not be found (and a daemon waiting for
+    it would read that file no more), and the E it made up would be charged in place of hers."""
+    fake = "x\n11/22/2026 02:22:30;E;12.srv;user=carol group=lhcb start=1 end=2 account=y\n"
+    (tmp_path / DAYNAME).write_text(_log(fake))
+    said: list[str] = []
+    rep = ingest_accounting(store, [str(tmp_path / DAYNAME)], on_problem=said.append)
+    assert _usage(store)["user"] == {"alice": (1, 4.0), "bob": (1, 3.0), "carol": (1, 4.0)}
+    assert rep.inside == 2 and any(m.startswith(f"{tmp_path / DAYNAME}:6: ") for m in said), said
+
+
+@both
+def test_a_record_cut_at_the_end_of_a_growing_file_waits_for_its_tail(tmp_path, store):
+    """pbs_server writes the record and its account string's lines at once; a reader that
+    came in between reads the record whole next time, and never stalls on it."""
+    f = tmp_path / DAYNAME
+    whole = _log("x\n" + FORGED + "\n")
+    cut = whole.index("\n", whole.index(";S;12.srv;")) + 1
+    f.write_text(whole[:cut])  # carol's S record, up to its account string's newline
+    rep = ingest_accounting(store, [str(f)])
+    assert (rep.records_added, rep.lines) == (2, 4)  # alice's and bob's; carol's S waits
+    f.write_text(whole)
+    rep = ingest_accounting(store, [str(f)])
+    assert (rep.records_added, rep.suspicious, rep.lines) == (1, 1, 6)
+    assert _usage(store)["user"] == {"alice": (1, 4.0), "bob": (1, 3.0), "carol": (1, 4.0)}
