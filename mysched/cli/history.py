@@ -148,9 +148,9 @@ def run_import(args: argparse.Namespace) -> int:
           f", {rep.suspicious} suspicious record(s) not charged" +
           (f" (earlier ones charged now that their S record came: {rep.promoted})" if rep.promoted else "") +
           f"; {store.count_finished()} jobs in {store.masked}")
-    if rep.suspicious and not args.trust_all:
-        warn(f"{rep.suspicious} E record(s) matched no S record nor start of the daemon's: not charged "
-             "('mysched history suspects' lists them; --trust-all charges logs from before mysched)")
+    if rep.suspicious:
+        warn(f"{rep.suspicious} suspicious E record(s) not charged: 'mysched history suspects' lists them"
+             + ("" if args.trust_all else " (--trust-all charges the unmatched ones of logs from before mysched)"))
     if rep.not_logs:
         for path in rep.not_logs:
             print(f"mysched: error: {path}: not a TORQUE accounting log (not one record in it)", file=sys.stderr)
