@@ -261,11 +261,12 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
 
 def _record(rec: AccountingRecord, path: str, lineno: int, batch: AccountingBatch, rep: IngestReport,
             on_problem: Callable[[str], None] | None) -> None:
-    """An `S` record as evidence of a start, an `E` record into the batch; others ignored."""
-    if rec.type == "S":
+    """An `S` (or `T`) record as evidence of a start, an `E` record into the batch; others ignored."""
+    if rec.type in ("S", "T"):  # started, or restarted from a checkpoint (its start= may be the new one)
         user = rec.attrs.get("user") or rec.attrs.get("owner", "").split("@")[0]
+        start = rec.attrs.get("start", "")
         if user and len(user) <= 255 and len(rec.job_id) <= 255:
-            batch.starts.append((rec.job_id, user, rec.time))
+            batch.starts.append((rec.job_id, user, float(start) if start.isascii() and start.isdigit() else rec.time))
         rep.ignored += 1
     elif rec.type == "E":
         _take(rec, path, lineno, batch.jobs, rep, on_problem)

@@ -246,3 +246,19 @@ def test_a_record_cut_at_the_end_of_a_growing_file_waits_for_its_tail(tmp_path, 
     rep = ingest_accounting(store, [str(f)])
     assert (rep.records_added, rep.suspicious, rep.lines) == (1, 1, 6)
     assert _usage(store)["user"] == {"alice": (1, 4.0), "bob": (1, 3.0), "carol": (1, 4.0)}
+
+
+@both
+def test_a_job_restarted_from_a_checkpoint_is_charged_from_its_restart(tmp_path, store):
+    """TORQUE writes a T record when a checkpointed job restarts: its E record's start may be
+    that of the restart, which no S record holds."""
+    log = _log("x").replace(f"start={T0 + 60} owner=bob@ui exec_host=wn01/0 Resource_List.nodes=1:ppn=1 "
+                            "Resource_List.walltime=48:00:00 session",
+                            f"start={T0 + 600} owner=bob@ui exec_host=wn01/0 Resource_List.nodes=1:ppn=1 "
+                            "Resource_List.walltime=48:00:00 session")
+    restart = f"11/22/2026 01:30:00;T;11.srv;user=bob group=cms queue=cms start={T0 + 600} owner=bob@ui\n"
+    (tmp_path / DAYNAME).write_text(log)
+    assert ingest_accounting(store, [str(tmp_path)]).suspicious == 1  # bob's E: no start at T0 + 600
+    (tmp_path / "20261121").write_text(restart)  # read in a later run, from a file of its own
+    assert ingest_accounting(store, [str(tmp_path / "20261121")]).promoted == 1
+    assert set(_usage(store)["user"]) == {"alice", "bob", "carol"}
