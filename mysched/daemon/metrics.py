@@ -68,6 +68,7 @@ class CycleMetrics(Protocol):
     def history_write_error(self) -> None: ...
     def history_locked(self) -> None: ...
     def history_pending(self, finished: int, cycles: int) -> None: ...
+    def accounting_suspicious(self, n: int) -> None: ...
     def reload(self, result: str) -> None: ...
     def set_role(self, leader: bool) -> None: ...
     def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool, bool]],
@@ -107,6 +108,9 @@ class NullMetrics:
         pass
 
     def history_pending(self, finished: int, cycles: int) -> None:
+        pass
+
+    def accounting_suspicious(self, n: int) -> None:
         pass
 
     def reload(self, result: str) -> None:
@@ -172,6 +176,9 @@ class Guarded:
 
     def history_pending(self, finished: int, cycles: int) -> None:
         self._guard("history_pending", self.inner.history_pending, finished, cycles)
+
+    def accounting_suspicious(self, n: int) -> None:
+        self._guard("accounting_suspicious", self.inner.accounting_suspicious, n)
 
     def reload(self, result: str) -> None:
         self._guard("reload", self.inner.reload, result)
@@ -252,6 +259,10 @@ class Metrics:
                                      "by another process (each outage once; cycles do not wait for it)", registry=r)
         self.history_pending_records = Gauge("mysched_history_pending_records", "Records the history store has not "
                                              "taken yet, kept in memory (finished_jobs, cycles)", ["kind"], registry=r)
+        self.suspicious_records = Counter("mysched_accounting_suspicious_records_total", "Accounting E records "
+                                          "charged to no one: no S record nor start of mysched's with the same job, "
+                                          "owner and start, or inside another record's account= value (each logged "
+                                          "with its FILE:LINE)", registry=r)
         self.cycle_errors = Counter("mysched_cycle_errors_total",
                                     "Cycles that failed, by reason (server, store, internal)", ["reason"], registry=r)
         self.last_success = Gauge("mysched_last_successful_cycle_timestamp_seconds", "Unix time of the last cycle "
@@ -331,6 +342,9 @@ class Metrics:
     def history_pending(self, finished: int, cycles: int) -> None:
         self.history_pending_records.labels("finished_jobs").set(finished)
         self.history_pending_records.labels("cycles").set(cycles)
+
+    def accounting_suspicious(self, n: int) -> None:
+        self.suspicious_records.inc(n)
 
     def reload(self, result: str) -> None:
         self.reloads.labels(result).inc()
