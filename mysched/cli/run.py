@@ -145,13 +145,14 @@ def run(args: argparse.Namespace) -> int:
     metrics = None
     maddr = _address(args.metrics_address if args.metrics_address is not None else config.metrics_address)
     if maddr:
-        from mysched.daemon.metrics import Metrics, serve
+        from mysched.daemon.endpoint import serve_metrics
+        from mysched.daemon.metrics import Metrics
         from prometheus_client import CollectorRegistry
 
         metrics = Metrics(CollectorRegistry())
         if ingest is not None:
             ingest.on_suspicious = metrics.accounting_suspicious
-        serve(metrics, maddr, retry=math.inf if args.once else 30.0)  # logs where, or that the address is in use
+        serve_metrics(metrics.registry, maddr, retry=math.inf if args.once else 30.0)  # logs where, or that the address is in use
 
     from mysched.daemon.cycle import Daemon
     from mysched.daemon.service import Service

@@ -24,12 +24,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily
 
 from mysched import __version__
-from mysched.config.values import parse_address as _parse_address
-from mysched.errors import ServerError, UsageError
+from mysched.errors import ServerError
 from mysched.backends.torque.schedproto import REFUSALS
 from mysched.core.plan import Plan, Start
 from mysched.core.reasons import REASONS
-from mysched.daemon import endpoint
 from mysched.daemon.series import FARM, LOADS
 
 log = logging.getLogger("mysched")
@@ -441,21 +439,3 @@ def publish_farm(metrics: CycleMetrics, p: Plan, started: list[Start]) -> None:
         pending_by_reason=p.reasons(), nodes_load_skipped=len(p.node_load),
         draining=len(p.drains), reservations=len(p.reservations), draining_idle=p.held_free, pools=p.pools,
     )
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` or ``[::1]:PORT`` -> (host, port); UsageError otherwise (the config's rule)."""
-    try:
-        got = _parse_address(text)
-    except ValueError as exc:
-        raise UsageError(f"metrics address: {exc}") from None
-    if got is None:
-        raise UsageError(f"metrics address must be HOST:PORT, got {text!r}")
-    return got
-
-
-def serve(metrics: Metrics, address: str = "127.0.0.1:9720", retry: float = 30.0) -> tuple[str, int]:
-    """Serve /metrics on a background thread; returns the bound (host, port), port 0 while
-    an address in use waits to be free (`mysched.daemon.endpoint`)."""
-    host, port = parse_address(address)
-    return host, endpoint.serve(metrics.registry, host, port, retry)
