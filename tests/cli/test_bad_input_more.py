@@ -1,0 +1,440 @@
+"""A second, independent bad-input battery (issue 34, item 5): every key of the configuration
+with values of the wrong type, out of range, empty or absurd; every subcommand's options with
+odd values; history databases that are no databases; `sim://` URLs with odd parameters. Each
+case is refused in one line naming its file, line, key or argument, in words, or accepted with
+a meaning a user can rely on (`ACCEPTED`: exit 0, nothing said against it) -- never an internal
+error, a hang, Python's or libconf's wording, or a silent acceptance of what cannot work.
+Same `Case` and `run_case` as `test_bad_input`; `tools/badinput.py` tallies the CASES."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_bad_input import REFUSED, WARNED, Case, run_case
+
+ACCEPTED = "accepted"
+PYTHON_WORDS = re.compile(r"Traceback|internal error|Error\b|invalid literal|codec|Errno|Unexpected token|"
+                          r"Expected end|Couldn't load|\(':'|row \d+, column|NoneType|object has no|"
+                          r"unsupported operand|not supported between|could not convert|OverflowError")
+VOS = 'vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 20; }; };\n'
+
+
+def _cfg(name: str, text: str | bytes, where: str, expect: str = REFUSED, **more: str | bytes) -> Case:
+    """check-config of VOS and `text` (or of `text` alone when it is bytes)."""
+    body = text if isinstance(text, bytes) else VOS + text
+    return Case(name, "config", expect, lambda d: ["check-config", "-c", str(d / "site.cfg")],
+                {"site.cfg": body, **more}, where)
+
+
+def _ok(name: str, text: str) -> Case:
+    """A setting accepted with a sensible meaning."""
+    return _cfg(name, text, "", ACCEPTED)
+
+
+def _cli(name: str, argv: list[str], where: str, expect: str = REFUSED, **files: str | bytes) -> Case:
+    return Case(name, "cli", expect, lambda d: [a.replace("{d}", str(d)) for a in argv], dict(files), where)
+
+
+L2 = "site.cfg:2: "
+CASES: list[Case] = [
+    # -- scheduler --------------------------------------------------------------------------
+    _cfg("interval 1e400s", 'scheduler = { interval = "1e400s"; };\n', L2 + "scheduler.interval"),
+    _cfg("interval -1h", 'scheduler = { interval = "-1h"; };\n', L2 + "scheduler.interval"),
+    _ok("interval 00:99:99", 'scheduler = { interval = "00:99:99"; };\n'),
+    _cfg("interval nan string", 'scheduler = { interval = "nan"; };\n', L2 + "scheduler.interval"),
+    _cfg("interval inf", 'scheduler = { interval = "inf"; };\n', L2 + "scheduler.interval"),
+    _cfg("interval a list", 'scheduler = { interval = [60]; };\n', L2 + "scheduler.interval"),
+    _cfg("interval a group", 'scheduler = { interval = { a = 1; }; };\n', L2 + "scheduler.interval"),
+    _cfg("interval a boolean", 'scheduler = { interval = true; };\n', L2 + "scheduler.interval"),
+    _cfg("interval empty string", 'scheduler = { interval = ""; };\n', L2 + "scheduler.interval"),
+    _cfg("interval 1:2:3:4:5", 'scheduler = { interval = "1:2:3:4:5"; };\n', L2 + "scheduler.interval"),
+    _cfg("interval 99999 digits", 'scheduler = { interval = "' + "9" * 5000 + 's"; };\n', L2 + "scheduler.interval"),
+    _cfg("interval unicode digits", 'scheduler = { interval = "\u0661\u0662:00"; };\n', L2 + "scheduler.interval"),
+    _cfg("interval -0", 'scheduler = { interval = -0.0; };\n', L2 + "scheduler.interval"),
+    _cfg("interval 1e309", 'scheduler = { interval = 1e309; };\n', L2 + "scheduler.interval"),
+    _cfg("min_interval negative", 'scheduler = { min_interval = -5; };\n', L2 + "scheduler.min_interval"),
+    _cfg("max_starts 0", 'scheduler = { max_starts_per_cycle = 0; };\n', L2 + "scheduler.max_starts_per_cycle"),
+    _cfg("max_starts -1", 'scheduler = { max_starts_per_cycle = -1; };\n', L2 + "scheduler.max_starts_per_cycle"),
+    _cfg("max_starts 2.5", 'scheduler = { max_starts_per_cycle = 2.5; };\n', L2 + "scheduler.max_starts_per_cycle"),
+    _cfg("max_starts string", 'scheduler = { max_starts_per_cycle = "10"; };\n', L2 + "scheduler.max_starts_per_cycle"),
+    _cfg("max_starts 10^30", 'scheduler = { max_starts_per_cycle = 1000000000000000000000000000000; };\n',
+         "", ACCEPTED),
+    _cfg("reservation_depth 1001", 'scheduler = { reservation_depth = 1001; };\n', L2 + "scheduler.reservation_depth"),
+    _cfg("reservation_depth -1", 'scheduler = { reservation_depth = -1; };\n', L2 + "scheduler.reservation_depth"),
+    _cfg("wait factor negative", 'scheduler = { reservation_wait_factor = -1.0; };\n',
+         L2 + "scheduler.reservation_wait_factor"),
+    _cfg("wait factor huge", 'scheduler = { reservation_wait_factor = 1e300; };\n',
+         L2 + "scheduler.reservation_wait_factor"),
+    _cfg("max_walltime 0", 'scheduler = { max_walltime = 0; };\n', L2 + "scheduler.max_walltime"),
+    _cfg("max_walltime inf", 'scheduler = { max_walltime = "inf"; };\n', L2 + "scheduler.max_walltime"),
+    _cfg("max_walltime -1h", 'scheduler = { max_walltime = "-1h"; };\n', L2 + "scheduler.max_walltime"),
+    _ok("max_walltime 30d", 'scheduler = { max_walltime = "30d"; };\n'),
+    _cfg("scheduler a list", 'scheduler = [1, 2];\n', L2 + "scheduler"),
+    _cfg("scheduler a string", 'scheduler = "fast";\n', L2 + "scheduler"),
+    # -- history ----------------------------------------------------------------------------
+    _cfg("window 0", 'history = { window = 0; };\n', L2 + "history.window"),
+    _cfg("window inf", 'history = { window = "inf"; };\n', L2 + "history.window"),
+    _cfg("window 400d", 'history = { window = "400d"; };\n', L2 + "history.window"),
+    _cfg("half_life 0", 'history = { half_life = 0; };\n', L2 + "history.half_life"),
+    _cfg("half_life -1d", 'history = { half_life = "-1d"; };\n', L2 + "history.half_life"),
+    _ok("half_life inf", 'history = { half_life = "inf"; };\n'),
+    _cfg("database empty", 'history = { database = ""; };\n', L2 + "history.database"),
+    _cfg("database a number", 'history = { database = 5; };\n', L2 + "history.database"),
+    _cfg("database sqlite dir missing", 'history = { database = "sqlite:////nonexistent/dir/h.db"; };\n',
+         "", ACCEPTED),
+    _cfg("database sqlite a directory", 'history = { database = "sqlite:////tmp"; };\n', "", ACCEPTED),
+    _cfg("database unicode scheme", 'history = { database = "\u00e9db://x"; };\n', L2 + "history.database"),
+    _cfg("database NUL", 'history = { database = "sqlite:///a\\x00b"; };\n', L2 + "history.database"),
+    _cfg("accounting_dir a list", 'history = { accounting_dir = ["/a"]; };\n', L2 + "history.accounting_dir"),
+    _cfg("accounting_dir empty", 'history = { accounting_dir = ""; };\n', "", ACCEPTED),
+    _cfg("keep_cycles -1d", 'history = { keep_cycles = "-1d"; };\n', L2 + "history.keep_cycles"),
+    _cfg("keep_jobs under window", 'history = { keep_jobs = "1h"; };\n', L2 + "history.keep_jobs"),
+    _cfg("keep_cycles 0", 'history = { keep_cycles = 0; };\n', L2 + "history.keep_cycles"),
+    # -- fairshare --------------------------------------------------------------------------
+    _cfg("eps 0", 'fairshare = { eps = 0; };\n', L2 + "fairshare.eps"),
+    _cfg("eps negative", 'fairshare = { eps = -1.0; };\n', L2 + "fairshare.eps"),
+    _cfg("eps 1e309", 'fairshare = { eps = 1e309; };\n', L2 + "fairshare.eps"),
+    _cfg("eps string", 'fairshare = { eps = "small"; };\n', L2 + "fairshare.eps"),
+    _cfg("fairshare unknown key", 'fairshare = { epsilon = 0.1; };\n', L2 + "fairshare.epsilon"),
+    # -- server -----------------------------------------------------------------------------
+    _cfg("url port 99999", 'server = { url = "torque://head:99999"; };\n', L2 + "server.url"),
+    _cfg("url port text", 'server = { url = "torque://head:abc"; };\n', L2 + "server.url"),
+    _cfg("url host with space", 'server = { url = "torque://he ad"; };\n', L2 + "server.url"),
+    _cfg("url unclosed bracket", 'server = { url = "torque://[::1"; };\n', L2 + "server.url"),
+    _cfg("url a number", 'server = { url = 5; };\n', L2 + "server.url"),
+    _cfg("url NUL", 'server = { url = "torque://a\\x00b"; };\n', L2 + "server.url"),
+    _cfg("url 100k host", 'server = { url = "torque://' + "h" * 100000 + '"; };\n', L2 + "server.url"),
+    _cfg("url path", 'server = { url = "torque://head/x/y"; };\n', L2 + "server.url"),
+    _cfg("url unicode host", 'server = { url = "torque://k\u00f6pfchen"; };\n', L2 + "server.url: expected"),
+    _cfg("url sim negative slots", 'server = { url = "sim://?slots=-1"; };\n', L2 + "server.url"),
+    _cfg("url sim nodes 0", 'server = { url = "sim://?nodes=0"; };\n', L2 + "server.url"),
+    _cfg("url sim speed 0", 'server = { url = "sim://?speed=0"; };\n', L2 + "server.url"),
+    _cfg("url sim hours inf", 'server = { url = "sim://?hours=inf"; };\n', L2 + "server.url"),
+    _cfg("url sim nodes twice", 'server = { url = "sim://?nodes=2&nodes=3"; };\n', L2 + "server.url"),
+    _cfg("url sim empty value", 'server = { url = "sim://?nodes="; };\n', L2 + "server.url"),
+    _cfg("url sim host", 'server = { url = "sim://elsewhere?nodes=2"; };\n', L2 + "server.url"),
+    _cfg("timeout 0", 'server = { timeout = 0; };\n', L2 + "server.timeout"),
+    _cfg("timeout 1e400s", 'server = { timeout = "1e400s"; };\n', L2 + "server.timeout"),
+    _cfg("timeout 2h", 'server = { timeout = "2h"; };\n', L2 + "server.timeout"),
+    _cfg("libtorque a number", 'server = { libtorque = 5; };\n', L2 + "server.libtorque"),
+    _cfg("libtorque missing file", 'server = { libtorque = "/nonexistent/libtorque.so.2"; };\n', "", ACCEPTED),
+    _cfg("libtorque a directory", 'server = { libtorque = "/tmp"; };\n', "", ACCEPTED),
+    # -- daemon -----------------------------------------------------------------------------
+    _cfg("state_dir empty", 'daemon = { state_dir = ""; };\n', "", ACCEPTED),
+    _cfg("state_dir a file", 'daemon = { state_dir = "/etc/passwd"; };\n', "", ACCEPTED),
+    _cfg("metrics port 99999", 'daemon = { metrics_address = "127.0.0.1:99999"; };\n', L2 + "daemon.metrics_address"),
+    _cfg("metrics no port", 'daemon = { metrics_address = "127.0.0.1:"; };\n', L2 + "daemon.metrics_address"),
+    _cfg("metrics unclosed bracket", 'daemon = { metrics_address = "[::1:9720"; };\n', L2 + "daemon.metrics_address"),
+    _cfg("metrics unicode digits", 'daemon = { metrics_address = "h:\u0661\u0662"; };\n', L2 + "daemon.metrics_address"),
+    _ok("metrics off", 'daemon = { metrics_address = "off"; };\n'),
+    _ok("metrics ipv6", 'daemon = { metrics_address = "[::1]:9720"; };\n'),
+    _cfg("event port -1", 'daemon = { event_address = "127.0.0.1:-1"; };\n', L2 + "daemon.event_address"),
+    _cfg("event_allow bad network", 'daemon = { event_allow = ["10.0.0.0/33"]; };\n', L2 + "daemon.event_allow"),
+    _cfg("event_allow empty name", 'daemon = { event_allow = [""]; };\n', L2 + "daemon.event_allow"),
+    _cfg("event_allow empty list", 'daemon = { event_allow = []; };\n', L2 + "daemon.event_allow"),
+    _cfg("event_allow a number", 'daemon = { event_allow = 10; };\n', L2 + "daemon.event_allow"),
+    _cfg("event_allow glob", 'daemon = { event_allow = ["head*["]; };\n', L2 + "daemon.event_allow"),
+    _cfg("event_reserved_port maybe", 'daemon = { event_reserved_port = "maybe"; };\n',
+         L2 + "daemon.event_reserved_port"),
+    _cfg("event_reserved_port 2", 'daemon = { event_reserved_port = 2; };\n', L2 + "daemon.event_reserved_port"),
+    _cfg("leader_timeout -1", 'daemon = { leader_timeout = -1; };\n', L2 + "daemon.leader_timeout"),
+    _cfg("leader_timeout over interval", 'daemon = { leader_timeout = "2h"; };\n', L2 + "daemon.leader_timeout"),
+    # -- farm -------------------------------------------------------------------------------
+    _cfg("farm nodes 0", 'farm = { nodes = 0; };\n', L2 + "farm.nodes"),
+    _cfg("farm nodes -1", 'farm = { nodes = -1; };\n', L2 + "farm.nodes"),
+    _cfg("farm nodes 2.5", 'farm = { nodes = 2.5; };\n', L2 + "farm.nodes"),
+    _cfg("farm slots 0", 'farm = { slots_per_node = 0; };\n', L2 + "farm.slots_per_node"),
+    _cfg("farm slots 5000", 'farm = { slots_per_node = 5000; };\n', L2 + "farm.slots_per_node"),
+    _cfg("farm nodes x slots too many", 'farm = { nodes = 100000; slots_per_node = 4096; };\n', "site.cfg:2: farm"),
+    _cfg("name_format empty", 'farm = { name_format = ""; };\n', L2 + "farm.name_format"),
+    _cfg("name_format without index", 'farm = { name_format = "wn"; };\n', L2 + "farm.name_format"),
+    _cfg("name_format positional", 'farm = { name_format = "wn{0}"; };\n', L2 + "farm.name_format"),
+    _cfg("name_format attribute", 'farm = { name_format = "wn{index.real}"; };\n', L2 + "farm.name_format"),
+    _cfg("name_format item", 'farm = { name_format = "wn{index[0]}"; };\n', L2 + "farm.name_format"),
+    _cfg("name_format nested width", 'farm = { name_format = "wn{index:{index}}"; };\n', L2 + "farm.name_format"),
+    _cfg("name_format a space", 'farm = { name_format = "wn {index}"; };\n', "", ACCEPTED),
+    _cfg("name_format a slash", 'farm = { name_format = "wn/{index}"; };\n', "", ACCEPTED),
+    _ok("name_format twice", 'farm = { name_format = "wn{index}x{index}"; };\n'),
+    _cfg("name_format 100k", 'farm = { name_format = "' + "w" * 100000 + '{index}"; };\n', "", ACCEPTED),
+    # -- VOs --------------------------------------------------------------------------------
+    _cfg("share 0", b'vos = { z = { groups = ["z"]; share = 0; }; };\n', "", ACCEPTED),
+    _cfg("share -0", b'vos = { z = { groups = ["z"]; share = -0.0; }; };\n', "", ACCEPTED),
+    _cfg("share 1e309", b'vos = { z = { groups = ["z"]; share = 1e309; }; };\n', "site.cfg:1: vos.z.share"),
+    _cfg("share a string", b'vos = { z = { groups = ["z"]; share = "50%"; }; };\n', "site.cfg:1: vos.z.share"),
+    _cfg("share 100.0000001", b'vos = { z = { groups = ["z"]; share = 100.0000001; }; };\n', "site.cfg:1: vos.z.share"),
+    _cfg("slots -1", b'vos = { z = { groups = ["z"]; slots = -1; }; };\n', "site.cfg:1: vos.z.slots"),
+    _cfg("slots 10^30", b'vos = { z = { groups = ["z"]; slots = 1000000000000000000000000000000; }; };\n',
+         "", ACCEPTED),
+    _cfg("slots 2.5", b'vos = { z = { groups = ["z"]; slots = 2.5; }; };\n', "site.cfg:1: vos.z.slots"),
+    _cfg("share and slots", b'vos = { z = { groups = ["z"]; slots = 2; share = 5; }; };\n', "site.cfg:1: vos.z"),
+    _cfg("max_running -1", b'vos = { z = { groups = ["z"]; max_running = -1; }; };\n', "site.cfg:1: vos.z.max_running"),
+    _cfg("max_cores string", b'vos = { z = { groups = ["z"]; max_cores = "many"; }; };\n',
+         "site.cfg:1: vos.z.max_cores"),
+    _cfg("max_per_node 1.5", b'vos = { z = { groups = ["z"]; max_per_node = 1.5; }; };\n',
+         "site.cfg:1: vos.z.max_per_node"),
+    _cfg("groups empty list", b'vos = { z = { groups = []; share = 5; }; };\n', "site.cfg:1: vos.z"),
+    _cfg("groups a string", b'vos = { z = { groups = "z"; share = 5; }; };\n', "", ACCEPTED),
+    _cfg("groups numbers", b'vos = { z = { groups = [1, 2]; share = 5; }; };\n', "site.cfg:1: vos.z.groups"),
+    _cfg("groups empty name", b'vos = { z = { groups = [""]; share = 5; }; };\n', "site.cfg:1: vos.z.groups"),
+    _cfg("groups name with space", b'vos = { z = { groups = ["a b"]; share = 5; }; };\n', "site.cfg:1: vos.z.groups"),
+    _cfg("groups name 100k", b'vos = { z = { groups = ["' + b"g" * 100000 + b'"]; share = 5; }; };\n',
+         "site.cfg:1: vos.z.groups"),
+    _cfg("groups repeated in a VO", b'vos = { z = { groups = ["z", "z"]; share = 5; }; };\n', "", ACCEPTED),
+    _cfg("group name unicode", 'vos = { z = { groups = ["gr\u00fcn"]; share = 5; }; };\n'.encode(), "", ACCEPTED),
+    _cfg("group in a VO and under groups", 'groups = { atlas = { vo = "cms"; }; };\n', L2 + "groups.atlas.vo"),
+    _cfg("VO a number", b'vos = { z = 5; };\n', "site.cfg:1: vos.z"),
+    _cfg("vos a list", b'vos = ["atlas"];\n', "site.cfg:1: vos"),
+    _cfg("VO name 100k", b'vos = { ' + b"v" * 100000 + b' = { groups = ["z"]; share = 5; }; };\n', "", ACCEPTED),
+    _cfg("VO unknown key", b'vos = { z = { groups = ["z"]; shares = 5; }; };\n', "site.cfg:1: vos.z.shares"),
+    _cfg("shares 60 + 50", b'vos = { a = { groups = ["a"]; share = 60; }; b = { groups = ["b"]; share = 50; }; };\n',
+         "site.cfg:1: vos"),
+    _cfg("VO named like default, no group", b'default_vo = "z";\nvos = { z = { share = 5; }; };\n', "", ACCEPTED),
+    _cfg("default_vo empty", 'default_vo = "";\n', L2 + "default_vo"),
+    _cfg("default_vo a number", 'default_vo = 5;\n', L2 + "default_vo"),
+    _cfg("default_vo with space", 'default_vo = "a b";\n', L2 + "default_vo"),
+    # -- groups -----------------------------------------------------------------------------
+    _cfg("group vo unknown", 'groups = { g = { vo = "nope"; }; };\n', L2 + "groups.g.vo"),
+    _cfg("group share 0", 'groups = { atlas = { share = 0; }; };\n', L2 + "groups.atlas.share"),
+    _cfg("group share -1", 'groups = { atlas = { share = -1; }; };\n', L2 + "groups.atlas.share"),
+    _cfg("group share 1e309", 'groups = { atlas = { share = 1e309; }; };\n', L2 + "groups.atlas.share"),
+    _cfg("group max_per_node -1", 'groups = { atlas = { max_per_node = -1; }; };\n', L2 + "groups.atlas.max_per_node"),
+    _cfg("group a list", 'groups = { atlas = [1]; };\n', L2 + "groups.atlas"),
+    _cfg("group vo a number", 'groups = { g = { vo = 1; }; };\n', L2 + "groups.g.vo"),
+    _cfg("group vo empty", 'groups = { g = { vo = ""; }; };\n', L2 + "groups.g.vo"),
+    # -- queues -----------------------------------------------------------------------------
+    _cfg("queue nodes glob [", 'queues = { q = { nodes = ["wn["]; }; };\n', L2 + "queues.q.nodes"),
+    _cfg("queue nodes empty pattern", 'queues = { q = { nodes = [""]; }; };\n', L2 + "queues.q.nodes"),
+    _ok("queue nodes glob **", 'queues = { q = { nodes = ["**"]; }; };\n'),
+    _cfg("queue node_types unknown", 'queues = { q = { node_types = ["gpu"]; }; };\n', L2 + "queues.q.node_types"),
+    _cfg("queue exclusive string", 'queues = { q = { exclusive = "yes"; nodes = ["wn1"]; }; };\n',
+         L2 + "queues.q.exclusive"),
+    _cfg("queue exclusive no nodes", 'queues = { q = { exclusive = true; }; };\n', L2 + "queues.q.exclusive"),
+    _cfg("queue max_cores -1", 'queues = { q = { max_cores = -1; }; };\n', L2 + "queues.q.max_cores"),
+    _cfg("queue max_running 1e3", 'queues = { q = { max_running = 1e3; }; };\n', L2 + "queues.q.max_running"),
+    _cfg("queue name 100k", 'queues = { ' + "q" * 100000 + ' = { max_running = 1; }; };\n', "", ACCEPTED),
+    _cfg("queue nodes a string", 'queues = { q = { nodes = "wn*"; }; };\n', "", ACCEPTED),
+    # -- hot --------------------------------------------------------------------------------
+    _cfg("hot unknown queue", 'queues = { q = {}; };\nhot = { queues = ["nope"]; };\n', "site.cfg:3: hot.queues"),
+    _cfg("hot unknown vo", 'hot = { vos = ["nope"]; };\n', L2 + "hot.vos"),
+    _cfg("hot users a string", 'hot = { users = "root"; };\n', "", ACCEPTED),
+    _cfg("hot users empty name", 'hot = { users = [""]; };\n', L2 + "hot.users"),
+    _cfg("hot unknown key", 'hot = { nodes = ["a"]; };\n', L2 + "hot.nodes"),
+    # -- node types -------------------------------------------------------------------------
+    _cfg("node type empty", 'node_types = { t = {}; };\n', L2 + "node_types.t"),
+    _cfg("node type nodes empty list", 'node_types = { t = { nodes = []; }; };\n', L2 + "node_types.t"),
+    _cfg("node type glob [", 'node_types = { t = { nodes = ["wn[0-"]; }; };\n', L2 + "node_types.t.nodes"),
+    _cfg("node type mem 1zb", 'node_types = { t = { nodes = ["wn*"]; mem = "1zb"; }; };\n', L2 + "node_types.t.mem"),
+    _cfg("node type mem -1gb", 'node_types = { t = { nodes = ["wn*"]; mem = "-1gb"; }; };\n', L2 + "node_types.t.mem"),
+    _cfg("node type mem nan", 'node_types = { t = { nodes = ["wn*"]; mem = "nan"; }; };\n', L2 + "node_types.t.mem"),
+    _cfg("node type mem 0", 'node_types = { t = { nodes = ["wn*"]; mem = 0; }; };\n', L2 + "node_types.t.mem"),
+    _cfg("node type mem 1e400gb", 'node_types = { t = { nodes = ["wn*"]; mem = "1e400gb"; }; };\n',
+         L2 + "node_types.t.mem"),
+    _cfg("node type unknown vo", 'node_types = { t = { nodes = ["wn*"]; vos = ["nope"]; }; };\n', L2 + "node_types.t.vos"),
+    _cfg("node type properties empty", 'node_types = { t = { properties = [""]; }; };\n',
+         L2 + "node_types.t.properties"),
+    _cfg("node type unknown group", 'node_types = { t = { nodes = ["wn*"]; groups = [""]; }; };\n',
+         L2 + "node_types.t.groups"),
+    _cfg("node types a list", 'node_types = ["t"];\n', L2 + "node_types"),
+    # -- packing ----------------------------------------------------------------------------
+    _cfg("packing policy unknown", 'packing = { p = { policy = "tight"; vos = ["atlas"]; }; };\n', L2 + "packing.p.policy"),
+    _cfg("packing ttl on none", 'packing = { p = { policy = "none"; vos = ["atlas"]; ttl = "1h"; }; };\n',
+         L2 + "packing.p.ttl"),
+    _cfg("packing ttl -1h", 'packing = { p = { policy = "exclusive"; vos = ["atlas"]; ttl = "-1h"; }; };\n',
+         L2 + "packing.p.ttl"),
+    _cfg("packing ttl 0", 'packing = { p = { policy = "exclusive"; vos = ["atlas"]; ttl = 0; }; };\n',
+         "", ACCEPTED),
+    _cfg("packing empty class", 'packing = { p = { policy = "relaxed"; }; };\n', L2 + "packing.p"),
+    _cfg("packing class default", 'packing = { default = { vos = ["atlas"]; }; };\n', L2 + "packing.default"),
+    _cfg("packing a number", 'packing = 5;\n', L2 + "packing"),
+    _cfg("packing class a list", 'packing = { p = [1]; };\n', L2 + "packing.p"),
+    _cfg("packing unknown vo", 'packing = { p = { vos = ["nope"]; }; };\n', L2 + "packing.p.vos"),
+    _cfg("packing group twice", 'packing = { p = { groups = ["atlas"]; }; r = { groups = ["atlas"]; }; };\n',
+         "", ACCEPTED),
+    # -- drain ------------------------------------------------------------------------------
+    _cfg("drain rate only", 'drain = { rate = 5; };\n', L2 + "drain"),
+    _cfg("drain rate -1", 'drain = { rate = -1; max_draining = 2; };\n', L2 + "drain.rate"),
+    _cfg("drain rate 1e309", 'drain = { rate = 1e309; max_draining = 2; };\n', L2 + "drain.rate"),
+    _cfg("drain keep -1h", 'drain = { rate = 1; max_draining = 2; keep = "-1h"; };\n', L2 + "drain.keep"),
+    _cfg("drain keep 2d", 'drain = { rate = 1; max_draining = 2; keep = "2d"; };\n', L2 + "drain.keep"),
+    _cfg("drain min_cores 1", 'drain = { rate = 1; max_draining = 2; min_cores = 1; };\n', L2 + "drain.min_cores"),
+    _cfg("drain backfill odd", 'drain = { rate = 1; max_draining = 2; backfill = "never"; };\n', L2 + "drain.backfill"),
+    _cfg("drain max_draining over the sim farm", 'server = { url = "sim://?nodes=2&slots=8"; };\n'
+         'drain = { rate = 1; max_draining = 50; };\n', "", ACCEPTED),
+    # -- users ------------------------------------------------------------------------------
+    _cfg("users default -1", 'users = { default = { max_running = -1; }; };\n', L2 + "users.default.max_running"),
+    _cfg("users a list", 'users = [1];\n', L2 + "users"),
+    _cfg("user unknown key", 'users = { bob = { max_jobs = 1; }; };\n', L2 + "users.bob.max_jobs"),
+    _cfg("user a number", 'users = { bob = 3; };\n', L2 + "users.bob"),
+    _cfg("user max_cores 1.5", 'users = { bob = { max_cores = 1.5; }; };\n', L2 + "users.bob.max_cores"),
+    _ok("user empty block", 'users = { default = { max_running = 5; }; bob = {}; };\n'),
+]
+
+POOL = 'pools = {{ p = {{ hosts = ["wn*"]; package = {{ slots = 8; }}; groups = {{ atlas = "25%"; }}; {} }}; }};\n'
+CASES += [
+    # -- pools ------------------------------------------------------------------------------
+    _ok("pool plain", POOL.format("")),
+    _cfg("pool hosts glob [", POOL.replace('"wn*"', '"wn["').format(""), L2 + "pools.p.hosts"),
+    _cfg("pool hosts empty pattern", POOL.replace('"wn*"', '""').format(""), L2 + "pools.p.hosts"),
+    _cfg("pool hosts a number", POOL.replace('["wn*"]', '5').format(""), L2 + "pools.p.hosts"),
+    _cfg("pool package slots 0", POOL.replace("slots = 8", "slots = 0").format(""), L2 + "pools.p.package"),
+    _cfg("pool package slots -8", POOL.replace("slots = 8", "slots = -8").format(""), L2 + "pools.p.package.slots"),
+    _cfg("pool package mem 1zb", POOL.replace("slots = 8", 'mem = "1zb"').format(""), L2 + "pools.p.package.mem"),
+    _cfg("pool package a list", POOL.replace("{{ slots = 8; }}", "[8]").format(""), L2 + "pools.p.package"),
+    _cfg("pool guarantee 150%", POOL.replace('"25%"', '"150%"').format(""), L2 + "pools.p.groups.atlas"),
+    _cfg("pool guarantee -5%", POOL.replace('"25%"', '"-5%"').format(""), L2 + "pools.p.groups.atlas"),
+    _cfg("pool guarantee nan%", POOL.replace('"25%"', '"nan%"').format(""), L2 + "pools.p.groups.atlas"),
+    _cfg("pool guarantee inf%", POOL.replace('"25%"', '"inf%"').format(""), L2 + "pools.p.groups.atlas"),
+    _cfg("pool guarantee %", POOL.replace('"25%"', '"%"').format(""), L2 + "pools.p.groups.atlas"),
+    _cfg("pool guarantee -3", POOL.replace('"25%"', '-3').format(""), L2 + "pools.p.groups.atlas"),
+    _cfg("pool guarantee 2.5", POOL.replace('"25%"', '2.5').format(""), L2 + "pools.p.groups.atlas"),
+    _cfg("pool guarantee true", POOL.replace('"25%"', 'true').format(""), L2 + "pools.p.groups.atlas"),
+    _cfg("pool unknown group", POOL.replace("atlas =", "nogroup =").format(""), L2 + "pools.p.groups.nogroup"),
+    _cfg("pool unknown vo", POOL.replace("groups = {{ atlas", "vos = {{ nope").format(""), L2 + "pools.p.vos.nope"),
+    _cfg("pool no consumers", POOL.replace('groups = {{ atlas = "25%"; }};', "").format(""), L2 + "pools.p"),
+    _cfg("pool consumers over 100%", POOL.replace('atlas = "25%";', 'atlas = "60%"; cms = "60%";').format(""),
+         L2 + "pools.p"),
+    _cfg("pool unknown node type", POOL.format('node_types = ["gpu"];'), L2 + "pools.p.node_types"),
+    _cfg("pool min_mem -1", POOL.format("min_mem = -1;"), L2 + "pools.p.min_mem"),
+    _cfg("pool min_slots -1", POOL.format("min_slots = -1;"), L2 + "pools.p.min_slots"),
+    _cfg("pool loan unknown queue", 'queues = { q = {}; };\n' + POOL.format('loan = { queues = ["nope"]; };'),
+         "site.cfg:3: pools.p.loan.queues"),
+    _cfg("pool loan max_walltime -1h", POOL.format('loan = { queues = ["all"]; max_walltime = "-1h"; };'),
+         L2 + "pools.p.loan.max_walltime"),
+    _cfg("pool loan restricted string", POOL.format('loan = { restricted = "yes"; };'), L2 + "pools.p.loan.restricted"),
+    _cfg("pool loan unknown key", POOL.format('loan = { walltime = 5; };'), L2 + "pools.p.loan.walltime"),
+    _cfg("pools a list", 'pools = [1];\n', L2 + "pools"),
+    _cfg("pool a number", 'pools = { p = 1; };\n', L2 + "pools.p"),
+    _cfg("pool packages 10^30", POOL.replace('"25%"', '1000000000000000000000000000000').format(""),
+         "", ACCEPTED),
+    # -- downtimes --------------------------------------------------------------------------
+    _ok("downtime plain", 'downtimes = { d = { start = "2026-12-01T08:00"; end = "2026-12-01T12:00"; }; };\n'),
+    _cfg("downtime end before start", 'downtimes = { d = { start = "2026-12-01T12:00"; end = "2026-12-01T08:00"; }; };\n',
+         L2 + "downtimes.d.end"),
+    _cfg("downtime end at start", 'downtimes = { d = { start = "2026-12-01T12:00"; end = "2026-12-01T12:00"; }; };\n',
+         L2 + "downtimes.d.end"),
+    _cfg("downtime 02/30", 'downtimes = { d = { start = "2026-02-30T08:00"; end = "2026-03-01T12:00"; }; };\n',
+         L2 + "downtimes.d.start"),
+    _cfg("downtime hour 25", 'downtimes = { d = { start = "2026-12-01T25:00"; end = "2026-12-02T12:00"; }; };\n',
+         L2 + "downtimes.d.start"),
+    _cfg("downtime offset +25:00", 'downtimes = { d = { start = "2026-12-01T08:00+25:00"; end = "2026-12-02T12:00"; }; };\n',
+         L2 + "downtimes.d.start"),
+    _cfg("downtime a date alone", 'downtimes = { d = { start = "2026-12-01"; end = "2026-12-02T12:00"; }; };\n',
+         L2 + "downtimes.d.start"),
+    _cfg("downtime a number", 'downtimes = { d = { start = 1795300000; end = 1795400000; }; };\n',
+         L2 + "downtimes.d.start"),
+    _cfg("downtime year 99999", 'downtimes = { d = { start = "2026-12-01T08:00"; end = "99999-12-01T12:00"; }; };\n',
+         L2 + "downtimes.d.end"),
+    _cfg("downtime year 0001", 'downtimes = { d = { start = "0001-01-01T00:00"; end = "0001-01-01T12:00"; }; };\n',
+         "", ACCEPTED),
+    _cfg("downtime year 9999 end", 'downtimes = { d = { start = "2026-12-01T08:00"; end = "9999-12-31T23:59+00:00"; }; };\n',
+         "", ACCEPTED),
+    _cfg("downtime no end", 'downtimes = { d = { start = "2026-12-01T08:00"; }; };\n', L2 + "downtimes.d"),
+    _cfg("downtime empty", 'downtimes = { d = {}; };\n', L2 + "downtimes.d"),
+    _cfg("downtime margin -5m", 'downtimes = { d = { start = "2026-12-01T08:00"; end = "2026-12-01T12:00"; '
+         'margin = "-5m"; }; };\n', L2 + "downtimes.d.margin"),
+    _cfg("downtime margin 2d", 'downtimes = { d = { start = "2026-12-01T08:00"; end = "2026-12-01T12:00"; '
+         'margin = "2d"; }; };\n', L2 + "downtimes.d.margin"),
+    _cfg("downtime hosts glob [", 'downtimes = { d = { start = "2026-12-01T08:00"; end = "2026-12-01T12:00"; '
+         'hosts = ["wn["]; }; };\n', L2 + "downtimes.d.hosts"),
+    _cfg("downtime hosts empty pattern", 'downtimes = { d = { start = "2026-12-01T08:00"; end = "2026-12-01T12:00"; '
+         'hosts = [""]; }; };\n', L2 + "downtimes.d.hosts"),
+    _cfg("downtime unknown node type", 'downtimes = { d = { start = "2026-12-01T08:00"; end = "2026-12-01T12:00"; '
+         'node_types = ["gpu"]; }; };\n', L2 + "downtimes.d.node_types"),
+    _cfg("downtime NUL in time", 'downtimes = { d = { start = "2026-12-01T08:00\\x00"; end = "2026-12-01T12:00"; }; };\n',
+         "", ACCEPTED),
+    _cfg("downtime unicode digits", 'downtimes = { d = { start = "\u0662\u0660\u0662\u0666-12-01T08:00"; '
+         'end = "2026-12-01T12:00"; }; };\n', L2 + "downtimes.d.start"),
+    _cfg("downtimes a list", 'downtimes = ["d"];\n', L2 + "downtimes"),
+    _cfg("downtime 100k name", 'downtimes = { ' + "d" * 100000 + ' = { start = 1; }; };\n', L2 + "downtimes."),
+    # -- load sources, rules, node_load ------------------------------------------------------
+    _ok("load source file", 'load_sources = { s = { type = "file"; path = "/tmp/x"; }; };\n'),
+    _cfg("load source type odd", 'load_sources = { s = { type = "snmp"; }; };\n', L2 + "load_sources.s.type"),
+    _cfg("load source no type", 'load_sources = { s = { path = "/x"; }; };\n', L2 + "load_sources.s.type"),
+    _cfg("load source prometheus no url", 'load_sources = { s = { type = "prometheus"; query = "up"; }; };\n',
+         L2 + "load_sources.s"),
+    _cfg("load source url ftp", 'load_sources = { s = { type = "prometheus"; url = "ftp://x"; query = "up"; }; };\n',
+         L2 + "load_sources.s.url"),
+    _cfg("load source url port 99999", 'load_sources = { s = { type = "prometheus"; url = "http://x:99999"; '
+         'query = "up"; }; };\n', L2 + "load_sources.s.url"),
+    _cfg("load source query empty", 'load_sources = { s = { type = "prometheus"; url = "http://x:9090"; '
+         'query = " "; }; };\n', L2 + "load_sources.s.query"),
+    _cfg("load source path empty", 'load_sources = { s = { type = "file"; path = ""; }; };\n', L2 + "load_sources.s.path"),
+    _cfg("load source command empty", 'load_sources = { s = { type = "command"; command = []; }; };\n',
+         L2 + "load_sources.s.command"),
+    _cfg("load source command with spaces", 'load_sources = { s = { type = "command"; command = "/bin/probe -x"; }; };\n',
+         L2 + "load_sources.s.command"),
+    _cfg("load source command numbers", 'load_sources = { s = { type = "command"; command = [1]; }; };\n',
+         L2 + "load_sources.s.command"),
+    _cfg("load source interval 0", 'load_sources = { s = { type = "file"; path = "/x"; interval = 0; }; };\n',
+         L2 + "load_sources.s.interval"),
+    _cfg("load source interval 1e400s", 'load_sources = { s = { type = "file"; path = "/x"; interval = "1e400s"; }; };\n',
+         L2 + "load_sources.s.interval"),
+    _cfg("load source timeout over interval", 'load_sources = { s = { type = "file"; path = "/x"; interval = 10; '
+         'timeout = 20; }; };\n', L2 + "load_sources.s.timeout"),
+    _cfg("load source max_age under interval", 'load_sources = { s = { type = "file"; path = "/x"; interval = 60; '
+         'max_age = 10; }; };\n', L2 + "load_sources.s.max_age"),
+    _cfg("load source on_stale odd", 'load_sources = { s = { type = "file"; path = "/x"; on_stale = "panic"; }; };\n',
+         L2 + "load_sources.s.on_stale"),
+    _cfg("load source key on a command", 'load_sources = { s = { type = "command"; command = ["/bin/true"]; '
+         'key = "a"; }; };\n', L2 + "load_sources.s.key"),
+    _cfg("load source a number", 'load_sources = { s = 5; };\n', L2 + "load_sources.s"),
+    _cfg("load rule unknown source", 'load_rules = { r = { source = "nope"; vos = ["atlas"]; high = 1; }; };\n',
+         L2 + "load_rules.r.source"),
+    _cfg("load rule low over high", 'load_sources = { s = { type = "file"; path = "/x"; }; };\n'
+         'load_rules = { r = { source = "s"; vos = ["atlas"]; low = 5; high = 1; }; };\n', "site.cfg:3: load_rules.r.low"),
+    _cfg("load rule hysteresis -1", 'load_sources = { s = { type = "file"; path = "/x"; }; };\n'
+         'load_rules = { r = { source = "s"; vos = ["atlas"]; high = 1; hysteresis = -1; }; };\n',
+         "site.cfg:3: load_rules.r.hysteresis"),
+    _cfg("load rule hysteresis too wide", 'load_sources = { s = { type = "file"; path = "/x"; }; };\n'
+         'load_rules = { r = { source = "s"; vos = ["atlas"]; low = 0; high = 1; hysteresis = 5; }; };\n',
+         "site.cfg:3: load_rules.r.hysteresis"),
+    _cfg("load rule no targets", 'load_sources = { s = { type = "file"; path = "/x"; }; };\n'
+         'load_rules = { r = { source = "s"; high = 1; }; };\n', "site.cfg:3: load_rules.r"),
+    _cfg("load rule no high", 'load_sources = { s = { type = "file"; path = "/x"; }; };\n'
+         'load_rules = { r = { source = "s"; vos = ["atlas"]; }; };\n', "site.cfg:3: load_rules.r"),
+    _cfg("load rule high 1e309", 'load_sources = { s = { type = "file"; path = "/x"; }; };\n'
+         'load_rules = { r = { source = "s"; vos = ["atlas"]; high = 1e309; }; };\n', "site.cfg:3: load_rules.r.high"),
+    _cfg("load rule unknown vo", 'load_sources = { s = { type = "file"; path = "/x"; }; };\n'
+         'load_rules = { r = { source = "s"; vos = ["nope"]; high = 1; }; };\n', "site.cfg:3: load_rules.r.vos"),
+    _cfg("load rule groups empty name", 'load_sources = { s = { type = "file"; path = "/x"; }; };\n'
+         'load_rules = { r = { source = "s"; groups = [""]; high = 1; }; };\n', "site.cfg:3: load_rules.r.groups"),
+    _cfg("node_load per core 0", 'node_load = { max_load_per_core = 0; };\n', L2 + "node_load.max_load_per_core"),
+    _cfg("node_load per core -1", 'node_load = { max_load_per_core = -1.0; };\n', L2 + "node_load.max_load_per_core"),
+    _cfg("node_load free mem abc", 'node_load = { min_free_mem = "abc"; };\n', L2 + "node_load.min_free_mem"),
+    _cfg("node_load free mem -2gb", 'node_load = { min_free_mem = "-2gb"; };\n', L2 + "node_load.min_free_mem"),
+    _cfg("node_load unknown key", 'node_load = { max_load = 1; };\n', L2 + "node_load.max_load"),
+    # -- syntax and structure -----------------------------------------------------------------
+    _cfg("NUL byte in the file", VOS.encode() + b"scheduler = { interval = 60\x00; };\n", "site.cfg:2"),
+    _cfg("BOM at the start", b"\xef\xbb\xbf" + VOS.encode(), "", ACCEPTED),
+    _cfg("CRLF line ends", VOS.replace("\n", "\r\n").encode() + b"scheduler = { interval = x; };\r\n", "site.cfg:2"),
+    _cfg("unicode key", 'sch\u00e9duler = { interval = 60; };\n', "site.cfg:2"),
+    _cfg("hex integer", 'scheduler = { interval = 0x3c; };\n', "", ACCEPTED),
+    _cfg("integer64 suffix", 'scheduler = { interval = 60L; };\n', "", ACCEPTED),
+    _cfg("array of mixed types", 'hot = { users = ["a", 1]; };\n', L2 + "hot.users"),
+    _cfg("include an empty name", '@include ""\n', L2),
+    _cfg("include a missing file", '@include "nope.cfg"\n', "nope.cfg"),
+    Case("include a FIFO", "config", REFUSED, lambda d: (os.mkfifo(d / "f"), ["check-config", "-c", str(d / "site.cfg")])[1],
+         {"site.cfg": VOS + '@include "f"\n'}, L2 + '@include "f": is a'),
+    _cfg("duplicate VO", 'vos = { x = { groups = ["x"]; }; };\n', L2 + "vos"),
+    _cfg("string with newline escape", 'default_vo = "a\\nb";\n', L2 + "default_vo"),
+    _cfg("colon for equals", 'scheduler : { interval : 60; };\n', "", ACCEPTED),
+]
+
+# == the test (new blocks of CASES go above) ===============================================
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.kind}: {c.name}" for c in CASES])
+def test_odd_input_is_refused_in_one_located_line_or_accepted_with_a_meaning(case, tmp_path):
+    outcome, rc, out, err = run_case(case, tmp_path)
+    assert outcome == case.expect, (outcome, rc, out[-500:], err[-500:])
+    assert case.where.replace("{d}", str(tmp_path)) in err, err[-600:]
+    assert not PYTHON_WORDS.search(err), err[-600:]
+    for line in err.splitlines():
+        assert len(line) < 1000, line[:300]
+    if outcome == ACCEPTED:
+        assert "warning" not in err and "error" not in err, err[-600:]
