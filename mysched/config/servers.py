@@ -39,7 +39,7 @@ class SimParams:
 
 
 def _whole(v: str) -> int:
-    return int(v.strip()) if re.fullmatch(r"\s*[-+]?\d{1,18}\s*", v) else math.nan  # type: ignore[return-value]
+    return int(v.strip()) if re.fullmatch(r"\s*[-+]?\d{1,18}\s*", v, re.A) else math.nan  # type: ignore[return-value]
 
 
 def _real(v: str) -> float:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_bad_input import REFUSED, WARNED, Case, run_case
+from tests.cli.test_bad_input import REFUSED, SWF_OK, WARNED, Case, run_case
 
 ACCEPTED = "accepted"
 PYTHON_WORDS = re.compile(r"Traceback|internal error|Error\b|invalid literal|codec|Errno|Unexpected token|"
@@ -423,6 +423,237 @@ CASES += [
     _cfg("duplicate VO", 'vos = { x = { groups = ["x"]; }; };\n', L2 + "vos"),
     _cfg("string with newline escape", 'default_vo = "a\\nb";\n', L2 + "default_vo"),
     _cfg("colon for equals", 'scheduler : { interval : 60; };\n', "", ACCEPTED),
+]
+
+SIM = ["--nodes", "2", "--slots-per-node", "2", "--duration", "0.2", "--progress", "never"]
+RUN = ["run", "--once", "--no-db", "--state-dir", "{d}/s"]
+SIMURL = "sim://?nodes=2&slots=2&hours=1"
+LOADS = 'load_sources = { s = { type = "file"; path = "/x"; }; };\nload_rules = { r = { source = "s"; vos = ["atlas"]; high = 1; }; };\n'
+
+
+def _sim(name: str, extra: list[str], where: str, expect: str = REFUSED, **files: str | bytes) -> Case:
+    return _cli(name, ["simulate", *SIM, *extra], where, expect, **files)
+
+
+def _run(name: str, extra: list[str], where: str, expect: str = REFUSED, **files: str | bytes) -> Case:
+    return _cli(name, [*RUN, *extra], where, expect, **files)
+
+
+def _status(d: Path) -> None:
+    """A status file of a small sim:// farm in d/s, for the status commands' cases."""
+    import contextlib
+    import io
+
+    from mysched.cli.main import main
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["run", "--once", "--no-db", "--state-dir", str(d / "s"), "--server", SIMURL]) == 0
+
+
+def _show(name: str, argv: list[str], where: str, expect: str = REFUSED) -> Case:
+    """A status command against a fresh status file."""
+    return Case(name, "cli", expect, lambda d: (_status(d), [a.replace("{d}", str(d)) for a in
+                                                             [argv[0], "--state-dir", "{d}/s", *argv[1:]]])[1],
+                {}, where)
+
+
+def _fifo_at(name: str, argv: list[str], where: str, fifo: str = "f") -> Case:
+    return Case(name, "cli", REFUSED, lambda d: (os.mkfifo(d / fifo), [a.replace("{d}", str(d)) for a in argv])[1],
+                {}, where)
+
+
+CASES += [
+    # -- simulate ----------------------------------------------------------------------------
+    _sim("nodes 0", ["--nodes", "0"], "--nodes"),
+    _sim("nodes abc", ["--nodes", "abc"], "--nodes"),
+    _sim("nodes 1e3", ["--nodes", "1e3"], "--nodes"),
+    _sim("nodes empty", ["--nodes", ""], "--nodes"),
+    _sim("nodes huge int", ["--nodes", "9" * 400], "--nodes"),
+    _sim("nodes unicode digits", ["--nodes", "\u0662"], "", ACCEPTED),
+    _sim("slots 0", ["--slots-per-node", "0"], "--slots-per-node"),
+    _sim("slots -3", ["--slots-per-node", "-3"], "--slots-per-node"),
+    _sim("interval nan", ["--interval", "nan"], "--interval"),
+    _sim("interval -0", ["--interval", "-0"], "--interval"),
+    _sim("interval 1e309", ["--interval", "1e309"], "--interval"),
+    _sim("interval 0x10", ["--interval", "0x10"], "--interval"),
+    _sim("duration 0", ["--duration", "0"], "--duration"),
+    _sim("duration -0", ["--duration", "-0"], "--duration"),
+    _sim("duration nan", ["--duration", "nan"], "--duration"),
+    _sim("duration empty", ["--duration", ""], "--duration"),
+    _sim("duration 100k chars", ["--duration", "1" * 100000], "--duration"),
+    _sim("seed abc", ["--seed", "abc"], "--seed"),
+    _sim("seed 2**70", ["--seed", str(2 ** 70)], "", ACCEPTED),
+    _sim("seed -1", ["--seed", "-1"], "", ACCEPTED),
+    _sim("mcore fraction nan", ["--mcore-fraction", "nan"], "--mcore-fraction"),
+    _sim("mcore fraction -0.1", ["--mcore-fraction", "-0.1"], "--mcore-fraction"),
+    _sim("mcore fraction inf", ["--mcore-fraction", "inf"], "--mcore-fraction"),
+    _sim("mcore fraction -0", ["--mcore-fraction", "-0"], "", ACCEPTED),
+    _sim("first 0", ["--first", "0"], "--first"),
+    _cli("first huge", ["simulate", "--trace", "{d}/t.swf", "--first", "9" * 30, "--nodes", "2", "--slots-per-node", "2",
+                        "--progress", "never"], "", ACCEPTED, **{"t.swf": SWF_OK}),
+    _sim("from 02/30", ["--from", "2026-02-30"], "--from"),
+    _sim("from empty", ["--from", ""], "--from"),
+    _sim("from year 99999", ["--from", "99999-01-01"], "--from"),
+    _sim("from unicode", ["--from", "\u0662\u0660\u0662\u0666-01-01"], "--from"),
+    _sim("from 100k chars", ["--from", "2" * 100000], "--from"),
+    _sim("policy bogus", ["--policy", "bogus"], "--policy"),
+    _sim("format bogus", ["--format", "xml"], "--format"),
+    _sim("bursts -1", ["--bursts", "-1"], "--bursts"),
+    _sim("burst-every 0", ["--bursts", "2", "--burst-every", "0"], "--burst-every"),
+    _sim("burst-every nan", ["--bursts", "2", "--burst-every", "nan"], "--burst-every"),
+    _sim("burst-every without bursts", ["--burst-every", "2"], "--burst-every"),
+    _sim("pack blank", ["--pack", " "], "--pack"),
+    _sim("pack unknown VO", ["--pack", "nosuchvo"], "--pack"),
+    _sim("pack unicode", ["--pack", "\u00e4tlas"], "--pack"),
+    _sim("pack-policy without pack", ["--pack-policy", "relaxed"], "--pack-policy"),
+    _sim("pack-ttl -1h", ["--pack", "atlas", "--pack-ttl", "-1h"], "--pack-ttl"),
+    _sim("pack-ttl nan", ["--pack", "atlas", "--pack-ttl", "nan"], "--pack-ttl"),
+    _sim("pack-ttl 0", ["--pack", "atlas", "--pack-ttl", "0"], "warning: packing class pack-atlas", WARNED),
+    _sim("compare-packing without pack", ["--compare-packing"], "--compare-packing"),
+    _sim("compare and policy", ["--compare", "--policy", "fifo"], "--policy"),
+    _sim("frame-every 0", ["--farm-frames", "{d}/fr", "--frame-every", "0"], "--frame-every"),
+    _sim("frame-every without frames", ["--frame-every", "5"], "--frame-every"),
+    _sim("farm-frames a file", ["--farm-frames", "{d}/f.txt"], "f.txt", **{"f.txt": "x"}),
+    _sim("farm-movie not gif", ["--farm-movie", "{d}/m.png"], "--farm-movie"),
+    _sim("farm-movie in a missing dir", ["--farm-frames", "{d}/fr", "--farm-movie", "{d}/no/m.gif"], "no/m.gif"),
+    _sim("json a directory", ["--json", "{d}"], "--json"),
+    _sim("json in a missing dir", ["--json", "{d}/no/r.json"], "no/r.json"),
+    _sim("json under /proc", ["--json", "/proc/nodir/r.json"], "/proc/nodir"),
+    _sim("plot a directory", ["--plot", "{d}"], "--plot"),
+    _sim("plot not png", ["--plot", "{d}/p.txt"], "--plot"),
+    _sim("plot in a missing dir", ["--plot", "{d}/no/p.png"], "no/p.png"),
+    _sim("vo-map no equals", ["--vo-map", "g2"], "g2: no such file, and not a GROUP=VO list"),
+    _sim("vo-map empty group", ["--vo-map", "=atlas"], "--vo-map"),
+    _sim("vo-map empty VO", ["--vo-map", "g2="], "--vo-map"),
+    _sim("vo-map a directory", ["--vo-map", "{d}/"], "{d}/"),
+    _sim("vo-map twice one group", ["--vo-map", "g2=atlas,g2=cms"], "--vo-map"),
+    _sim("vo-map of the synthetic workload", ["--vo-map", "atlasprd=cms"], "", ACCEPTED),
+    _sim("load-series missing", ["-c", "{d}/c.cfg", "--load-series", "{d}/none.csv"], "none.csv", **{"c.cfg": VOS + LOADS}),
+    _sim("load-series a directory", ["-c", "{d}/c.cfg", "--load-series", "{d}"], "{d}", **{"c.cfg": VOS + LOADS}),
+    _sim("load-series garbage", ["-c", "{d}/c.cfg", "--load-series", "{d}/l.csv"], "l.csv",
+         **{"l.csv": b"\x00\xff" * 100, "c.cfg": VOS + LOADS}),
+    _sim("load-series empty", ["-c", "{d}/c.cfg", "--load-series", "{d}/l.csv"], "l.csv", **{"l.csv": "", "c.cfg": VOS + LOADS}),
+    Case("load-series a FIFO", "cli", REFUSED, lambda d: (os.mkfifo(d / "f"), [a.replace("{d}", str(d)) for a in [
+        "simulate", *SIM, "-c", "{d}/c.cfg", "--load-series", "{d}/f"]])[1], {"c.cfg": VOS + LOADS}, "{d}/f"),
+    _sim("config a directory", ["-c", "{d}"], "{d}"),
+    _sim("config /dev/null", ["-c", "/dev/null"], "/dev/null"),
+    _sim("config missing", ["-c", "{d}/none.cfg"], "none.cfg"),
+    _cli("trace /dev/null", ["simulate", "--trace", "/dev/null", "--progress", "never"], "/dev/null"),
+    _cli("trace an empty directory", ["simulate", "--trace", "{d}/", "--progress", "never"], "{d}"),
+    _sim("split-multicore with compare", ["--split-multicore", "--compare"], "", ACCEPTED),
+    # -- run ---------------------------------------------------------------------------------
+    _run("server sim with a host", ["--server", "sim://host?nodes=2"], "sim://"),
+    _run("server sim parameter twice", ["--server", "sim://?nodes=2&nodes=3"], "nodes"),
+    _run("server sim slots 0", ["--server", "sim://?nodes=2&slots=0"], "slots"),
+    _run("server sim seed abc", ["--server", "sim://?nodes=2&seed=abc"], "seed"),
+    _run("server sim seed huge", ["--server", "sim://?nodes=2&seed=" + "9" * 40], "seed"),
+    _run("server sim backlog -1", ["--server", "sim://?nodes=2&backlog=-1"], "backlog"),
+    _run("server sim hours 1e309", ["--server", "sim://?nodes=2&hours=1e309"], "hours"),
+    _run("server sim speed 1e-300", ["--server", "sim://?nodes=2&hours=1&speed=1e-300"], "", ACCEPTED),
+    _run("server sim unicode value", ["--server", "sim://?nodes=\u0662"], "nodes"),
+    _run("server sim percent junk", ["--server", "sim://?nodes=%ff"], "nodes"),
+    _run("server sim fragment", ["--server", "sim://?nodes=2#x"], "", ACCEPTED),
+    _run("server sim 100k", ["--server", "sim://?nodes=" + "1" * 100000], "nodes"),
+    _run("server torque port 0", ["--server", "torque://h:0"], "torque://h:0"),
+    _run("server torque 100k", ["-c", "{d}/c.cfg", "--server", "torque://" + "h" * 100000], "torque://hhh", **{"c.cfg": VOS}),
+    _run("server just spaces", ["--server", "   "], "--server"),
+    _run("server unicode", ["-c", "{d}/c.cfg", "--server", "torque://\u00fcber"], "torque://\u00fcber", **{"c.cfg": VOS}),
+    _run("server http", ["--server", "http://x"], "http://x"),
+    _run("db empty", ["--server", SIMURL, "--db", ""], "--db"),
+    _cli("db and no-db", ["run", "--once", "--state-dir", "{d}/s", "--server", SIMURL, "--no-db", "--db",
+                          "sqlite:///{d}/h.db"], "--db"),
+    _cli("db a directory", ["run", "--once", "--state-dir", "{d}/s", "--server", SIMURL, "--db", "sqlite:///{d}"], "{d}"),
+    _cli("db unknown kind", ["run", "--once", "--state-dir", "{d}/s", "--server", SIMURL, "--db", "nosuch://x"], "nosuch"),
+    _cli("state-dir a file", ["run", "--once", "--no-db", "--state-dir", "{d}/f", "--server", SIMURL], "{d}/f",
+         f="x"),
+    _cli("state-dir under /proc", ["run", "--once", "--no-db", "--state-dir", "/proc/nodir/s", "--server", SIMURL],
+         "/proc/nodir"),
+    _run("metrics address odd", ["--server", SIMURL, "--metrics-address", "nowhere"], "--metrics-address"),
+    _run("metrics port 99999", ["--server", SIMURL, "--metrics-address", "127.0.0.1:99999"], "--metrics-address"),
+    _run("event address odd", ["--server", SIMURL, "--event-address", "a:b:c"], "--event-address"),
+    _run("event port unicode", ["--server", SIMURL, "--event-address", "127.0.0.1:\u0661"], "--event-address"),
+    _run("log level odd", ["--server", SIMURL, "--log-level", "loud"], "--log-level"),
+    _run("config a directory", ["--server", SIMURL, "-c", "{d}"], "{d}"),
+    _run("config empty name", ["--server", SIMURL, "-c", ""], "--config"),
+    _cli("run without once or server", ["run", "--no-db", "--state-dir", "{d}/s", "-c", "{d}/none.cfg"], "none.cfg"),
+    # -- check-config --------------------------------------------------------------------------
+    _cli("check-config a directory", ["check-config", "-c", "{d}"], "{d}"),
+    _cli("check-config /dev/null", ["check-config", "-c", "/dev/null"], "/dev/null"),
+    _fifo_at("check-config a FIFO", ["check-config", "-c", "{d}/f"], "{d}/f"),
+    _cli("check-config server odd", ["check-config", "-c", "{d}/c.cfg", "--server", "bogus://"], "bogus://",
+         **{"c.cfg": VOS}),
+    _cli("check-config server sim too big", ["check-config", "-c", "{d}/c.cfg", "--server",
+                                             "sim://?nodes=100000&slots=4096"], "nodes x slots", **{"c.cfg": VOS}),
+    _cli("check-config missing", ["check-config", "-c", "{d}/none.cfg"], "none.cfg"),
+    _cli("check-config long name", ["check-config", "-c", "{d}/" + "n" * 300], "file name too long"),
+    # -- status commands ------------------------------------------------------------------------
+    _show("jobs empty user", ["jobs", "-u", ""], "--user"),
+    _show("jobs unicode user", ["jobs", "-u", "\u00fcser"], "", ACCEPTED),
+    _show("jobs 100k user", ["jobs", "-u", "u" * 100000], "", ACCEPTED),
+    _show("jobs state bogus", ["jobs", "--state", "bogus"], "--state"),
+    _show("jobs max-age 1e309", ["jobs", "--max-age", "1e309"], "--max-age"),
+    _show("jobs max-age -0", ["jobs", "--max-age", "-0"], "--max-age"),
+    _show("jobs max-age empty", ["jobs", "--max-age", ""], "--max-age"),
+    _show("why empty id", ["why", ""], "JOBID"),
+    _show("why unknown id", ["why", "nosuch.job"], "nosuch.job"),
+    _show("why 100k id", ["why", "j" * 100000], "jjj"),
+    _show("why unicode id", ["why", "\u00e9.sim"], "\u00e9.sim"),
+    _show("when unknown id", ["when", "nosuch.job"], "nosuch.job"),
+    _show("when empty id", ["when", ""], "JOBID"),
+    _show("nodes unknown node", ["nodes", "nosuchnode"], "nosuchnode"),
+    _show("nodes empty type", ["nodes", "--type", ""], "--type"),
+    _show("nodes state bogus", ["nodes", "--state", "bogus"], "--state"),
+    _show("shares both", ["shares", "--groups", "--users"], "", ACCEPTED),
+    _show("pools json", ["pools", "--json"], "", ACCEPTED),
+    _cli("jobs state-dir a file", ["jobs", "--state-dir", "{d}/f"], "{d}/f", f="x"),
+    # -- bench -----------------------------------------------------------------------------------
+    _cli("bench nodes 0", ["bench", "--nodes", "0"], "--nodes"),
+    _cli("bench repeat 0", ["bench", "--repeat", "0"], "--repeat"),
+    _cli("bench repeat huge", ["bench", "--nodes", "2", "--running", "1", "--queued", "1", "--repeat", "9" * 20],
+         "--repeat"),
+    _cli("bench running over slots", ["bench", "--nodes", "2", "--slots-per-node", "2", "--running", "5",
+                                      "--queued", "1", "--repeat", "1"], "--running"),
+    _cli("bench mcore nan", ["bench", "--mcore-fraction", "nan"], "--mcore-fraction"),
+    _cli("bench json a directory", ["bench", "--nodes", "2", "--running", "1", "--queued", "1", "--repeat", "1",
+                                    "--json", "{d}"], "--json"),
+    _cli("bench json under /proc", ["bench", "--nodes", "2", "--running", "1", "--queued", "1", "--repeat", "1",
+                                    "--json", "/proc/nodir/b.json"], "/proc/nodir"),
+    # -- history, usage ---------------------------------------------------------------------------
+    _cli("prune keep-cycles -1h", ["history", "prune", "--db", "sqlite:///{d}/h.db", "--keep-cycles", "-1h"],
+         "--keep-cycles"),
+    _cli("prune keep-jobs nan", ["history", "prune", "--db", "sqlite:///{d}/h.db", "--keep-jobs", "nan"],
+         "--keep-jobs"),
+    _cli("prune keep-jobs 1s", ["history", "prune", "--db", "sqlite:///{d}/h.db", "--keep-jobs", "1s"], "keep"),
+    _cli("import no paths", ["history", "import", "--db", "sqlite:///{d}/h.db"], "import"),
+    _cli("import /dev/null", ["history", "import", "--db", "sqlite:///{d}/h.db", "/dev/null"], "/dev/null"),
+    _cli("import progress bogus", ["history", "import", "--progress", "sometimes", "{d}"], "--progress"),
+    _cli("usage since 02/30", ["usage", "--db", "sqlite:///{d}/h.db", "--since", "2026-02-30"], "--since"),
+    _cli("usage since empty", ["usage", "--db", "sqlite:///{d}/h.db", "--since", ""], "--since"),
+    _cli("usage since year 99999", ["usage", "--db", "sqlite:///{d}/h.db", "--since", "99999-01-01"], "--since"),
+    _cli("usage since year 1", ["usage", "--db", "sqlite:///{d}/h.db", "--since", "0001-01-01"], "{d}/h.db"),
+    _cli("usage until before since", ["usage", "--db", "sqlite:///{d}/h.db", "--since", "2026-02-01",
+                                      "--until", "2026-01-01"], "--until"),
+    _cli("usage until equals since", ["usage", "--db", "sqlite:///{d}/h.db", "--since", "2026-02-01",
+                                      "--until", "2026-02-01"], "--until"),
+    _cli("usage since with offset", ["usage", "--db", "sqlite:///{d}/h.db", "--since", "2026-02-01T00:00+25:00"],
+         "--since"),
+    _cli("usage since hour 24", ["usage", "--db", "sqlite:///{d}/h.db", "--since", "2026-02-01T24:00"], "--since"),
+    _cli("usage by bogus", ["usage", "--db", "sqlite:///{d}/h.db", "--by", "host"], "--by"),
+    _cli("usage db a directory", ["usage", "--db", "sqlite:///{d}"], "{d}"),
+    _cli("usage db a text file", ["usage", "--db", "sqlite:///{d}/h.db"], "{d}/h.db", **{"h.db": "not a database\n"}),
+    _cli("usage db empty file", ["usage", "--db", "sqlite:///{d}/h.db"], "{d}/h.db", **{"h.db": ""}),
+    _cli("usage db random bytes", ["usage", "--db", "sqlite:///{d}/h.db"], "{d}/h.db",
+         **{"h.db": b"SQLite format 3\x00" + bytes(range(256)) * 16}),
+    _fifo_at("usage db a FIFO", ["usage", "--db", "sqlite:///{d}/h.db"], "{d}/h.db", "h.db"),
+    _cli("usage db unknown kind", ["usage", "--db", "nosuch://x"], "nosuch"),
+    _cli("usage db empty", ["usage", "--db", ""], "--db"),
+    _cli("suspects db a directory", ["history", "suspects", "--db", "sqlite:///{d}"], "{d}"),
+    _cli("suspects db a text file", ["history", "suspects", "--db", "sqlite:///{d}/h.db"], "{d}/h.db",
+         **{"h.db": "not a database\n"}),
+    _cli("prune db a text file", ["history", "prune", "--db", "sqlite:///{d}/h.db", "--keep-cycles", "1d"], "{d}/h.db",
+         **{"h.db": "not a database\n"}),
+    _cli("import into a text file", ["history", "import", "--db", "sqlite:///{d}/h.db", "{d}/a"], "{d}/h.db",
+         **{"h.db": "not a database\n", "a": "11/22/2026 10:00:00;Q;1.s;queue=q\n"}),
 ]
 
 # == the test (new blocks of CASES go above) ===============================================
