@@ -73,3 +73,13 @@ class StoreError(MyschedError):
 
 class StatusError(MyschedError):
     """The published status file is missing, stale or unreadable."""
+
+
+MAX_SHOWN = 200
+"""The most of an offending value an error message shows: a 60,000-character name or a line
+of 1 MiB is named, not printed."""
+
+
+def clip(text: str, limit: int = MAX_SHOWN) -> str:
+    """`text` cut to at most `limit` characters for a message, "..." marking the cut."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."

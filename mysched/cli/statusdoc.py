@@ -22,7 +22,7 @@ from mysched.core.config import Config, NodeType, QueueConfig
 from mysched.core.model import Job, JobState, Node, NodeState
 from mysched.core.reasons import BLOCKING
 from mysched.core.request import Request
-from mysched.daemon.statusfile import FILENAME, read_status, rows
+from mysched.daemon.statusfile import FILENAME, load_json, read_status, rows
 from mysched.errors import StatusError
 
 RUNNING = ("R", "E", "S")
@@ -59,9 +59,8 @@ def standby(directory: str, max_age: float) -> dict[str, Any] | None:
     is there but wrong is refused like a wrong status file: it decides what the commands say."""
     path = os.path.join(directory, "standby.json")
     try:
-        with open(path, encoding="utf-8") as f:
-            sb = json.load(f)
-    except (OSError, ValueError):
+        sb = load_json(path, "standby note")
+    except (OSError, StatusError):  # none, or none to read (a pipe, a half-written file)
         return None
     if not isinstance(sb, dict):
         return None
@@ -111,15 +110,23 @@ def load(args: argparse.Namespace) -> dict[str, Any]:
         if sb is None:
             raise
         raise StatusError(f"{exc}\n{_leader_elsewhere(sb)}") from None
-    validate_status(doc, os.path.join(path, FILENAME) if os.path.isdir(path) else path)
+    where = os.path.join(path, FILENAME) if os.path.isdir(path) else path
+    validate_status(doc, where)
     max_age = args.max_age if args.max_age is not None else max(300.0, 3 * float(doc.get("interval", 60)))
     sb = standby(path, max_age) if os.path.isdir(path) else None
     # a daemon that republishes a stale status is alive: the age counts from its last check
-    age = time.time() - max(doc.get("published", 0), (doc.get("stale") or {}).get("checked") or 0)
+    now = time.time()
+    published, checked = doc.get("published", 0), (doc.get("stale") or {}).get("checked") or 0
+    age = now - max(published, checked)
+    ahead = max(published, checked) - now
+    if ahead > max_age:  # "fresh" for years: a clock set wrong, or a forged file
+        raise StatusError(f"{where}: status is not current: published {_wall(max(published, checked))}, "
+                          f"{ahead:.0f} s ahead of this host's clock (a clock set wrong, here or on the daemon's "
+                          "host?); --max-age is the tolerance")
     if age > max_age:
         why = _leader_elsewhere(sb) if sb else (f"is the daemon running? it publishes every "
                                                 f"{doc.get('interval', 60):g} s; --max-age overrides")
-        raise StatusError(f"{path}: status is stale: last published {age:.0f} s ago ({why})")
+        raise StatusError(f"{where}: status is stale: last published {age:.0f} s ago ({why})")
     if sb is not None and sb.get("pid") != (doc.get("role") or {}).get("pid"):
         doc["standby"] = sb
     return doc
