@@ -83,7 +83,8 @@ def options(p: argparse.ArgumentParser, *, json_keys: str, table_: bool = True) 
                    "$MYSCHED_STATE_DIR, else daemon.state_dir of -c FILE, else /var/lib/mysched)")
     p.add_argument("-c", "--config", metavar="FILE", help="configuration file (for daemon.state_dir)")
     p.add_argument("--max-age", type=positive_float, metavar="SECONDS",
-                   help="refuse a status older than this (default: 3 cycle intervals, at least 300 s)")
+                   help="refuse a status older than this, or published more than this ahead of the clock "
+                        "(default: 3 cycle intervals, at least 300 s)")
     p.add_argument("--json", action="store_true", help=f"JSON output; keys: {json_keys}")
     if table_:
         p.add_argument("--noheader", action="store_true", help="no header line (for scripts)")

@@ -281,3 +281,20 @@ def test_a_full_disk_keeps_the_last_good_status_file(tmp_path, monkeypatch, caps
     assert sorted(p.name for p in tmp_path.iterdir()) == ["status.json"]
     assert main(["jobs", "--state-dir", str(tmp_path)]) == 0  # the commands read the last good one
     assert json.loads(good)["format"] == 3
+
+
+def test_a_status_file_written_in_the_future_is_not_carried_over(tmp_path):
+    """The daemon carries reservations over from a status file no older than ten intervals:
+    one dated 10 years ahead (a clock set wrong) was 'fresh' for 10 years."""
+    from mysched.daemon.carry import carried
+    from mysched.daemon.statusfile import read_status
+    from mysched.errors import StatusError
+
+    from .test_status_commands import make_status
+
+    make_status(tmp_path)
+    future = time.time() + 10 * 365 * 86400
+    os.utime(tmp_path / "status.json", (future, future))
+    with pytest.raises(StatusError, match="status is not current: last written 31536\\d+ s in the future"):
+        read_status(str(tmp_path), max_age=600)
+    assert carried(str(tmp_path), time.time(), 600) == ({}, {}, {})
