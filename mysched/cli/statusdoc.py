@@ -82,9 +82,8 @@ def options(p: argparse.ArgumentParser, *, json_keys: str, table_: bool = True) 
     p.add_argument("--state-dir", metavar="DIR", help="where the daemon writes status.json (default: "
                    "$MYSCHED_STATE_DIR, else daemon.state_dir of -c FILE, else /var/lib/mysched)")
     p.add_argument("-c", "--config", metavar="FILE", help="configuration file (for daemon.state_dir)")
-    p.add_argument("--max-age", type=positive_float, metavar="SECONDS",
-                   help="refuse a status older than this, or published more than this ahead of the clock "
-                        "(default: 3 cycle intervals, at least 300 s)")
+    p.add_argument("--max-age", type=positive_float, metavar="SECONDS", help="refuse a status older than this, or "
+                   "published more than this ahead of the clock (default: 3 cycle intervals, at least 300 s)")
     p.add_argument("--json", action="store_true", help=f"JSON output; keys: {json_keys}")
     if table_:
         p.add_argument("--noheader", action="store_true", help="no header line (for scripts)")
@@ -116,14 +115,11 @@ def load(args: argparse.Namespace) -> dict[str, Any]:
     max_age = args.max_age if args.max_age is not None else max(300.0, 3 * float(doc.get("interval", 60)))
     sb = standby(path, max_age) if os.path.isdir(path) else None
     # a daemon that republishes a stale status is alive: the age counts from its last check
-    now = time.time()
-    published, checked = doc.get("published", 0), (doc.get("stale") or {}).get("checked") or 0
-    age = now - max(published, checked)
-    ahead = max(published, checked) - now
-    if ahead > max_age:  # "fresh" for years: a clock set wrong, or a forged file
-        raise StatusError(f"{where}: status is not current: published {_wall(max(published, checked))}, "
-                          f"{ahead:.0f} s ahead of this host's clock (a clock set wrong, here or on the daemon's "
-                          "host?); --max-age is the tolerance")
+    last = max(doc.get("published", 0), (doc.get("stale") or {}).get("checked") or 0)
+    age = time.time() - last
+    if -age > max_age:  # "fresh" for years: a clock set wrong, or a forged file
+        raise StatusError(f"{where}: status is not current: published {_wall(last)}, {-age:.0f} s ahead of this "
+                          "host's clock (a clock set wrong, here or on the daemon's host?); --max-age is the tolerance")
     if age > max_age:
         why = _leader_elsewhere(sb) if sb else (f"is the daemon running? it publishes every "
                                                 f"{doc.get('interval', 60):g} s; --max-age overrides")
