@@ -23,7 +23,7 @@ from mysched.core.model import Job, JobState, Node, NodeState
 from mysched.core.reasons import BLOCKING
 from mysched.core.request import Request
 from mysched.daemon.statusfile import FILENAME, load_json, read_status, rows
-from mysched.errors import StatusError
+from mysched.errors import StatusError, clip
 
 RUNNING = ("R", "E", "S")
 """TORQUE states of jobs that hold their cores (S: suspended)."""
@@ -38,20 +38,20 @@ def notes(doc: dict[str, Any]) -> list[str]:
     stale = doc.get("stale")
     if stale:
         since = clock(doc, stale.get("since")) if stale.get("since") else "?"
-        out.append(f"STALE: the daemon's cycles fail since {since}: {stale.get('error', '')}; "
+        out.append(f"STALE: the daemon's cycles fail since {since}: {clip(str(stale.get('error', '')))}; "
                    f"these figures are from {clock(doc, doc.get('snapshot_time'))}")
     cyc = doc.get("cycle") or {}
     if cyc.get("history_ok") is False:
-        out.append(f"history store not written in the last cycle: {cyc.get('history_error', '')}")
+        out.append(f"history store not written in the last cycle: {clip(str(cyc.get('history_error', '')))}")
     sb = doc.get("standby")
     if sb:
-        out.append(f"standby: daemon pid {sb.get('pid')} on {sb.get('host')} waits to take over "
+        out.append(f"standby: daemon pid {sb.get('pid')} on {clip(str(sb.get('host')))} waits to take over "
                    f"(since {_wall(sb.get('since'))})")
     return out
 
 
 def _wall(t: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t)) if t else "?"
+    return clock({}, t) if t else "?"  # a wall-clock time: no "simulated" mark
 
 
 def standby(directory: str, max_age: float) -> dict[str, Any] | None:
@@ -72,9 +72,9 @@ def standby(directory: str, max_age: float) -> dict[str, Any] | None:
 
 def _leader_elsewhere(sb: dict[str, Any]) -> str:
     who = sb.get("leader") or {}
-    lead = (f"the leader is pid {who.get('pid')} on {who.get('host')}" if who else
-            "the leader is not known" + (f" ({sb['error']})" if sb.get("error") else ""))
-    return (f"the daemon here (pid {sb.get('pid')} on {sb.get('host')}) is the standby; {lead}: its host "
+    lead = (f"the leader is pid {who.get('pid')} on {clip(str(who.get('host')))}" if who else
+            "the leader is not known" + (f" ({clip(sb['error'])})" if sb.get("error") else ""))
+    return (f"the daemon here (pid {sb.get('pid')} on {clip(str(sb.get('host')))}) is the standby; {lead}: its host "
             "publishes the current status")
 
 
@@ -209,7 +209,7 @@ def clock(doc: dict[str, Any], t: float | None) -> str:
     try:
         text = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t))
     except (OverflowError, ValueError, OSError):  # beyond the dates the C library shows
-        text = f"{t:.0f} s after 1970"
+        text = f"{t:.0f} s after 1970" if abs(t) < 1e15 else f"{t:.3g} s after 1970"
     return text + (" simulated" if clock_kind(doc) == "simulated" else "")
 
 
@@ -220,7 +220,7 @@ def clock(doc: dict[str, Any], t: float | None) -> str:
 
 class _Bad(Exception):
     def __init__(self, key: str, what: str) -> None:
-        super().__init__(f"{key}: {what}")
+        super().__init__(f"{clip(key)}: {what}")
 
 
 def _show(v: Any) -> str:

@@ -298,3 +298,33 @@ def test_a_status_file_written_in_the_future_is_not_carried_over(tmp_path):
     with pytest.raises(StatusError, match="status is not current: last written 31536\\d+ s in the future"):
         read_status(str(tmp_path), max_age=600)
     assert carried(str(tmp_path), time.time(), 600) == ({}, {}, {})
+
+
+def _edit_status(d: Path, change: Callable[[dict], None]) -> None:
+    from .test_status_commands import make_status
+
+    make_status(d)
+    doc = json.loads((d / "status.json").read_text())
+    change(doc)
+    (d / "status.json").write_text(json.dumps(doc))
+
+
+def test_a_huge_key_of_a_damaged_status_is_named_not_printed(tmp_path, capsys):
+    _edit_status(tmp_path, lambda doc: doc["vos"].update({"v" * 100_000: {"share": "x"}}))
+    assert main(["shares", "--state-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "status.json: vos.vvv" in err and "..." in err and len(err) < 400, err[:500]
+
+
+def test_what_a_status_or_standby_note_says_is_shown_cut_and_any_date_shown(tmp_path, capsys):
+    """A daemon's error text of 1 MB, a host name of 100,000 characters, a standby 'since'
+    of 1e300 (beyond the dates the C library shows: an internal error)."""
+    now = time.time()
+    _edit_status(tmp_path, lambda doc: doc.update(stale={"since": now - 60, "error": "e" * 1_000_000, "checked": now}))
+    (tmp_path / "standby.json").write_text(json.dumps({"pid": 1, "host": "h" * 100_000, "since": 1e300,
+                                                       "checked": now}))
+    assert main(["jobs", "--state-dir", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    notes = [line for line in (out + err).splitlines() if "STALE" in line or "standby" in line]
+    assert len(notes) == 2 and all(len(line) < 600 for line in notes), [line[:300] for line in notes]
+    assert "(since 1e+300 s after 1970)" in notes[1], notes[1][-200:]
