@@ -17,6 +17,7 @@ import time
 from typing import Any, Sequence
 
 from mysched.cli.common import positive_float
+from mysched.config.values import DAY
 from mysched.core.downtime import Downtime
 from mysched.core.config import Config, NodeType, QueueConfig
 from mysched.core.model import Job, JobState, Node, NodeState
@@ -65,9 +66,7 @@ def standby(directory: str, max_age: float) -> dict[str, Any] | None:
     if not isinstance(sb, dict):
         return None
     validate(sb, _STANDBY, path)
-    if time.time() - (sb.get("checked") or 0) > max_age:
-        return None
-    return sb
+    return sb if time.time() - (sb.get("checked") or 0) <= max_age else None
 
 
 def _leader_elsewhere(sb: dict[str, Any]) -> str:
@@ -375,7 +374,8 @@ _STATUS = Rec({
                    {**_LIMITS, "throttled": NAMES.n})),
     "job_columns": NAMES, "jobs": LIST, "node_columns": NAMES, "nodes": LIST,
 }, {
-    "interval": SECONDS, "server": STR.n, "dry_run": BOOL.n,
+    "interval": Kind("seconds of at most a day", (int, float), 0, DAY),  # 3 intervals: how old it may be
+    "server": STR.n, "dry_run": BOOL.n,
     "stale": Rec({}, {"since": TIME.n, "error": STR.n, "checked": TIME.n}).n,
     "cycle": Rec({}, {"history_ok": BOOL.n, "history_error": STR.n}).n,
     "role": Rec({}, {"pid": INT.n, "host": STR.n, "since": TIME.n}).n,

@@ -328,3 +328,10 @@ def test_what_a_status_or_standby_note_says_is_shown_cut_and_any_date_shown(tmp_
     notes = [line for line in (out + err).splitlines() if "STALE" in line or "standby" in line]
     assert len(notes) == 2 and all(len(line) < 600 for line in notes), [line[:300] for line in notes]
     assert "(since 1e+300 s after 1970)" in notes[1], notes[1][-200:]
+
+
+def test_a_status_whose_interval_is_absurd_is_refused_not_fresh_for_ever(tmp_path, capsys):
+    """How old a status may be is 3 of its intervals: one of 1e300 s was never stale."""
+    _edit_status(tmp_path, lambda doc: doc.update(interval=1e300, published=time.time() - 10 * 86400))
+    assert main(["jobs", "--state-dir", str(tmp_path)]) == 1
+    assert "status.json: interval: expected seconds of at most a day, got 1e+300" in capsys.readouterr().err
