@@ -335,3 +335,18 @@ def test_a_status_whose_interval_is_absurd_is_refused_not_fresh_for_ever(tmp_pat
     _edit_status(tmp_path, lambda doc: doc.update(interval=1e300, published=time.time() - 10 * 86400))
     assert main(["jobs", "--state-dir", str(tmp_path)]) == 1
     assert "status.json: interval: expected seconds of at most a day, got 1e+300" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("make, why", [(lambda p: os.mkfifo(p), "a named pipe, not a regular file"),
+                                       (lambda p: p.write_text("[" * 100_000), "nested too deeply"),
+                                       (lambda p: p.write_text('{"se": '), "not a JSON document (from line 1")])
+def test_a_load_file_that_is_a_pipe_or_no_json_is_a_located_error_at_once(tmp_path, make, why):
+    """The daemon reads a load source's file every cycle: a named pipe there stalled it."""
+    from mysched.backends.loads import SourceError, read_file
+    from mysched.core.config import LoadSource
+
+    make(tmp_path / "load")
+    with pytest.raises(SourceError) as exc:
+        read_file(LoadSource("se", "file", path=str(tmp_path / "load"), key="se.value"))
+    assert f"{tmp_path / 'load'}: " in str(exc.value) and why in str(exc.value)
+    assert not any(w in str(exc.value) for w in PYTHON_WORDING)
