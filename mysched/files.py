@@ -156,22 +156,24 @@ def text_lines(stream: IO[bytes], path: str, what: str, *, max_bytes: int | None
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | Callable[[BinaryIO], object], *,
-                 mode: int | None = None) -> str:
+                 mode: int | None = None, follow: bool = True) -> str:
     """Write `path` whole or not at all: `data`'s bytes (or what `data(f)` writes to the open
     file) go to a temporary file beside it, which is flushed to disk and renamed over `path`.
     On failure the `OSError` is raised with the earlier file intact and no temporary file left.
 
     `mode`: the new file's permissions; by default the earlier file's, else 0666 less the
-    umask (as `open` gives). A symbolic link is followed: the file it names is replaced, the
-    link kept. A device or named pipe (/dev/null, /dev/stdout) is written in place: there is no
-    earlier file there to keep."""
-    target = os.path.realpath(path)
+    umask (as `open` gives). With `follow` (a file the user named), a symbolic link is
+    followed -- the file it names is replaced, the link kept -- and a device or named pipe
+    (/dev/null, /dev/stdout) is written in place: there is no earlier file there to keep.
+    Without (the daemon's files in its state directory), whatever is at `path` is replaced: a
+    link planted there must not send a root daemon's writes elsewhere, nor a pipe block it."""
+    target = os.path.realpath(path) if follow else os.path.abspath(path)
     try:
-        st: os.stat_result | None = os.stat(target)
+        st: os.stat_result | None = os.stat(target) if follow else os.lstat(target)
     except FileNotFoundError:
         st = None
     write: Callable[[BinaryIO], object] = data if callable(data) else (lambda f: f.write(data))
-    if st is not None and not stat.S_ISREG(st.st_mode):
+    if st is not None and not stat.S_ISREG(st.st_mode) and follow:
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
         with open(target, "wb") as f:
@@ -184,7 +186,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | Callable[[BinaryIO]
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        if mode is not None or st is not None:
+        if mode is not None or (st is not None and stat.S_ISREG(st.st_mode)):
             os.chmod(tmp, mode if mode is not None else stat.S_IMODE(st.st_mode))  # type: ignore[union-attr]
         os.replace(tmp, target)
     except BaseException:

@@ -109,3 +109,19 @@ def test_a_named_pipe_is_written_into_not_replaced(tmp_path):
     assert got == [b"through the pipe"] and stat.S_ISFIFO(os.lstat(p).st_mode)
     with pytest.raises(IsADirectoryError):
         write_atomic(tmp_path, b"x")
+
+
+def test_the_daemons_files_replace_a_link_or_pipe_planted_in_their_place(tmp_path):
+    """A root daemon writing status.json through a link planted in its state directory would
+    overwrite the file it names; into a named pipe, it would wait for a reader for ever."""
+    from mysched.daemon.statusfile import write_json
+
+    (tmp_path / "victim").write_text("precious")
+    os.symlink(tmp_path / "victim", tmp_path / "status.json")
+    os.mkfifo(tmp_path / "standby.json")
+    write_json(str(tmp_path), "status.json", {"format": 3})
+    write_json(str(tmp_path), "standby.json", {"pid": 1})
+    assert (tmp_path / "victim").read_text() == "precious"
+    for name in ("status.json", "standby.json"):
+        st = os.lstat(tmp_path / name)
+        assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o644

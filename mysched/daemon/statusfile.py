@@ -252,11 +252,12 @@ def ensure_state_dir(directory: str) -> None:
 
 
 def write_json(directory: str, name: str, doc: dict[str, Any] | bytes) -> str:
-    """Write a JSON document atomically (`mysched.files.write_atomic`), mode 0644."""
+    """Write a JSON document atomically (`mysched.files.write_atomic`), mode 0644, in place of
+    whatever is there (a link or a pipe is replaced, not followed)."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, name)
     data = doc if isinstance(doc, bytes) else encode(doc)
-    write_atomic(path, data, mode=0o644)
+    write_atomic(path, data, mode=0o644, follow=False)
     _sweep(directory, name)
     return path
 
