@@ -7,6 +7,7 @@ import errno
 import gzip
 import io
 import os
+import signal
 import stat
 import threading
 
@@ -119,8 +120,18 @@ def test_the_daemons_files_replace_a_link_or_pipe_planted_in_their_place(tmp_pat
     (tmp_path / "victim").write_text("precious")
     os.symlink(tmp_path / "victim", tmp_path / "status.json")
     os.mkfifo(tmp_path / "standby.json")
-    write_json(str(tmp_path), "status.json", {"format": 3})
-    write_json(str(tmp_path), "standby.json", {"pid": 1})
+
+    def hung(signum, frame):  # noqa: ANN001, ANN202
+        raise AssertionError("waited for a reader of the pipe")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        write_json(str(tmp_path), "status.json", {"format": 3})
+        write_json(str(tmp_path), "standby.json", {"pid": 1})
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
     assert (tmp_path / "victim").read_text() == "precious"
     for name in ("status.json", "standby.json"):
         st = os.lstat(tmp_path / name)
