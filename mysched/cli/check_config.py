@@ -9,6 +9,7 @@ from typing import Callable
 
 from mysched.cli.main import command
 from mysched.config import validate
+from mysched.config.guarantees import farm_slots, overpromised
 from mysched.config.parse import in_file_order, parse_file
 from mysched.core.config import Config
 from mysched.core.downtime import when
@@ -27,7 +28,10 @@ def fill(p: argparse.ArgumentParser) -> None:
     and reports pools that promise more packages than they hold (overcommitted: exit status 1)
     and hosts in no pool. With --server it also warns of what the server does not have:
     configured queues it lacks, node types and queue node lists that match none of its nodes
-    (likely typos; exit status unchanged)."""
+    (likely typos; exit status unchanged). VO guarantees (slots, and shares of the farm) that
+    add up to more slots than the farm has are an error, checked on pbs_server's nodes with
+    --server, else on the sim:// farm of a sim:// server.url (run and a reload refuse them
+    too). An empty file is refused, as run and a reload refuse it."""
     p.add_argument("-c", "--config", required=True, metavar="FILE", help="configuration file to check")
     p.add_argument("--server", nargs="?", const="", metavar="URL",
                    help="read the queues and nodes from this batch server (default URL: server.url of the "
@@ -129,9 +133,15 @@ def run(args: argparse.Namespace) -> int:
             nodes = snap.nodes
             where = f"pbs_server {url}: {len(nodes)} node(s)"
             warnings = farm_warnings(cfg, snap, parsed.where)
+            why = overpromised(cfg, farm_slots(n.slots for n in nodes), parsed.where)
+            if why and why not in errors:  # (a sim:// file checked on its own farm has it already)
+                errors.append(why)
+    if nodes is None and not cfg.server.startswith("sim:") and any(v.slots for v in cfg.vos.values()):
+        lines.append(f"VO guarantees in slots: not checked against a farm (server.url is {cfg.server}); --server "
+                     "checks them on pbs_server's nodes")
     if cfg.pools and nodes is None and not cfg.server.startswith("sim:"):
         # The hosts a pool selects are pbs_server's: the simulated farm's names say nothing of them.
-        lines = [f"pools: not checked against a farm (server.url is {cfg.server}); --server checks them on "
+        lines += [f"pools: not checked against a farm (server.url is {cfg.server}); --server checks them on "
                  "pbs_server's nodes"]
     elif cfg.pools:
         if nodes is None:
@@ -141,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
             nodes = make_nodes(f.nodes, f.slots_per_node, f.name_format)
             where = f"the simulated farm, {f.nodes} x {f.slots_per_node} slots (--server checks the real one)"
         got, problems = pool_report(cfg, nodes)
-        lines = [f"pools on {where}:"] + got
+        lines += [f"pools on {where}:"] + got
     if errors:  # with the pools' problems, which the rest of the file shows too
         for line in in_file_order(errors + problems + warnings, parsed):
             print(("warning: " + line) if line in warnings else f"mysched: error: {line}",

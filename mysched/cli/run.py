@@ -11,8 +11,11 @@ import sys
 import threading
 
 from mysched.cli.main import command
+from mysched.config.parse import clip
+from mysched.config.servers import server_problem, torque_host
 from mysched.core.config import Config
-from mysched.errors import MyschedError, StoreError, UsageError
+from mysched.config.guarantees import farm_slots, overpromised
+from mysched.errors import ConfigError, MyschedError, ServerError, StoreError, UsageError
 from mysched.cli.common import config_or_default, non_empty
 
 log = logging.getLogger("mysched")
@@ -40,7 +43,8 @@ def fill(p: argparse.ArgumentParser) -> None:
                         "production daemon names its file, so SIGHUP can reload it)")
     p.add_argument("--server", type=non_empty, metavar="URL",
                    help="torque://HOST (default: server.url of the config) or sim://")
-    p.add_argument("--once", action="store_true", help="run one cycle and exit (status 1 if it failed)")
+    p.add_argument("--once", action="store_true", help="run one cycle and exit (status 1 if it failed, or if pbs_server refused "
+                   "its starts for lack of privilege)")
     p.add_argument("--dry-run", action="store_true", help="plan and log what would start; start nothing")
     p.add_argument("--db", type=non_empty, metavar="URL", help="history database URL (default: history.database)")
     p.add_argument("--no-db", action="store_true", help="keep no history (usage then counts running jobs only)")
@@ -55,17 +59,33 @@ def fill(p: argparse.ArgumentParser) -> None:
 
 
 def make_server(url: str, config: Config):
-    """A `BatchServer` for a URL: torque://HOST or sim://..."""
+    """A `BatchServer` for a URL: torque://HOST or sim://... (`server_problem` says which
+    URLs are refused, for check-config as for here)."""
+    problem = server_problem(url, config.farm)
+    if problem:
+        raise UsageError(f"server URL {clip(url)!r}: {problem}")
     if url.startswith("sim:"):
         from mysched.backends.sim.server import sim_server_from_url
 
         return sim_server_from_url(url, config)
-    if url.startswith("torque://") or "://" not in url:
-        host = url[len("torque://"):] if url.startswith("torque://") else url
-        from mysched.backends.torque.backend import TorqueServer
+    from mysched.backends.torque.backend import TorqueServer
 
-        return TorqueServer(host or None, libtorque=config.libtorque or None, timeout=config.server_timeout)
-    raise UsageError(f"unknown server URL {url!r}: use torque://HOST or sim://")
+    return TorqueServer(torque_host(url), libtorque=config.libtorque or None, timeout=config.server_timeout)
+
+
+def _guarantees_fit(config: Config, server) -> None:
+    """Refuse to start with guarantees the farm cannot give, as check-config and a reload
+    refuse them (read from one snapshot; a server not answering yet is the first cycle's
+    business, and a reload checks them on the farm it reads)."""
+    try:
+        snap = server.snapshot()
+    except ServerError as exc:
+        log.warning("VO guarantees not checked against the farm at start: %s", exc)
+        return
+    why = overpromised(config, farm_slots(n.slots for n in snap.nodes))
+    if why:
+        server.close()
+        raise ConfigError(why)
 
 
 def _address(text: str) -> str | None:
@@ -92,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
                          "(the embedded example is for sim:// and --dry-run)")
     state_dir = args.state_dir or config.state_dir
     server = make_server(url, config)
+    _guarantees_fit(config, server)
 
     store = None
     ingest = None
@@ -166,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         if url.startswith("sim:"):
             listener_factory = _sim_events(server)
         else:
-            listener_factory = _torque_events(eaddr)
+            listener_factory = _torque_events(eaddr, url, config, daemon.metrics)
     log.info("mysched starting: server %s, config %s, state dir %s%s", url, config.source, state_dir,
              " (dry run)" if args.dry_run else "")
     return Service(daemon, listener_factory=listener_factory, once=args.once).run()
@@ -185,17 +206,25 @@ def _publishes_to(state_dir: str, holder: dict) -> bool:
         return False  # none (yet), or unreadable: the leader's own next cycle rewrites it
 
 
-def _torque_events(address: str):
-    from mysched.backends.torque.schedproto import SchedulerListener
+def _torque_events(address: str, url: str, config: Config, metrics):
+    """The listener for pbs_server's scheduler contacts: from the server's host (or
+    daemon.event_allow), from a reserved port as daemon.event_reserved_port says, each counted
+    in `metrics`. Started by the service; a failure leaves cycles on the fixed interval."""
+    from mysched.backends.torque.schedproto import SchedulerListener, contact_rule
 
     host, _, port = address.rpartition(":")
     try:
         port_n = int(port)
     except ValueError:
         raise UsageError(f"event address must be HOST:PORT, got {address!r}") from None
+    server_host = torque_host(url)  # make_server has refused a URL naming no host
+    if server_host.count(":") == 1:  # HOST:PORT names pbs_server's port, not an address
+        server_host = server_host.split(":")[0]
 
     def factory(on_event):
-        listener = SchedulerListener((host.strip("[]") or "127.0.0.1", port_n), on_event=on_event)
+        rule = contact_rule(server_host, config.event_allow, config.event_reserved_port)
+        listener = SchedulerListener((host.strip("[]") or "127.0.0.1", port_n), on_event=on_event, rule=rule,
+                                     on_contact=metrics.event_contact)
         listener.start()
         return listener
     return factory

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,13 +26,14 @@ Where = tuple[str, int]
 
 
 def dotted(path: Path) -> str:
-    """``("vos", "atlas", "share")`` -> ``vos.atlas.share``; list items as ``[i]``."""
+    """``("vos", "atlas", "share")`` -> ``vos.atlas.share``; list items as ``[i]``; a name of
+    more than `MAX_SHOWN` characters cut to that."""
     out = ""
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + part
+            out += ("." if out else "") + clip(part)
     return out or "(top level)"
 
 
@@ -83,6 +85,12 @@ class _LocatingParser(libconf.Parser):
         self.lines: dict[Path, Where] = {}
         self.duplicates: list[tuple[Path, Where, Where]] = []
 
+    def configuration(self):  # noqa: D401 - libconf's grammar hook
+        result = self.setting_list_or_empty()
+        if not self.tokens.finished():
+            self.tokens.error("expected a setting (name = value;)")
+        return result
+
     def setting_list_or_empty(self):  # noqa: D401 - libconf's grammar hook
         result = libconf.AttrDict()
         while True:
@@ -133,70 +141,270 @@ class _LocatingParser(libconf.Parser):
                 return values
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""The largest configuration file, and the most the file and every file it @includes may hold
+together (one small file included many times counts each time): a site's whole file, node
+lists of 10,000 hosts included, is a few hundred kB, and libconf reads about 100 kB a second
+on a loaded batch server, so reading stops there."""
+MAX_CONFIG_TOTAL = MAX_CONFIG_BYTES
+MAX_INCLUDE_DEPTH = 10
+"""@includes within @includes (libconfig's own limit)."""
+MAX_NESTING = 64
+"""Groups, lists and arrays within each other; a configuration needs five."""
+MAX_SHOWN = 200
+"""The most characters of an offending value that a message repeats."""
+
+_INCLUDE = re.compile(r'@include "(.*)"$')
+
+
+def clip(text: str, limit: int = MAX_SHOWN) -> str:
+    """`text`, or its first `limit` characters and how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def clip_long(message: str) -> str:
+    """A message with every quoted text or run without a blank of more than `MAX_SHOWN`
+    characters (a value or a key it repeats) cut to that, and at most ten times that in all: a
+    message says where and what, it does not copy the file."""
+    long_ = MAX_SHOWN + 1
+
+    def cut(m: re.Match) -> str:
+        q, text = (m.group(1), m.group(2)) if m.group(1) else ("", m.group(0))
+        bare = text.strip("'\"")
+        if bare.endswith("...") and len(bare) <= MAX_SHOWN + 3:
+            return m.group(0)  # `clip` cut it already
+        return q + clip(text) + q
+
+    out = re.sub(r"(['\"])([^'\"\n]{%d,})\1|\S{%d,}" % (long_, long_), cut, message)
+    return clip(out, 10 * MAX_SHOWN)
+
+
+class _Refused(Exception):
+    """A located problem while reading or parsing: (FILE[:LINE], message)."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}")
+        self.where, self.message = where, message
+
+
+class _Unreadable(_Refused):
+    """A file that cannot be read as a configuration (not a syntax error)."""
+
+
+def _file_kind(mode: int) -> str | None:
+    """What a non-regular file is, in words (None for a regular file)."""
+    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def read_text(path: str, limit: int = MAX_CONFIG_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most `limit` bytes; `ValueError` saying why not,
+    in words. A FIFO, device, socket or directory is refused before it is opened (reading one
+    would block, or never end), and the file is opened without blocking."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ValueError("no such file") from None
+    except PermissionError:
+        raise ValueError("permission denied") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise ValueError(f"cannot read it ({_os_words(exc)})") from None
+    what = _file_kind(st.st_mode)
+    if what:
+        raise ValueError(f"is {what}, not a configuration file")
+    if st.st_size > limit:
+        raise ValueError(f"is {st.st_size} bytes: a configuration file is at most {limit} bytes")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except PermissionError:
+        raise ValueError("permission denied") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read it ({_os_words(exc)})") from None
+    try:
+        if _file_kind(os.fstat(fd).st_mode):  # replaced since the stat above
+            raise ValueError("is not a regular file, not a configuration file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot read it ({_os_words(exc)})") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ValueError(f"is larger than {limit} bytes, the most a configuration file may be")
+    try:
+        return data.decode("utf-8-sig")  # a byte order mark some editors write is no setting
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise NotText(line, f"line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x}); "
+                         "save the file as UTF-8") from None
+
+
+class NotText(ValueError):
+    """A file's bytes that are no UTF-8 text, from `line` on."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def _os_words(exc: BaseException) -> str:
+    """An OS error's reason without Python's ``[Errno N]`` and repeated file name."""
+    return (getattr(exc, "strerror", None) or "unreadable").lower()
+
+
+class _Tokens(libconf.TokenStream):
+    """libconf's token stream, its errors in words and located at the token."""
+
+    def expect(self, *args):  # noqa: D401 - libconf's hook
+        t = self.accept(*args)
+        if t is not None:
+            return t
+        self.error("expected " + " or ".join(f"'{a}'" for a in args))
+
+    def error(self, msg):
+        t = self.peek()
+        if t is None:
+            raise _Refused("", f"the file ends inside a setting; {msg}")
+        raise _Refused(f"{t.filename}:{t.row}", f"unexpected {_shown(t)}; {msg}")
+
+
+def _shown(t: Any) -> str:
+    """A token as an admin would name it."""
+    if t.type == "string":
+        return f"string {clip(t.text)}"
+    if t.type == "name":
+        return f"name '{clip(t.text)}'"
+    if t.type in "{}()[],;=:":
+        return f"'{t.text}'"
+    return f"value {clip(t.text)}"
+
+
+class _Reader:
+    """Reads a file and, in its place, every file it @includes, into one token list as libconf
+    does (an ``@include "x"`` line stands alone; a relative name is looked up in `includedir`),
+    each read bounded (`read_text`), at most `MAX_INCLUDE_DEPTH` deep, never a file that
+    includes itself, `MAX_CONFIG_TOTAL` bytes in all."""
+
+    def __init__(self, includedir: str) -> None:
+        self.includedir = includedir
+        self.left = MAX_CONFIG_TOTAL
+
+    def tokens(self, text: str, filename: str, chain: tuple[str, ...] = ()) -> list[Any]:
+        self.left -= len(text)
+        if self.left < 0:
+            raise _Unreadable(filename, f"the configuration and the files it @includes are more than "
+                                     f"{MAX_CONFIG_TOTAL} bytes together")
+        tokenizer = libconf.Tokenizer(filename=filename)
+        tokens: list[Any] = []
+        lines: list[str] = []
+        for lineno, line in enumerate(io.StringIO(text), 1):
+            m = _INCLUDE.match(line.strip())
+            if not m:
+                lines.append(line)
+                continue
+            tokens += self._tokenize(tokenizer, "".join(lines), filename, text)
+            lines = [re.sub(r"\S", " ", line)]
+            here = f"{filename}:{lineno}"
+            try:
+                name = libconf.decode_escapes(m.group(1))
+            except (UnicodeDecodeError, ValueError):
+                raise _Refused(here, f"@include \"{clip(m.group(1))}\": a bad escape (\\x takes two hex digits)") from None
+            shown = f'@include "{clip(name)}"'
+            path = os.path.join(self.includedir, name)
+            if len(chain) >= MAX_INCLUDE_DEPTH:
+                raise _Unreadable(here, f"{shown}: @includes nested more than {MAX_INCLUDE_DEPTH} deep")
+            real = os.path.realpath(path) if "\0" not in path else path
+            if real in chain or real == os.path.realpath(filename):
+                raise _Unreadable(here, f"{shown}: the file @includes itself (a circle of @includes)")
+            try:
+                inner = read_text(path)
+            except ValueError as exc:
+                if "no such file" in str(exc):
+                    exc = ValueError(f"cannot open: no such file (relative to {clip(self.includedir)})")
+                raise _Unreadable(here, f"{shown}: {exc}") from None
+            tokens += self.tokens(inner, path, chain + (os.path.realpath(filename),))
+        tokens += self._tokenize(tokenizer, "".join(lines), filename, text)
+        return tokens
+
+    @staticmethod
+    def _tokenize(tokenizer: Any, chunk: str, filename: str, text: str) -> list[Any]:
+        out: list[Any] = []
+        try:
+            for t in tokenizer.tokenize(chunk):
+                out.append(t)
+        except libconf.ConfigParseError:
+            row, col = tokenizer.row, tokenizer.column
+            line = text.split("\n")[row - 1] if row <= text.count("\n") + 1 else ""
+            ch = line[col - 1:col] or "?"
+            what = f"'{ch}'" if ch.isprintable() and not ch.isspace() else f"character U+{ord(ch):04X}"
+            hint = ""
+            if ch == '"':
+                hint = " (a string never closed)"
+            elif line[col - 1:col + 1] == "/*":
+                hint = " (a /* comment never closed)"
+            raise _Refused(f"{filename}:{row}", f"unexpected {what}{hint}") from None
+        except UnicodeDecodeError:
+            raise _Refused(f"{filename}:{tokenizer.row}", "a string with a bad escape (\\x takes two hex "
+                                                         "digits)") from None
+        except (ValueError, OverflowError):  # an integer of thousands of digits
+            raise _Refused(f"{filename}:{tokenizer.row}", "a number too long to be a setting") from None
+        return out
+
+
+def _check_nesting(tokens: list[Any]) -> None:
+    depth = 0
+    for t in tokens:
+        if t.type in "{([":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise _Refused(f"{t.filename}:{t.row}", f"settings nested more than {MAX_NESTING} deep: "
+                                                       "not a configuration")
+        elif t.type in "})]":
+            depth -= 1
+
+
 def parse_text(text: str, filename: str = "<config>", includedir: str | None = None) -> ParsedConfig:
-    """Parse libconfig text; syntax errors become `ConfigError` naming file and line.
+    """Parse libconfig text; a syntax error, or an @include that cannot be read, becomes a
+    `ConfigError` naming the file and line, in words.
 
     `includedir` is where relative ``@include`` paths are looked up (default: the directory of
     `filename`)."""
     if includedir is None:
         includedir = os.path.dirname(os.path.abspath(filename)) if not filename.startswith("<") else os.getcwd()
     try:
-        stream = libconf.TokenStream.from_file(io.StringIO(text), filename=filename, includedir=includedir)
-        parser = _LocatingParser(stream)
+        if len(text) > MAX_CONFIG_BYTES:
+            raise _Unreadable(filename, f"more than {MAX_CONFIG_BYTES} characters: not a configuration file")
+        tokens = _Reader(includedir).tokens(text, filename)
+        _check_nesting(tokens)
+        parser = _LocatingParser(_Tokens(tokens))
         data = parser.parse()
-    except libconf.ConfigParseError as exc:
-        msg = str(exc)
-        m = re.search(r" in '([^']*)',? row (\d+)", msg)
-        if m:
-            where = f"{m.group(1)}:{m.group(2)}"
-        elif "include" in msg:
-            where = filename
-            msg = msg.replace("Could not open include file", f"@include: cannot open (relative to {includedir})")
-        elif "end of input" in msg:  # an unclosed brace or list: the file ends inside it
+    except _Refused as exc:
+        where, msg = exc.where, exc.message
+        if not where:  # the file ends inside a setting: at its last line
             where = f"{filename}:{text.count(chr(10)) + (not text.endswith(chr(10)))}"
-            msg += " (a '{', '(' or '[' left open above" + (", or in a file it @includes)" if "@include" in text
-                                                             else ")")
-        else:
-            where = filename
-        msg = re.sub(r" in '[^']*',? row \d+, column \d+", "", msg)
-        raise ConfigError(f"{where}: syntax error: {msg}") from None
+            if re.search(r"'[})\]]'", msg):  # an unclosed brace or list
+                msg += " (a '{', '(' or '[' left open above" + (", or in a file it @includes)" if "@include" in text
+                                                                 else ")")
+        kind = "" if isinstance(exc, _Unreadable) else "syntax error: "
+        raise ConfigError(clip_long(f"{where}: {kind}{msg}")) from None
     except RecursionError:
         raise ConfigError(f"{filename}: settings nested too deeply to be a configuration") from None
-    except UnicodeDecodeError as exc:  # raised reading an @include: name the included file
-        raise ConfigError(f"{_undecodable(text, includedir) or filename}: cannot read: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{filename}: cannot read: {exc}") from None
     return ParsedConfig(_plain(data), filename, parser.lines, parser.duplicates)
 
 
-def _undecodable(text: str, includedir: str, depth: int = 0) -> str | None:
-    """The first file @included from `text` (at any depth) that is not UTF-8."""
-    for name in re.findall(r'^\s*@include\s+"([^"]*)"', text, re.M):
-        path = os.path.join(includedir, name)
-        try:
-            with open(path, "rb") as f:
-                inner = f.read().decode("utf-8")
-        except UnicodeDecodeError:
-            return path
-        except OSError:
-            continue
-        got = _undecodable(inner, os.path.dirname(path), depth + 1) if depth < 10 else None
-        if got:
-            return got
-    return None
-
-
 def parse_file(path: str) -> ParsedConfig:
-    """Read and parse a configuration file (its ``@include``s relative to its directory)."""
+    """Read and parse a configuration file (its ``@include``s relative to its directory);
+    never more than `MAX_CONFIG_BYTES`, never a FIFO or device."""
     try:
-        with open(path, encoding="utf-8-sig") as f:  # a byte order mark some editors write is no setting
-            text = f.read()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a configuration file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
+        text = read_text(path)
+    except NotText as exc:
+        raise ConfigError(f"{path}:{exc.line}: not UTF-8 text: save the file as UTF-8") from None
+    except ValueError as exc:
+        raise ConfigError(clip_long(f"{path}: {exc}")) from None
     return parse_text(text, path)
 
 

@@ -15,12 +15,19 @@ from mysched.core.config import (DRAIN_BACKFILL, PACKING_POLICIES, Config, Drain
 from mysched.core.durations import parse_duration
 from mysched.config.loads import build_loads, size
 from mysched.config.downtimes import build_downtimes
+from mysched.config.guarantees import overpromised, sim_farm_slots
 from mysched.config.pools import build_pools
+from mysched.config.servers import database_problem, server_problem
 from mysched.config.users import build_users
-from mysched.config.parse import ParsedConfig, Path, at, dotted, in_file_order, parse_file, parse_text
-from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, check_name_format, close_key,
-                                    int_, kind, number, one_of, parse_address, string, strings)
+from mysched.config.parse import ParsedConfig, Path, at, clip_long, dotted, in_file_order, parse_file, parse_text
+from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, boolean_or_auto,
+                                    check_name_format, close_key, host_list, int_, kind, number, one_of,
+                                    parse_address, string, strings)
 from mysched.errors import ConfigError
+
+MIN_CYCLE_GAP = 1.0
+"""The shortest scheduler.interval and min_interval, in seconds: a cycle reads every job and
+node from pbs_server, and a farm of 10,000 slots takes about a second to read."""
 
 # ---------------------------------------------------------------------------------------
 # Validation
@@ -33,7 +40,7 @@ class _Checker:
         self.problems: list[str] = []
 
     def problem(self, path: Path, message: str) -> None:
-        self.problems.append(f"{self.parsed.where(path)}: {dotted(path)}: {message}")
+        self.problems.append(clip_long(f"{self.parsed.where(path)}: {dotted(path)}: {message}"))
 
     def group(self, value: Any, path: Path, allowed: dict[str, Any]) -> dict[str, Any]:
         """Check a settings group against its allowed keys; return it (or {})."""
@@ -58,27 +65,21 @@ class _Checker:
             return default
 
 
-def _check_server_url(c: "_Checker", path: Path, url: str) -> None:
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ("sim" if url.startswith("sim:") else "")
-    if scheme not in ("", "torque", "sim"):
-        c.problem(path, f"unknown server scheme '{scheme}': use torque://HOST or sim://")
-
-
-def _check_database(c: "_Checker", path: Path, url: str) -> None:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        make_url(url)
-    except (ArgumentError, ValueError) as exc:
-        c.problem(path, f"not an SQLAlchemy database URL (e.g. sqlite:////var/lib/mysched/history.db): {exc}")
-
-
 _TOP = dict.fromkeys([
     "scheduler", "history", "fairshare", "server", "daemon", "default_vo", "vos", "groups",
     "queues", "hot", "node_types", "packing", "farm", "load_sources", "load_rules", "node_load", "drain",
     "pools", "downtimes", "users",
 ])
+
+
+def _sets_anything(value: Any) -> bool:
+    """Does a settings tree hold any value? An empty file -- or one of empty groups -- is
+    refused by check-config, run and a reload alike: on a running daemon it is a file cut
+    short while being written far more often than a wish to drop every VO and limit, and a
+    daemon started with it would start every job by the defaults."""
+    if isinstance(value, dict):
+        return any(_sets_anything(v) for v in value.values())
+    return True
 
 
 def build_config(parsed: ParsedConfig) -> Config:
@@ -102,20 +103,32 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
             f"{'on line ' + str(first[1]) if first[0] == again[0] else 'at ' + at(first)}; "
             "libconfig would silently keep only the last one)"
         )
+    if not _sets_anything(parsed.data):
+        c.problems.append(f"{parsed.filename}: the file sets nothing (empty, only comments or empty groups): "
+                          "a configuration names at least its VOs (etc/mysched.cfg is an example); a file cut "
+                          "short while being written looks the same")
     top = c.group(parsed.data, (), _TOP)
 
     sch = c.group(top.get("scheduler"), ("scheduler",),
                   dict.fromkeys(["interval", "min_interval", "max_starts_per_cycle", "reservation_depth",
-                                 "reservation_wait_factor"]))
+                                 "reservation_wait_factor", "max_walltime"]))
     p = ("scheduler",)
     interval = c.get(sch, p, "interval", parse_duration, 60.0)
     min_interval = c.get(sch, p, "min_interval", parse_duration, 5.0)
     max_starts = c.get(sch, p, "max_starts_per_cycle", int_(1), 1000)
     resv_depth = c.get(sch, p, "reservation_depth", int_(0, 1000), 1)
     resv_factor = c.get(sch, p, "reservation_wait_factor", number(0.0, 1000.0), 0.0)
-    if not 0 < interval <= DAY:
-        c.problem(p + ("interval",), "must be a positive duration of at most a day")
-    if min_interval > interval:
+    max_walltime = c.get(sch, p, "max_walltime", parse_duration, None)
+    if max_walltime is not None and not 0 < max_walltime < math.inf:
+        c.problem(p + ("max_walltime",), "must be a positive, finite duration")
+        max_walltime = None
+    if not MIN_CYCLE_GAP <= interval <= DAY:
+        c.problem(p + ("interval",), f"must be a duration from {MIN_CYCLE_GAP:g} s to a day (each cycle reads every "
+                  f"job and node from pbs_server), got {interval:g}")
+    if min_interval < MIN_CYCLE_GAP:
+        c.problem(p + ("min_interval",), f"must be at least {MIN_CYCLE_GAP:g} s (each job event would start a cycle "
+                  f"that reads every job and node from pbs_server), got {min_interval:g}")
+    elif min_interval > interval:
         c.problem(p + ("min_interval",), "cannot be longer than scheduler.interval")
 
     hist = c.group(top.get("history"), ("history",),
@@ -127,8 +140,8 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     accounting_dir = c.get(hist, p, "accounting_dir", string, Config.accounting_dir)
     if not 0 < window <= 366 * DAY:
         c.problem(p + ("window",), "must be a positive duration of at most a year")
-    if "database" in hist:
-        _check_database(c, p + ("database",), database)
+    if "database" in hist and (why := database_problem(database)):
+        c.problem(p + ("database",), why)
     if half_life <= 0:
         c.problem(p + ("half_life",), "must be positive (use \"inf\" for no decay)")
     keep_cycles = c.get(hist, p, "keep_cycles", parse_duration, Config.keep_cycles)
@@ -145,14 +158,18 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     server_timeout = c.get(srv, ("server",), "timeout", parse_duration, 30.0)
     if not 0 < server_timeout <= 3600:
         c.problem(("server", "timeout"), "must be a positive duration of at most an hour")
-    if "url" in srv:
-        _check_server_url(c, ("server", "url"), server)
 
     dmn = c.group(top.get("daemon"), ("daemon",),
-                  dict.fromkeys(["state_dir", "metrics_address", "event_address", "leader_timeout"]))
+                  dict.fromkeys(["state_dir", "metrics_address", "event_address", "event_allow",
+                                 "event_reserved_port", "leader_timeout"]))
     state_dir = c.get(dmn, ("daemon",), "state_dir", string, Config.state_dir)
     metrics_address = c.get(dmn, ("daemon",), "metrics_address", string, Config.metrics_address)
     event_address = c.get(dmn, ("daemon",), "event_address", string, "")
+    event_allow = c.get(dmn, ("daemon",), "event_allow", host_list, ())
+    event_reserved_port = c.get(dmn, ("daemon",), "event_reserved_port", boolean_or_auto, None)
+    if "event_allow" in dmn and isinstance(dmn["event_allow"], list) and not dmn["event_allow"]:
+        c.problem(("daemon", "event_allow"), "an empty list would refuse every pbs_server contact: leave the "
+                  "setting out for pbs_server's own host, or turn events off with event_address = \"off\"")
     leader_timeout = c.get(dmn, ("daemon",), "leader_timeout", parse_duration, 0.0)
     if leader_timeout != 0 and not 1 <= leader_timeout <= interval:
         c.problem(("daemon", "leader_timeout"), "must be 0 (automatic: half the interval, at most 30 s) or "
@@ -175,6 +192,8 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         check_name_format(farm.name_format, farm.nodes)
     except ValueError as exc:
         c.problem(("farm", "name_format"), str(exc))
+    if "url" in srv and (why := server_problem(server, farm)):
+        c.problem(("server", "url"), why)
 
     # VOs and groups ------------------------------------------------------------------
     vos: dict[str, VOConfig] = {}
@@ -353,16 +372,21 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     downtimes = build_downtimes(c, top, type_names)
     users = build_users(c, top)
 
-    return Config(
+    config = Config(
         vos=vos, default_vo=default_vo, groups=groups_cfg, queues=queues, users=users,
         node_types=tuple(node_types), hot=hot, packing=tuple(packing), interval=interval,
         min_interval=min_interval, max_starts_per_cycle=max_starts, reservation_depth=resv_depth,
-        reservation_wait_factor=resv_factor, history_window=window,
+        reservation_wait_factor=resv_factor, max_walltime=max_walltime, history_window=window,
         half_life=half_life, keep_cycles=keep_cycles, keep_jobs=keep_jobs, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
         server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
-        event_address=event_address, leader_timeout=leader_timeout, load_sources=load_sources,
+        event_address=event_address, event_allow=event_allow, event_reserved_port=event_reserved_port,
+        leader_timeout=leader_timeout, load_sources=load_sources,
         load_rules=load_rules, node_load=node_load, drain=drain, pools=pools, downtimes=downtimes, farm=farm, source=parsed.filename, group_vo=group_vo,
-    ), in_file_order(c.problems, parsed)
+    )
+    slots = sim_farm_slots(config)  # a sim:// server.url: the farm is known here
+    if slots is not None and (why := overpromised(config, slots, parsed.where)):
+        c.problems.append(why)
+    return config, in_file_order(c.problems, parsed)
 
 
 def load_config(path: str) -> Config:

@@ -3,6 +3,7 @@ into a typed one or raises `ValueError` with a message an admin can act on."""
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from string import Formatter
@@ -48,6 +49,11 @@ DAY = 86400.0
 MAX_FARM_NODES = 100_000
 """A simulated farm larger than any site (it would take gigabytes before printing anything)."""
 MAX_NODE_SLOTS = 4096
+MAX_FARM_SLOTS = 1_000_000
+"""The largest simulated farm, nodes x slots (`sim://` and `mysched simulate`): each dimension
+has its own cap, but their product could still take gigabytes before the first cycle."""
+MAX_WORKLOAD_HOURS = 24 * 366
+"""The longest synthetic workload `sim://` and `mysched simulate` draw: a year."""
 
 
 def parse_address(text: str) -> tuple[str, int] | None:
@@ -74,14 +80,14 @@ def check_name_format(fmt: str, count: int = 2) -> None:
     example = f"expected a pattern such as \"wn{{index:04d}}\" (the only field is index), got {fmt!r}"
     try:
         fields = [(name, spec or "") for _, name, spec, _ in Formatter().parse(fmt) if name is not None]
-    except ValueError as exc:
-        raise ValueError(f"{example}: {exc}") from None
+    except ValueError:
+        raise ValueError(f"{example}: a brace without its pair (write {{{{ or }}}} for a brace in the name)") from None
     for name, spec in fields:
         if name != "index":
             raise ValueError(f"{example}: field {{{name}}}")
         if "{" in spec:
             raise ValueError(f"{example}: a field inside the format of index")
-        if any(int(d) > MAX_NAME_WIDTH for d in re.findall(r"\d+", spec)):
+        if any(len(d) > 3 or int(d) > MAX_NAME_WIDTH for d in re.findall(r"\d+", spec)):
             raise ValueError(f"{example}: a width or precision of more than {MAX_NAME_WIDTH}")
     if not fields:
         raise ValueError(f"must contain {{index}} so that nodes get different names, got {fmt!r}")
@@ -89,8 +95,9 @@ def check_name_format(fmt: str, count: int = 2) -> None:
     for i in range(1, max(2, count) + 1):
         try:
             name = fmt.format(index=i)
-        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
-            raise ValueError(f"{example}: {type(exc).__name__}: {exc}") from None
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError):
+            raise ValueError(f"{example}: its format after index does not suit a whole number "
+                             "(such as :04d or :d)") from None
         first = seen.setdefault(name, i)
         if first != i:
             raise ValueError(f"gives nodes {first} and {i} the same name {name!r}"
@@ -146,3 +153,39 @@ def keep_problems(keep_cycles: float, keep_jobs: float, window: float) -> list[t
         out.append(("keep_jobs", f"must be at least history.window ({window / 86400:g} d): fair share reads the "
                     "finished jobs of that window (\"inf\" keeps them for ever)"))
     return out
+
+
+_HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
+
+
+def host_or_network(text: str) -> str | ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """One entry of an address allow-list (daemon.event_allow): an IP network (``10.0.0.0/8``),
+    an address (a network of one), or a host name, returned as it is for resolving at start-up;
+    ValueError otherwise."""
+    entry = text.strip()
+    try:
+        return ipaddress.ip_network(entry, strict=False)
+    except ValueError:
+        pass
+    if "/" in entry or ":" in entry or not _HOST_NAME.match(entry) or entry.replace(".", "").isdigit():
+        shown = entry if len(entry) <= 200 else entry[:200] + "..."
+        raise ValueError(f"expected a host name, an IP address or a network such as 10.0.0.0/8, got '{shown}'")
+    return entry
+
+
+def host_list(v: Any) -> tuple[str, ...]:
+    """A list of host names, addresses and networks (`host_or_network`), kept as written."""
+    entries = strings(v)
+    for e in entries:
+        host_or_network(e)
+    return tuple(e.strip() for e in entries)
+
+
+def boolean_or_auto(v: Any) -> bool | None:
+    """true, false, or "auto" (None: decided at start-up from what is found)."""
+    if isinstance(v, str) and v.strip().lower() == "auto":
+        return None
+    if not isinstance(v, bool):
+        raise ValueError(f"expected true, false or \"auto\", got {kind(v)} {str(v)[:200]!r}")
+    return v

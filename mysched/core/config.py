@@ -353,6 +353,9 @@ class Config:
     reservation_wait_factor: float = 0.0
     """A job gets a reservation only once it has waited this many times its requested walltime
     (selective reservation); 0: at once."""
+    max_walltime: float | None = None
+    """Requested walltimes above this are taken as unknown, and no reservation lies further
+    ahead (`mysched.core.walltimes`); None: each queue's resources_max.walltime, else a year."""
     drain: DrainConfig = DrainConfig()
     downtimes: tuple[Downtime, ...] = ()
     """Scheduled maintenance windows (`mysched.core.downtime`)."""
@@ -373,6 +376,12 @@ class Config:
     state_dir: str = "/var/lib/mysched"
     metrics_address: str = "127.0.0.1:9720"
     event_address: str = ""
+    event_allow: tuple[str, ...] = ()
+    """Who may contact the event port: host names, addresses, networks; empty: pbs_server's
+    host (and loopback when it is this host)."""
+    event_reserved_port: bool | None = None
+    """Contacts only from a port below 1024, as pbs_server sends them as root; None: decided
+    at start-up (`mysched.backends.torque.schedproto.contact_rule`)."""
     load_sources: dict[str, LoadSource] = field(default_factory=dict)
     load_rules: tuple[LoadRule, ...] = ()
     node_load: NodeLoadLimits = NodeLoadLimits()

@@ -80,7 +80,7 @@ class Limiting:
     def _limit_why(self, job: Job, vo: str, rules=None) -> tuple[str, str] | None:  # noqa: ANN001
         """(reason, detail) of a total limit the job's start would pass, or None."""
         if self.runlim is not None and (why := self.runlim.refuse(job)) is not None:
-            return why, ""
+            return why, self.runlim.detail(job, why)
         r = rules or self._rules(job.queue, vo, job.group)
         if r.queue_max is not None and self.queue_jobs.get(job.queue, 0) >= r.queue_max:
             return "queue_max_running", ""

@@ -109,6 +109,9 @@ class Job(NamedTuple):
     priority: int = 0
     """TORQUE's job priority (``qsub -p``, ``qalter -p``; -1024..1023): orders the user's own
     jobs only (higher first), so it cannot take anything from other users."""
+    array: str | None = None
+    """The job array a sub-job belongs to (its parent's id, TORQUE's ``2007[].vm``); its slot
+    limit is in `Snapshot.arrays`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +149,8 @@ class Queue:
     """Running jobs of one user in this queue at most (qmgr ``max_user_run``)."""
     max_group_run: int | None = None
     """Running jobs of one group in this queue at most (qmgr ``max_group_run``)."""
+    max_walltime: float | None = None
+    """The longest walltime the queue takes, seconds (qmgr ``resources_max.walltime``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +193,8 @@ class Snapshot:
     changes: Changes | None = field(default=None, compare=False, hash=False)
     limits: ServerLimits | None = field(default=None, compare=False, hash=False)
     """The server's run limits (None: it has none, or says nothing of them)."""
+    arrays: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
+    """Slot limits of job arrays (``qsub -t 0-400%1``): array id -> sub-jobs it may run at once."""
 
 
 class TraceJob(NamedTuple):

@@ -105,7 +105,7 @@ class Ordering:
         would change the answer for the job's kind starts any more (its VO or group is left)."""
         key = (job.queue, vo, job.group,
                job.user if (self.runlim is not None and self.runlim.by_user) or self.cfg.users else "",
-               job.cores if self.caps else 0)
+               job.cores if self.caps else 0, job.array)
         memo = self._drain_memo
         got = memo.get(key)
         if got is None:

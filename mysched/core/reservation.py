@@ -38,6 +38,7 @@ from typing import NamedTuple
 from mysched.core.model import Job
 from mysched.core.resvpick import Picking
 from mysched.core.tally import Load
+from mysched.core.walltimes import horizon
 
 
 _CAPACITY = ("no_free_slot", "reserved", "packing", "node_load", "downtime")
@@ -94,6 +95,8 @@ class Reserving(Picking):
         each in submit order); `_resv_line` the multi-core ones without a reservation."""
         self._resv_line: list[str] | None = None
         self._resv_factor = self.cfg.reservation_wait_factor
+        self._resv_horizon = self.now + horizon(self.cfg.max_walltime, self.snap.queues)
+        """No reservation starts later (`mysched.core.walltimes`)."""
 
     def _resv_due(self, job: Job) -> bool:
         """Has `job` waited long enough for a reservation (`scheduler.reservation_wait_factor`
@@ -174,7 +177,7 @@ class Reserving(Picking):
                                    ends, procs, job.walltime)
                 if fresh is not None and (pick is None or self._better(fresh, pick)):
                     pick = fresh
-            if pick is not None and math.isfinite(pick[0]):
+            if pick is not None and pick[0] <= self._resv_horizon:
                 self._hold(job, max(self.now, pick[0]), pick[1])
 
     def _resv_on_refusal(self, job: Job, vo: str) -> str:
@@ -337,7 +340,7 @@ class Reserving(Picking):
             again = self._pick(parts, list(prev.nodes), ends, procs, job.walltime)
             if again is not None and again[0] <= start + 1.0:
                 start, nodes = again  # the same nodes, unless another set starts it earlier
-        if not math.isfinite(start) or start <= self.now:
+        if start <= self.now or start > self._resv_horizon:  # (inf too) never further ahead than a walltime believed
             return ""
         self._hold(job, start, nodes)
         return f"; reserved {'+'.join(nodes)} in {start - self.now:.0f} s"

@@ -4,6 +4,11 @@ and ``max_group_run``, the server's ``max_running``, ``max_user_run`` and ``max_
 honours all five and MAUI a queue's ``max_user_run``, so a site expects its scheduler to.
 (A queue's ``max_running`` joins the site's own queue limits in the planner's rules.)
 
+A job array's slot limit (``qsub -t 0-400%1``) is one more: pbs_server holds back only the
+sub-jobs it has created (``idle_slot_limit``, 300 by default); the others are queued without a
+hold, and pbs_runjob refuses each of them (15004) while the array runs its limit. Tried every
+cycle, those refusals took the free slots other users' jobs were planned for.
+
 Counts are of jobs holding their cores (running, exiting, suspended), as the planner's
 other job limits count, plus the jobs the plan starts.
 """
@@ -19,7 +24,7 @@ class RunLimits:
     """The server's and queues' run limits for one plan, with the running counts they need."""
 
     __slots__ = ("total_max", "user_max", "group_max", "q_user", "q_group", "total", "users", "groups",
-                 "q_users", "q_groups", "by_user")
+                 "q_users", "q_groups", "by_user", "arr_max", "arr")
 
     def __init__(self, snap: Snapshot) -> None:
         lim = snap.limits
@@ -35,15 +40,18 @@ class RunLimits:
         self.groups: dict[str, int] = {}
         self.q_users: dict[tuple[str, str], int] = {}
         self.q_groups: dict[tuple[str, str], int] = {}
+        self.arr_max = snap.arrays
+        self.arr: dict[str, int] = {}
+        """Running sub-jobs per array with a slot limit."""
         for job in snap.jobs:
             if job.state.holds_slots:
                 self.add(job)
 
     @classmethod
     def of(cls, snap: Snapshot) -> "RunLimits | None":
-        """The limits of `snap`, or None when the server and its queues set none."""
+        """The limits of `snap`, or None when the server, its queues and its arrays set none."""
         lim = snap.limits
-        if (lim is None or (lim.max_running is None and lim.max_user_run is None and lim.max_group_run is None)) \
+        if not snap.arrays and (lim is None or (lim.max_running is None and lim.max_user_run is None and lim.max_group_run is None)) \
                 and not any(q.max_user_run is not None or q.max_group_run is not None for q in snap.queues):
             return None
         return cls(snap)
@@ -61,9 +69,15 @@ class RunLimits:
         if job.queue in self.q_group:
             k = (job.queue, job.group)
             self.q_groups[k] = self.q_groups.get(k, 0) + 1
+        a = job.array
+        if a is not None and a in self.arr_max:
+            self.arr[a] = self.arr.get(a, 0) + 1
 
     def refuse(self, job: Job) -> str | None:
         """The wait reason of a limit one more job of `job`'s would pass, or None."""
+        a = job.array
+        if a is not None and (cap := self.arr_max.get(a)) is not None and self.arr.get(a, 0) >= cap:
+            return "array_slot_limit"
         if self.total_max is not None and self.total >= self.total_max:
             return "server_max_running"
         if self.user_max is not None and self.users.get(job.user, 0) >= self.user_max:
@@ -77,3 +91,10 @@ class RunLimits:
         if cap is not None and self.q_groups.get((job.queue, job.group), 0) >= cap:
             return "queue_group_limit"
         return None
+
+    def detail(self, job: Job, reason: str) -> str:
+        """What `refuse` found, in numbers where a user could not see them otherwise."""
+        if reason == "array_slot_limit":
+            return f"array {job.array} runs {self.arr.get(job.array, 0)} sub-job(s); its slot limit is " \
+                   f"{self.arr_max[job.array]}"
+        return ""

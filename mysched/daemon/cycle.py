@@ -25,12 +25,14 @@ from mysched.daemon.carry import carried
 from mysched.daemon.outcome import CycleOutcome, Phases
 from mysched.daemon.statusfile import publish_status, with_key, write_status
 from mysched.core.usage import UsageLedger
+from mysched.core.walltimes import believed
 from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics, publish_farm
 from mysched.backends.loads import LoadSources
 from mysched.daemon.loadwatch import LoadWatch
+from mysched.config.guarantees import farm_slots
 from mysched.daemon.reload import reread
 from mysched.daemon.role import Role, settle
-from mysched.daemon.starts import FAILURE_REASONS, Starter, still_uncertain  # noqa: F401 - FAILURE_REASONS: re-exported
+from mysched.daemon.starts import FAILURE_REASONS, Starter, after_starts, start_all, still_uncertain  # noqa: F401
 from mysched.daemon.starts import loc as _loc
 from mysched.history.leader import Leadership, LeadershipLost
 
@@ -77,6 +79,8 @@ class Daemon:
         self.index = NodeIndex()
         self._uncertain: set[str] = set()
         """Jobs whose pbs_runjob timed out: re-read before any new attempt."""
+        self._said: dict[str, str] = {}
+        """The last start refusal logged per job or array (a repeat is counted, not logged)."""
         self.last_ok: float | None = None
         self.consecutive_failures = 0
         self.events_expected = False
@@ -99,6 +103,8 @@ class Daemon:
         """Why the status file could not be written ("" when it could)."""
         # the last plan's reservations, drains and pool gates, carried into the next (over a restart too)
         self._resv, self._drains, self._gates = carried(self.state_dir, wall(), 10 * config.interval)
+        self.farm_slots: int | None = None
+        """Every node's slots at the last snapshot: a reload's guarantees must fit them."""
 
     @property
     def history_error(self) -> str:
@@ -112,7 +118,7 @@ class Daemon:
             log.warning("reload requested but the configuration came from no file")
             return False
         try:
-            new = reread(self.config_path, self._started_with)
+            new = reread(self.config_path, self._started_with, self.farm_slots)
             if self.loads.sources is not None:
                 self.loads.sources.update(new.load_sources)
         except ConfigError as exc:
@@ -211,20 +217,20 @@ class Daemon:
                 self.ledger.add_job(r)
 
     # -- exactly-once starts ------------------------------------------------------------------
-    def _intend(self, now: float, p: Plan) -> bool:
+    def _intend(self, now: float, starts: list[Start]) -> bool:
         """Record the starts about to be made before the first pbs_runjob: a kill from here on
         leaves them to `_reconcile`. The same write proves leadership: False if it is lost.
         A SQLite store that cannot take them (read-only, or locked by another process: not
         waited for, see `mysched.daemon.backlog`) is flagged; the starts go ahead (its
         leadership lock is a file of its own, and pbs_server refuses to run a running job)."""
-        if not p.starts:
+        if not starts:
             return True
         try:
             self.role.fence(self.store, [{"job_id": s.job_id, "placement": _loc(s), "reason": s.reason}
-                                         for s in p.starts], now)
+                                         for s in starts], now)
         except LeadershipLost as exc:
             log.error("leadership not proved before starting (%s): %d planned start(s) dropped", exc,
-                      len(p.starts))
+                      len(starts))
             return False
         except StoreError as exc:
             self.backlog.failed(str(exc), " (starting without recorded intents)", exc)
@@ -271,8 +277,10 @@ class Daemon:
                 snapshot = self.server.snapshot()
         except ServerError as exc:
             return self._failed(t0, f"batch server: {exc}")
+        snapshot = believed(snapshot, cfg.max_walltime)  # walltime=0 or of 11 million years: unknown
         phases = Phases(t0)
         phases.mark("read")
+        self.farm_slots = farm_slots(n.slots for n in snapshot.nodes)
         self._uncertain = still_uncertain(self._uncertain, snapshot)
         now = snapshot.time or self.wall()
         scheduling = (snapshot.extra.get("server") or {}).get("scheduling", "")
@@ -292,7 +300,8 @@ class Daemon:
             return self._failed(t0, f"history store: {exc}")
         phases.mark("history")
         p0 = time.perf_counter()
-        p = plan(snapshot, cfg, usage, now, index=self.index, throttles=self.loads.throttles(cfg, self.wall()),
+        throttles = self.loads.throttles(cfg, self.wall())
+        p = plan(snapshot, cfg, usage, now, index=self.index, throttles=throttles,
                  reservations=self._resv, drains=self._drains, pool_gates=self._gates)
         self._resv, self._drains, self._gates = p.reservations, p.drains, p.pool_gates
         plan_s = time.perf_counter() - p0
@@ -304,8 +313,10 @@ class Daemon:
             for s in p.starts:
                 log.info("dry run: would start %s (%s/%s/%s, %d core%s) on %s: %s", s.job_id, s.vo, s.group,
                          s.user, s.cores, "s" if s.cores > 1 else "", _loc(s), s.reason)
-        elif self._intend(now, p):
-            self._start_all(p, out, done)
+        elif self._intend(now, p.starts):
+            self._start_all(p, out, done, lambda snap: plan(
+                snap, cfg, usage, now, index=self.index, throttles=throttles, reservations=p.reservations,
+                drains=p.drains, pool_gates=p.pool_gates), snapshot, now)
         else:
             self.metrics.observe_cycle(0.0, "standby")
             return CycleOutcome("standby", planned=len(p.starts), error="leadership lost")
@@ -330,8 +341,11 @@ class Daemon:
         self.metrics.observe_cycle(out.duration, out.result)
         return out
 
-    def _start_all(self, p: Plan, out: CycleOutcome, done: list[tuple[Start, str]]) -> None:
-        Starter(self.server, self.metrics, self.role.may_start, self._timed, self._uncertain).run(p.starts, out, done)
+    def _start_all(self, p: Plan, out: CycleOutcome, done: list[tuple[Start, str]],
+                   replan: Callable[[Snapshot], Plan], snapshot: Snapshot, now: float) -> None:
+        starter = Starter(self.server, self.metrics, self.role.may_start, self._timed, self._uncertain, self._said)
+        start_all(starter, p, out, done, lambda snap: replan(after_starts(snap, done, now)).starts, snapshot,
+                  lambda starts: self._intend(now, starts), self.config.max_starts_per_cycle)
 
     def crashed(self, exc: BaseException) -> CycleOutcome:
         """A cycle that raised (a bug, not the outside world): log its traceback -- once for a

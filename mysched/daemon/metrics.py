@@ -26,6 +26,7 @@ from prometheus_client.core import GaugeMetricFamily
 from mysched import __version__
 from mysched.config.values import parse_address as _parse_address
 from mysched.errors import ServerError, UsageError
+from mysched.backends.torque.schedproto import REFUSALS
 from mysched.core.plan import Plan, Start
 from mysched.core.reasons import REASONS
 from mysched.daemon import endpoint
@@ -78,6 +79,7 @@ class CycleMetrics(Protocol):
                        draining: int = 0, draining_idle: int = 0, reservations: int = 0,
                        pools: Mapping[str, dict] | None = None) -> None: ...
     def time_call(self, call: str) -> ContextManager[None]: ...
+    def event_contact(self, result: str) -> None: ...
 
 
 class NullMetrics:
@@ -122,6 +124,9 @@ class NullMetrics:
 
     def time_call(self, call: str) -> ContextManager[None]:
         return contextlib.nullcontext()
+
+    def event_contact(self, result: str) -> None:
+        pass
 
 
 class Guarded:
@@ -188,6 +193,9 @@ class Guarded:
         except Exception:  # noqa: BLE001
             self._failure("time_call")
             return contextlib.nullcontext()
+
+    def event_contact(self, result: str) -> None:
+        self._guard("event_contact", self.inner.event_contact, result)
 
 
 class Snapshot:
@@ -263,6 +271,13 @@ class Metrics:
                             registry=r)
         self.role_changes = Counter("mysched_leadership_changes_total",
                                     "Times this daemon became leader or standby", ["role"], registry=r)
+        self.event_contacts = Counter("mysched_event_contacts_total", "pbs_server scheduler contacts accepted on "
+                                      "the event port (each brings a cycle forward, at most one per "
+                                      "scheduler.min_interval)", registry=r)
+        self.event_refusals = Counter("mysched_event_contacts_refused_total", "Contacts on the event port refused, "
+                                      "by reason (address: not from daemon.event_allow; port: not from a port "
+                                      "below 1024; malformed: not a pbs_server command; timeout: nothing sent "
+                                      "in time; dropped: too many open at once)", ["reason"], registry=r)
         self.farm = Snapshot(FARM, r, STALE)
         self.loads = Snapshot(LOADS, r, STALE)
         self.build = Info("mysched_build", "Version of mysched and Python", registry=r)
@@ -271,7 +286,8 @@ class Metrics:
         # increase from 0, which rate() and increase() see.
         for labelled, values in ((self.cycles, CYCLE_RESULTS), (self.cycle_errors, ("server", "store", "internal")),
                                  (self.reloads, ("ok", "error")), (self.role_changes, ("leader", "standby")),
-                                 (self.start_failures, START_FAILURES), (self.call_errors, CALLS)):
+                                 (self.start_failures, START_FAILURES), (self.call_errors, CALLS),
+                                 (self.event_refusals, REFUSALS)):
             for value in values:
                 labelled.labels(value)
         for call in CALLS:
@@ -298,6 +314,13 @@ class Metrics:
 
     def cycle_error(self, reason: str) -> None:
         self.cycle_errors.labels(reason).inc()
+
+    def event_contact(self, result: str) -> None:
+        """A contact on the event port: "accepted", or why it was refused (`REFUSALS`)."""
+        if result == "accepted":
+            self.event_contacts.inc()
+        else:
+            self.event_refusals.labels(result).inc()
 
     def history_write_error(self) -> None:
         self.history_errors.inc()

@@ -21,6 +21,8 @@ class CycleOutcome:
     plan_s: float = 0.0
     error: str = ""
     failures: dict[str, int] = field(default_factory=dict)
+    repeated: int = 0
+    """Failed starts that repeat a refusal logged before (counted, not logged again)."""
     plan: Plan | None = None
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds per phase (read, history, plan, start, record, publish) of a completed cycle;

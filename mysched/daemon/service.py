@@ -161,6 +161,8 @@ class Service:
             # A cycle that changed nothing is routine: event-driven cycles can come several a
             # second; the log keeps what happened.
             did = out.started or out.failed or out.planned or out.result not in ("ok", "dry-run")
+            if out.failed and out.failed == out.repeated and not out.started:
+                did = False  # only refusals said before: counted, and the log not filled with them
             log.log(logging.INFO if did else logging.DEBUG, "%s (plan %.3f s)", text, out.plan_s)
         if not self._ready_sent:
             # Ready once config, store and a first contact with the server were tried.
@@ -175,7 +177,8 @@ class Service:
             sdnotify.watchdog()
 
     def on_event(self, reason: str) -> None:
-        """pbs_server reported a job event: bring the next cycle forward (rate-limited)."""
+        """pbs_server reported a job event: bring the next cycle forward (rate-limited). Only
+        the listener's accepted contacts come here, so only they count as events seen."""
         cfg = self.daemon.config
         self._event_pending = True
         self.daemon.events_seen = True
@@ -209,7 +212,11 @@ class Service:
             self._run_cycle_once()
             self.daemon.backlog.close()
             self.daemon.role.release()
-            return 0 if self.last is not None and self.last.result not in ("error", "crash", "standby") else 1
+            last = self.last
+            if last is None or last.result in ("error", "crash", "standby"):
+                return 1
+            # every start refused for lack of privilege (said once in the log): nothing can start
+            return 1 if last.failures.get("unauthorized") and not last.started else 0
         if threading.current_thread() is threading.main_thread():
             self._signals()
         if self.listener_factory is not None:

@@ -10,16 +10,26 @@ starts at 30 s held the cycle 17 hours, far past systemd's watchdog (a SIGSTOPpe
 6.1 refuses the new connection's authentication, which ended the loop at the second
 start). One job the server hangs on (a deadlock on its mutex) costs its re-read at each
 later cycle; the starts after it go ahead.
+
+A start the server refuses costs no slot: the cycle plans again without that job (and, for a
+node the server called full or unknown, without that node) and starts what the new plan adds
+(`after_starts`), at most `REPLANS` times. A refusal is logged once per job -- per array for
+sub-jobs, whose refusals differ only in the job id -- and counted every time
+(`mysched_job_start_failures_total{reason}`): an array of 400 sub-jobs refused every cycle
+wrote 467 warnings in 20 minutes. A refusal for lack of privilege (not a manager or operator
+of pbs_server) ends the starts of the cycle: every other start would be refused alike.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Callable, ContextManager
 
 from mysched.backends.protocol import BatchServer
-from mysched.core.model import JobState, Snapshot
-from mysched.core.plan import Start
+from mysched.backends.torque.values import array_parent
+from mysched.core.model import JobState, NodeState, Snapshot
+from mysched.core.plan import Plan, Start
 from mysched.daemon.metrics import CycleMetrics
 from mysched.daemon.outcome import CycleOutcome
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
@@ -32,6 +42,12 @@ FAILURE_REASONS = {JobGone: "gone", JobStateError: "state", RunRefused: "refused
 SILENT_LIMIT = 2
 """Calls in a row that got no answer (timed out or could not connect) before the rest of
 the plan is dropped."""
+REPLANS = 3
+"""Plans made again in one cycle after refused starts (each one's refusals exclude more)."""
+REPLAN_ON = frozenset({"refused", "gone", "state", "error"})
+"""Failures that free the slot planned for the job: the server said no, nothing started."""
+NODE_REFUSALS = frozenset({"refused"})
+"""Failures that name the node rather than the job (full, unknown, its pbs_mom down)."""
 
 
 def loc(s: Start) -> str:
@@ -50,17 +66,66 @@ def still_uncertain(uncertain: set[str], snapshot: Snapshot) -> set[str]:
     return uncertain & queued
 
 
+def after_starts(snapshot: Snapshot, done: list[tuple[Start, str]], now: float) -> Snapshot:
+    """The farm as a plan made again should see it: the jobs started run where they were
+    started; the jobs the server refused are left out, and so are the nodes it refused a
+    start on, for the rest of this cycle (the next cycle reads them afresh)."""
+    ok = {s.job_id: s for s, r in done if r == "ok"}
+    out = {s.job_id for s, r in done if r != "ok"}
+    closed = {n for s, r in done if r in NODE_REFUSALS for n, _ in s.placement}
+    jobs = tuple(j._replace(state=JobState.RUNNING, start_time=now, placement=ok[j.id].placement) if j.id in ok else j
+                 for j in snapshot.jobs if j.id not in out)
+    nodes = tuple(replace(n, state=NodeState.OFFLINE) if n.name in closed else n
+                  for n in snapshot.nodes) if closed else snapshot.nodes
+    return replace(snapshot, jobs=jobs, nodes=nodes, token=None, changes=None)
+
+
+def start_all(starter: "Starter", p: Plan, out: CycleOutcome, done: list[tuple[Start, str]],
+              replan: Callable[[Snapshot], list[Start]], snapshot: Snapshot,
+              intend: Callable[[list[Start]], bool], max_starts: int) -> None:
+    """Run the plan's starts; after starts the server refused, plan again (`replan`, on the
+    farm `after_starts` makes of `snapshot`), so that their slots go to the next jobs in this
+    cycle. The new starts join `p` (the plan published), each with its intent (`intend`)
+    recorded first; no more than `max_starts` start in all."""
+    starts = p.starts
+    for _ in range(REPLANS + 1):
+        before = len(done)
+        starter.run(starts, out, done)
+        refused = sum(1 for _, r in done[before:] if r in REPLAN_ON)
+        if not refused or out.result != "ok":
+            return
+        tried = {s.job_id for s, _ in done}
+        starts = [s for s in replan(snapshot) if s.job_id not in tried][:max_starts - out.started]
+        if not starts or not intend(starts):
+            return
+        log.info("%d start(s) refused by pbs_server: their slots go to %d other job(s) this cycle", refused,
+                 len(starts))
+        p.starts.extend(starts)
+        for s in starts:
+            p.waits.pop(s.job_id, None)
+        out.planned += len(starts)
+
+
+def _said(job_id: str, msg: str) -> tuple[str, str]:
+    """A refusal as compared with the last one logged: by job, or by array for a sub-job,
+    with the job id left out of the text."""
+    return array_parent(job_id) or job_id, msg.replace(job_id, "")
+
+
 class Starter:
     """Runs one plan's starts against `server`; `uncertain` (job ids whose pbs_runjob timed
-    out) is kept by the caller from cycle to cycle."""
+    out) and `said` (the refusals logged, by job or array) are kept by the caller from cycle
+    to cycle."""
 
     def __init__(self, server: BatchServer, metrics: CycleMetrics, may_start: Callable[[], bool],
-                 timed: Callable[[str], ContextManager], uncertain: set[str]) -> None:
+                 timed: Callable[[str], ContextManager], uncertain: set[str],
+                 said: dict[str, str] | None = None) -> None:
         self.server = server
         self.metrics = metrics
         self.may_start = may_start
         self.timed = timed
         self.uncertain = uncertain
+        self.said = said if said is not None else {}
         self.silent = 0
         """Calls in a row without an answer from pbs_server."""
 
@@ -87,6 +152,10 @@ class Starter:
                 # The server went away mid-cycle: the rest of the plan is void.
                 self._fail(out, done, s, "unavailable", str(exc))
                 self._drop(starts[k + 1:], out, done, "not_tried", f"batch server lost during starts: {exc}")
+                return
+            except Unauthorized as exc:
+                self.silent = 0
+                self._unauthorized(starts[k:], out, done, str(exc))
                 return
             except ServerError as exc:
                 self.silent = 0
@@ -140,14 +209,43 @@ class Starter:
         log.error("%s; %d planned start(s) dropped", error, len(rest))
 
     def _ok(self, out: CycleOutcome, done: list, s: Start) -> None:
+        if self.said:
+            self.said.pop(s.job_id, None)
+            self.said.pop("", None)
         out.started += 1
         done.append((s, "ok"))
         log.info("started %s (%s/%s/%s) on %s: %s", s.job_id, s.vo, s.group, s.user, loc(s), s.reason)
         self.metrics.record_start(s.vo, s.reason)
 
+    def _unauthorized(self, rest: list[Start], out: CycleOutcome, done: list, msg: str) -> None:
+        """pbs_server refused a start for lack of privilege: so it would refuse every other.
+        Said once (and again when it changes), the cycle's other starts not tried."""
+        s = rest[0]
+        out.failed += 1
+        out.failures["unauthorized"] = out.failures.get("unauthorized", 0) + 1
+        done.append((s, "unauthorized"))
+        done.extend((r, "not_tried") for r in rest[1:])
+        self.metrics.record_start_failure("unauthorized")
+        text = msg.replace(f" {s.job_id}", "")
+        out.result, out.error = "partial", text
+        level = logging.DEBUG if self.said.get("") == text else logging.ERROR
+        out.repeated += level == logging.DEBUG
+        self.said[""] = text
+        log.log(level, "no job can start: %s%s", text,
+                f" ({len(rest) - 1} other planned start(s) not tried)" if len(rest) > 1 else "")
+
     def _fail(self, out: CycleOutcome, done: list, s: Start, reason: str, msg: str) -> None:
         out.failed += 1
         out.failures[reason] = out.failures.get(reason, 0) + 1
         done.append((s, reason))
-        log.warning("start of %s on %s failed (%s): %s", s.job_id, loc(s), reason, msg)
         self.metrics.record_start_failure(reason)
+        key, text = _said(s.job_id, f"{reason}: {msg}")
+        if self.said.get(key) == text:
+            out.repeated += 1
+            log.debug("start of %s on %s failed again (%s): %s", s.job_id, loc(s), reason, msg)
+            return
+        if len(self.said) >= 10_000:
+            self.said.clear()
+        self.said[key] = text
+        log.warning("start of %s on %s failed (%s): %s%s", s.job_id, loc(s), reason, msg,
+                    " (the same refusal is not logged again for it, only counted)" if reason in REPLAN_ON else "")

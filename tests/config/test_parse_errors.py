@@ -14,7 +14,7 @@ def test_an_included_file_that_is_not_utf8_is_the_one_named(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "latin.cfg").write_bytes(b'default_vo = "caf\xe9";\n')
     (tmp_path / "main.cfg").write_text(VOS + '@include "sub/latin.cfg"\n')
-    with pytest.raises(ConfigError, match=r"sub/latin\.cfg: cannot read"):
+    with pytest.raises(ConfigError, match=r"main\.cfg:2: @include \"sub/latin\.cfg\": line 1 is not UTF-8 text"):
         load_config(str(tmp_path / "main.cfg"))
 
 

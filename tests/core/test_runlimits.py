@@ -10,7 +10,7 @@ import pytest
 
 from mysched.config import config_from_text
 from mysched.core.index import NodeIndex
-from mysched.core.model import Queue, ServerLimits
+from mysched.core.model import Job, JobState, Queue, ServerLimits
 from mysched.core.planner import plan
 from mysched.core.reasons import BLOCKING, REASONS
 from mysched.core.usage import Usage
@@ -84,3 +84,29 @@ def test_no_limits_no_change():
     jobs = [queued(f"j{i}", "bob", "atlas", queue="q", submit=i) for i in range(3)]
     p = plan(snap(jobs, nodes(1, 4), [Queue("q")]), CFG, Usage(), 1000)
     assert len(p.starts) == 3
+
+
+def _sub(i: int, state: JobState = JobState.QUEUED, array: str = "7[].s", user: str = "bob") -> Job:
+    """Sub-job i of an array, as TORQUE names them."""
+    j = queued(f"{array[:-4]}[{i}].s", user, "atlas", queue="q", submit=i) if state is JobState.QUEUED else \
+        running(f"{array[:-4]}[{i}].s", user, "atlas", "wn01", queue="q")
+    return j._replace(array=array)
+
+
+def test_an_array_runs_no_more_sub_jobs_than_its_slot_limit_and_the_rest_wait_for_it():
+    """qsub -t 0-400%1: 301 sub-jobs queued; the plan started all it had room for, and
+    pbs_runjob refused each but one (15004), taking the slots others were planned for."""
+    jobs = [_sub(i) for i in range(301)] + [queued("c1", "carol", "cms", queue="q", submit=500)]
+    s = replace(snap(jobs, nodes(3, 4), [Queue("q")]), arrays={"7[].s": 1})
+    p = plan(s, CFG, Usage(), 1000)
+    assert started(p) == ["7[0].s", "c1"]
+    assert {p.waits[f"7[{i}].s"].reason for i in range(1, 301)} == {"array_slot_limit"}
+    assert p.waits["7[1].s"].detail == "array 7[].s runs 1 sub-job(s); its slot limit is 1"
+    assert "array_slot_limit" in BLOCKING and "%N" in REASONS["array_slot_limit"]
+
+
+def test_running_sub_jobs_count_against_the_limit_and_an_array_without_one_is_free():
+    jobs = [_sub(0, JobState.RUNNING), _sub(1, JobState.RUNNING), _sub(2), _sub(3),
+            _sub(0, array="8[].s"), _sub(1, array="8[].s")]
+    p = plan(replace(snap(jobs, nodes(2, 4), [Queue("q")]), arrays={"7[].s": 3}), CFG, Usage(), 1000)
+    assert started(p) == ["7[2].s", "8[0].s", "8[1].s"] and p.waits["7[3].s"].reason == "array_slot_limit"

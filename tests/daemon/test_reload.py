@@ -40,7 +40,7 @@ def test_a_reload_that_raises_keeps_the_config_and_the_service_runs_on(tmp_path,
     d, server, farm = make(config_path=str(tmp_path / "m.cfg"))
     before = d.config
 
-    def bug(path, running):
+    def bug(path, running, slots=None):
         raise KeyError("a bug in building the configuration")
     monkeypatch.setattr("mysched.daemon.cycle.reread", bug)
     caplog.set_level("INFO", logger="mysched")

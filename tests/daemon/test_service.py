@@ -167,29 +167,22 @@ def test_a_cycle_that_raises_is_logged_counted_and_followed_by_the_next(monkeypa
 
 
 def test_sigterm_during_start_up_exits_cleanly_and_says_so(tmp_path):
-    """A daemon stopped while still starting (here: its configuration is a pipe nobody writes)."""
-    fifo = tmp_path / "slow.cfg"
-    os.mkfifo(fifo)
+    """A daemon stopped while still starting (here: waiting for the first reading of a load
+    source whose command hangs; a configuration that is a pipe nobody writes is refused now)."""
+    mark = tmp_path / "reading"
+    cfg = tmp_path / "slow.cfg"
+    cfg.write_text(CFG + f'load_sources = {{ slow = {{ type = "command"; timeout = 20; '
+                         f'command = ["/bin/sh", "-c", "touch {mark}; sleep 30"]; }}; }};\n')
     script = Path(sys.executable).parent / "mysched"
-    proc = subprocess.Popen([str(script), "run", "-c", str(fifo), "--server", "sim://", "--no-db",
+    proc = subprocess.Popen([str(script), "run", "-c", str(cfg), "--server", "sim://", "--no-db",
                              "--metrics-address", "off", "--state-dir", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    writer = []
-
-    def reading() -> bool:  # a non-blocking open for writing succeeds once the daemon opened it
-        try:
-            writer.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-            return True
-        except OSError:
-            return False
     try:
-        assert wait_for(reading, timeout=30)  # now it waits for the configuration's text
+        assert wait_for(mark.exists, timeout=30)  # now it waits for the source's first reading
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
             proc.kill()
-        for fd in writer:
-            os.close(fd)
     assert proc.returncode == 0, out
     assert "signal SIGTERM during start-up: exiting" in out and "Traceback" not in out

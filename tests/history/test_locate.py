@@ -36,10 +36,10 @@ def test_db_option_wins_over_everything(cfg, state):
 
 
 def test_database_written_in_the_config_file_names_its_line(cfg, state):
-    f = cfg('# site\nhistory = {\n  window = "2d";\n  database = "postgresql://mysched:s3cret@db/mysched";\n};\n')
+    f = cfg('# site\nhistory = {\n  window = "2d";\n  database = "postgresql+psycopg2://mysched:s3cret@db/mysched";\n};\n')
     got = database_url(None, f, str(state))
-    assert got.url == "postgresql://mysched:s3cret@db/mysched" and got.explicit
-    assert got.note() == f"history database postgresql://mysched:***@db/mysched (history.database at {f}:4)"
+    assert got.url == "postgresql+psycopg2://mysched:s3cret@db/mysched" and got.explicit
+    assert got.note() == f"history database postgresql+psycopg2://mysched:***@db/mysched (history.database at {f}:4)"
 
 
 def test_history_db_in_the_state_directory_given_when_the_config_does_not_say(cfg, state):

@@ -71,7 +71,8 @@ def test_a_large_backlog_is_pruned_in_batches_across_cycles(tmp_path):
 def test_keeps_are_checked_at_load():
     cfg = config_from_text('history = { keep_cycles = "7d"; keep_jobs = "400d"; };')
     assert (cfg.keep_cycles, cfg.keep_jobs) == (7 * DAY, 400 * DAY)
-    assert (config_from_text("").keep_cycles, config_from_text("").keep_jobs) == (30 * DAY, math.inf)
+    defaults = config_from_text('history = { window = "2d"; };')
+    assert (defaults.keep_cycles, defaults.keep_jobs) == (30 * DAY, math.inf)
     with pytest.raises(ConfigError, match="keep_jobs: must be at least history.window"):
         config_from_text('history = { window = "2d"; keep_jobs = "1d"; };')
     with pytest.raises(ConfigError, match="keep_cycles: must be at least an hour"):

@@ -67,7 +67,7 @@ def test_a_run_where_nothing_starts_prints_no_waits_and_names_the_closed_nodes()
 
 
 def test_occupancy_with_no_job_ever_waiting_is_no_figure():
-    cfg = config_from_text(shares(50) + "\nscheduler = { min_interval = 0; };")
+    cfg = config_from_text(shares(50) + "\nscheduler = { min_interval = 1; };")
     wl = [TraceJob(Job(str(i), "q", "u", "a", submit_time=T0 + 1000 * i), 10.0) for i in range(5)]
     r = simulate(wl, cfg, make_nodes(4, 4), SimOptions(event_driven=True, min_interval=0))
     assert r.started == 5 and r.occupancy is None and r.to_json()["occupancy"] is None

@@ -13,7 +13,8 @@ import math
 from operator import attrgetter
 from typing import Callable, Iterable
 
-from mysched.errors import JobGone, JobStateError, RunRefused
+from mysched.config.values import MAX_FARM_SLOTS, MAX_WORKLOAD_HOURS  # noqa: F401 - re-exported to the simulator
+from mysched.errors import JobGone, JobStateError, RunRefused, ServerError
 from mysched.core.model import Changes, FinishedJob, Job, JobState, Node, NodeState, Placement, Queue, Snapshot, TraceJob
 
 
@@ -23,8 +24,12 @@ class SimulatedFarm:
     def __init__(self, nodes: Iterable[Node], workload: Iterable[TraceJob], *,
                  queues: Iterable[Queue] = (), start: float | None = None,
                  vo_of: Callable[[str], str] = lambda g: g, name: str = "sim://",
-                 classify: Callable[[Job, str], str | None] | None = None) -> None:
+                 classify: Callable[[Job, str], str | None] | None = None,
+                 arrays: dict[str, int] | None = None) -> None:
         self.name = name
+        self.arrays = dict(arrays or {})
+        """Slot limit per job array (`Job.array`): pbs_server refuses a sub-job past it."""
+        self._array_running: dict[str, int] = {}
         self.nodes: tuple[Node, ...] = tuple(nodes)
         self.node_by_name = {n.name: n for n in self.nodes}
         self.queues = tuple(queues)
@@ -83,7 +88,7 @@ class SimulatedFarm:
         self._started = {}
         self._stopped = []
         return Snapshot(self.now, tuple(self.jobs.values()), self.nodes, self.queues, self.name,
-                        token=token, changes=changes)
+                        token=token, changes=changes, arrays=self.arrays)
 
     def get_job(self, job_id: str) -> Job | None:
         return self.jobs.get(job_id)
@@ -108,6 +113,13 @@ class SimulatedFarm:
         if total != cores:
             raise RunRefused(f"{job_id}: placement gives {total} cores, job needs {cores}", code=15046,
                              call="runjob")
+        array = job.array
+        if array is not None and array in self.arrays:
+            n = self._array_running.get(array, 0)
+            if n >= self.arrays[array]:
+                raise ServerError(f"runjob {job_id}: Cannot run job. Array slot limit is {self.arrays[array]} and "
+                                  f"there are already {n} jobs running (error 15004)", code=15004, call="runjob")
+            self._array_running[array] = n + 1
         runtime, vo = self._meta[job_id]
         cls = self.classify(job, vo) if self.classify is not None else None
         if cls is not None:
@@ -129,7 +141,8 @@ class SimulatedFarm:
         running[vo] = running.get(vo, 0) + cores
         now = self.now
         self.jobs[job_id] = started = Job(job_id, job.queue, user, job.group, cores, JobState.RUNNING, job.submit_time,
-                                          now, job.walltime, job.mem, tuple(placement), job.vo, job.name)
+                                          now, job.walltime, job.mem, tuple(placement), job.vo, job.name,
+                                          array=array)
         del self._waiting[job_id]
         self._started[job_id] = started
         heapq.heappush(self._ends, (now + runtime, job_id))
@@ -243,6 +256,8 @@ class SimulatedFarm:
                     self.class_nodes[cls] -= 1
         self.used -= job.cores
         self.vo_running[vo] -= job.cores
+        if job.array in self._array_running:
+            self._array_running[job.array] -= 1
         if self.on_end is not None:
             self.on_end(job, vo)
         if self.on_finish is not None:
@@ -269,11 +284,6 @@ class SimulatedFarm:
 _arrival_order = attrgetter("job.submit_time", "job.id")
 
 
-MAX_FARM_SLOTS = 1_000_000
-"""The largest simulated farm, nodes x slots (`sim://` and `mysched simulate`): each dimension
-has its own cap, but their product could still take gigabytes before the first cycle."""
-MAX_WORKLOAD_HOURS = 24 * 366
-"""The longest synthetic workload `sim://` and `mysched simulate` draw: a year."""
 
 
 def make_nodes(count: int, slots: int, name_format: str = "wn{index:04d}") -> tuple[Node, ...]:

@@ -21,8 +21,9 @@ from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, Ser
 from mysched.core.model import Job, Placement, Snapshot
 from mysched.backends.torque import connsocket
 from mysched.backends.torque.ifl import IFL, PackedRows, StatResult, load_ifl, pack
-from mysched.backends.torque.mapping import (JobReader, job_from_attrs, node_from_attrs, queue_from_attrs,
-                                             request_from_attrs, server_limits_from_attrs)
+from mysched.backends.torque.mapping import (JobReader, array_limits, job_from_attrs, node_from_attrs,
+                                             queue_from_attrs, request_from_attrs, server_limits_from_attrs,
+                                             server_slot_limit)
 
 __all__ = ["TorqueServer", "JobReader", "job_from_attrs", "node_from_attrs", "queue_from_attrs", "request_from_attrs",
            "location"]
@@ -38,8 +39,11 @@ JOB_ATTRS = ("job_state", "queue", "euser", "egroup", "Resource_List", "exec_hos
 OWNER = ("Job_Owner",)
 """Asked for in routing queues only, where pbs_server has not set euser yet."""
 NODE_ATTRS = ("state", "np", "jobs", "properties", "status", "note")
-QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running", "max_user_run", "max_group_run")
-SERVER_ATTRS = ("server_state", "scheduling", "total_jobs", "max_running", "max_user_run", "max_group_run")
+QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running", "max_user_run", "max_group_run", "resources_max")
+SERVER_ATTRS = ("server_state", "scheduling", "total_jobs", "max_running", "max_user_run", "max_group_run",
+                "max_slot_limit")
+ARRAY_ATTRS = ("job_array_request",)
+"""Asked of arrays' parents (``qsub -t 0-400%1``): the slot limit, which no sub-job carries."""
 
 PBSE_UNKJOBID = 15001
 PBSE_IVALREQ = 15004
@@ -106,6 +110,8 @@ class TorqueServer:
         self.conn: int | None = None
         self._sock: connsocket.Ident | None = None
         self._warned: set[str] = set()
+        self._arrays: dict[str, int | None] = {}
+        """Slot limit per job array seen (None: none); a parent's request never changes."""
 
     # -- connection ------------------------------------------------------------------------
     def _connect(self) -> int:
@@ -163,6 +169,8 @@ class TorqueServer:
         if code in BAD_STATE:
             return JobStateError(text, code=code, call=call)
         if code in UNAUTHORIZED:
+            if call == "runjob":
+                text += f"; {_not_operator(self.host)}"
             return Unauthorized(text, code=code, call=call)
         if code in REFUSED:
             return RunRefused(text, code=code, call=call)
@@ -220,9 +228,27 @@ class TorqueServer:
             jobs = [_owner_group(j) if j.queue in routing else j for j in jobs]
         attrs = server[0][1] if server else {}
         limits = server_limits_from_attrs(attrs, warnings)
+        arrays = self._array_limits(jobs, attrs, warnings)
         self._report(warnings)
         return Snapshot(t, tuple(jobs), tuple(nodes), tuple(queues), self.name,
-                        {"warnings": warnings, "server": attrs}, limits=limits)
+                        {"warnings": warnings, "server": attrs}, limits=limits, arrays=arrays)
+
+    def _array_limits(self, jobs: list[Job], server: dict[str, str], warnings: list[str]) -> dict[str, int]:
+        """The slot limits of the arrays whose sub-jobs are listed. Their parents are listed
+        only with ``summarize_arrays`` (a row for every plain job too), so that is asked for
+        only when an array not seen before appears."""
+        present = {j.array for j in jobs if j.array is not None}
+        if not present:
+            self._arrays = {}
+            return {}
+        known = self._arrays
+        if not present <= known.keys():
+            rows = self._stat("statjob", lambda conn, attrs: self.ifl.statjob(conn, attrs, "summarize_arrays"),
+                              ARRAY_ATTRS)
+            found = array_limits(rows, server_slot_limit(server, warnings), warnings)
+            known = {**known, **{a: None for a in present}, **found}  # a parent not listed: asked once
+        self._arrays = {a: known[a] for a in present if a in known}
+        return {a: n for a, n in self._arrays.items() if n is not None}
 
     def _read_jobs(self, queue_names: list[str], routing: set[str] = frozenset()) -> PackedRows:
         """All jobs as packed rows, read queue by queue where the IFL can: libtorque builds the
@@ -300,6 +326,18 @@ def _owner_group(job: Job) -> Job:
         return job
     group = _login_group(job.user)
     return job._replace(group=group) if group else job
+
+
+def _not_operator(host: str | None) -> str:
+    """What a refused pbs_runjob means: only managers and operators may run jobs."""
+    try:
+        user = pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        user = f"uid {os.geteuid()}"
+    server = f"pbs_server at {host}" if host else "pbs_server"
+    fix = "" if user == "root" else "run mysched as root, or "
+    return (f"the account {user} is not a manager or operator of {server}: {fix}add it "
+            f"(qmgr -c 'set server operators += {user}@HOST')")
 
 
 def _strerror(ifl: IFL, code: int) -> str:

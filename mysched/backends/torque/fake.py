@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from mysched.backends.torque.ifl import PackedRows, StatResult, pack
+from mysched.backends.torque.values import array_parent, parse_slot_limit
 
-ERRORS = {15001: "Unknown Job Id Error", 15046: "Resource temporarily unavailable"}
+ERRORS = {15001: "Unknown Job Id Error", 15046: "Resource temporarily unavailable", 15007: "Unauthorized Request"}
 STRERRORS = {15033: "Batch protocol error", 15010: "Access from host not allowed, or unknown host"}
 
 
@@ -23,13 +24,17 @@ class FakeIFL:
     Scripting: `connect_rc` (connection handles to hand out first, e.g. -1 for a refused
     connect), `fail_stat` (pbs_errno of the next failing stat calls), `run_rc` / `run_errno`
     (per job id: runjob's return code and the pbs_errno it leaves). Records: `runs`
-    (job id, location), `selects` (the attribute lists asked for), `connects`, `disconnects`."""
+    (job id, location), `selects` (the attribute lists asked for), `connects`, `disconnects`.
+    A run of an array's sub-job past its slot limit is refused as pbs_server refuses it."""
 
     def __init__(self, jobs: Iterable[tuple[str, dict[str, str]]] = (),
                  nodes: Iterable[tuple[str, dict[str, str]]] = (),
                  queues: Iterable[tuple[str, dict[str, str]]] = (),
-                 server: dict[str, str] | None = None, *, start_jobs: bool = True) -> None:
+                 server: dict[str, str] | None = None, *, start_jobs: bool = True,
+                 arrays: Iterable[tuple[str, dict[str, str]]] = ()) -> None:
         self.jobs = list(jobs)
+        self.arrays = list(arrays)
+        """Job arrays' parents (``7[].s``, with ``job_array_request``): listed with ``summarize_arrays`` only."""
         self.nodes = list(nodes)
         self.queues = list(queues)
         self.server = dict(server or {"server_state": "Active", "scheduling": "False"})
@@ -44,6 +49,7 @@ class FakeIFL:
         self.connects = 0
         self.disconnects = 0
         self.selects: list[tuple[str, ...]] = []
+        self.msg = ""
 
     def connect(self, server: str | None) -> int:
         self.connects += 1
@@ -60,7 +66,10 @@ class FakeIFL:
         self.err = 0
         return rows
 
-    def statjob(self, conn: int, attrs: Sequence[str]) -> StatResult:
+    def statjob(self, conn: int, attrs: Sequence[str], extend: str | None = None) -> StatResult:
+        """With ``extend="summarize_arrays"``: the arrays' parents and the plain jobs, no sub-job."""
+        if extend == "summarize_arrays":
+            return self._stat(self.arrays + [(jid, a) for jid, a in self.jobs if array_parent(jid) is None], attrs)
         return self._stat(self.jobs, attrs)
 
     def statjob_one(self, conn: int, job_id: str, attrs: Sequence[str]) -> StatResult:
@@ -83,6 +92,7 @@ class FakeIFL:
     def statnode(self, conn: int, attrs: Sequence[str]) -> StatResult:
         return self._stat(self.nodes, attrs)
 
+
     def statque(self, conn: int, attrs: Sequence[str]) -> StatResult:
         return self._stat(self.queues, attrs)
 
@@ -91,7 +101,7 @@ class FakeIFL:
 
     def runjob(self, conn: int, job_id: str, location: str | None) -> int:
         self.runs.append((job_id, location))
-        code = self.run_rc.get(job_id, 0)
+        code = self.run_rc.get(job_id, 0) or self._slot_limit(job_id)
         self.err = self.run_errno.get(job_id, code)
         if code == 0 and self.start_jobs:
             for i, (jid, attrs) in enumerate(self.jobs):
@@ -99,10 +109,25 @@ class FakeIFL:
                     self.jobs[i] = (jid, {**attrs, "job_state": "R", "exec_host": _exec_host(location or "")})
         return code
 
+    def _slot_limit(self, job_id: str) -> int:
+        """15004 (PBSE_IVALREQ) for a sub-job whose array runs its slot limit, as req_runjob.c."""
+        parent = array_parent(job_id)
+        request = next((a.get("job_array_request", "") for jid, a in self.arrays if jid == parent), "")
+        limit = parse_slot_limit(request) if parent else None
+        if limit is None:
+            return 0
+        running = sum(1 for jid, a in self.jobs if array_parent(jid) == parent and a.get("job_state") in ("R", "E"))
+        if running < limit:
+            return 0
+        self.msg = f"Cannot run job. Array slot limit is {limit} and there are already {running} jobs running"
+        return 15004
+
     def errno(self) -> int:
         return self.err
 
     def errmsg(self, conn: int) -> str:
+        if self.err == 15004 and self.msg:
+            return self.msg
         return ERRORS.get(self.err, "")
 
     def strerror(self, code: int) -> str:

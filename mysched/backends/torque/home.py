@@ -20,7 +20,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 DEFAULT_HOME = "/var/spool/torque"
 SERVICE_FILES = ("/etc/sysconfig/pbs_server", "/etc/default/pbs_server")
@@ -72,17 +72,40 @@ def accounting_dir(configured: str, default: str) -> tuple[str, str]:
     return configured, "history.accounting_dir"
 
 
-def _running_server_home(proc: str) -> ServerHome | None:
-    """The ``-d DIR`` of a pbs_server process (None if none runs, or it has no -d)."""
+def server_pids(proc: str = "/proc") -> Iterator[str]:
+    """The process ids of the pbs_server processes running on this host (none where /proc
+    is missing or hides other users' processes)."""
     try:
         pids = [p for p in os.listdir(proc) if p.isdigit()]
     except OSError:
-        return None
+        return
     for pid in pids:
         try:
             with open(os.path.join(proc, pid, "comm"), encoding="utf-8", errors="replace") as f:
-                if f.read().strip() != "pbs_server":
-                    continue
+                if f.read().strip() == "pbs_server":
+                    yield pid
+        except OSError:
+            continue
+
+
+def running_server_uid(proc: str = "/proc") -> int | None:
+    """The effective uid of the pbs_server running on this host; None if none is seen. It
+    tells whether its scheduler contacts come from a reserved port (they do as root)."""
+    for pid in server_pids(proc):
+        try:
+            with open(os.path.join(proc, pid, "status"), encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        return int(line.split()[2])  # real, effective, saved, filesystem
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
+def _running_server_home(proc: str) -> ServerHome | None:
+    """The ``-d DIR`` of a pbs_server process (None if none runs, or it has no -d)."""
+    for pid in server_pids(proc):
+        try:
             with open(os.path.join(proc, pid, "cmdline"), "rb") as f:
                 argv = f.read().decode("utf-8", errors="replace").split("\0")
         except OSError:

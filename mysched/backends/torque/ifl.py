@@ -42,7 +42,7 @@ class IFL(Protocol):
 
     def connect(self, server: str | None) -> int: ...
     def disconnect(self, conn: int) -> None: ...
-    def statjob(self, conn: int, attrs: Sequence[str]) -> StatResult: ...
+    def statjob(self, conn: int, attrs: Sequence[str], extend: str | None = None) -> StatResult: ...
     def statjob_one(self, conn: int, job_id: str, attrs: Sequence[str]) -> StatResult: ...
     def statnode(self, conn: int, attrs: Sequence[str]) -> StatResult: ...
     def statque(self, conn: int, attrs: Sequence[str]) -> StatResult: ...
@@ -264,12 +264,13 @@ class CtypesIFL:
                 a.next = ctypes.pointer(items[i + 1])
         return items
 
-    def _stat(self, fn, conn: int, ident: str | None, attrs: Sequence[str], packed: bool = False):  # noqa: ANN001
+    def _stat(self, fn, conn: int, ident: str | None, attrs: Sequence[str], packed: bool = False,  # noqa: ANN001
+              extend: str | None = None):
         sel = self._select(attrs)
-        first = ctypes.pointer(sel[0]) if sel else None
+        first, ext = ctypes.pointer(sel[0]) if sel else None, extend.encode() if extend else None
         with self.lock:
             self._errno.value = 0
-            head = fn(conn, ident.encode(), first, None) if ident is not None else fn(conn, first, None)
+            head = fn(conn, ident.encode(), first, ext) if ident is not None else fn(conn, first, ext)
             if not head:
                 return []
             try:
@@ -300,8 +301,10 @@ class CtypesIFL:
         with self.lock:
             self.lib.pbs_disconnect(conn)
 
-    def statjob(self, conn: int, attrs: Sequence[str]) -> StatResult:
-        return self._stat(self.lib.pbs_statjob, conn, "", attrs)
+    def statjob(self, conn: int, attrs: Sequence[str], extend: str | None = None) -> StatResult:
+        """All jobs; with `extend` ``"summarize_arrays"`` arrays' parents (``2007[].vm``, in no
+        other listing) and plain jobs, no sub-job, as ``qstat`` without ``-t`` (req_stat.c)."""
+        return self._stat(self.lib.pbs_statjob, conn, "", attrs, extend=extend)
 
     def statjob_one(self, conn: int, job_id: str, attrs: Sequence[str]) -> StatResult:
         return self._stat(self.lib.pbs_statjob, conn, job_id, attrs)
@@ -397,9 +400,9 @@ class PbsModuleIFL:
         with self.lock:
             self.pbs.pbs_disconnect(conn)
 
-    def statjob(self, conn: int, attrs: Sequence[str]) -> StatResult:
+    def statjob(self, conn: int, attrs: Sequence[str], extend: str | None = None) -> StatResult:
         with self.lock:
-            return self._convert(self.pbs.pbs_statjob(conn, "", self._attrl(attrs), None))
+            return self._convert(self.pbs.pbs_statjob(conn, "", self._attrl(attrs), extend))
 
     def statjob_one(self, conn: int, job_id: str, attrs: Sequence[str]) -> StatResult:
         with self.lock:

@@ -8,9 +8,9 @@ import math
 import re
 import sys
 
-from mysched.backends.torque.ifl import PackedRows, unpack
-from mysched.backends.torque.values import (parse_exec_host, parse_mem, parse_node_jobs, parse_node_parts, parse_nodes,
-                                            status_field)
+from mysched.backends.torque.ifl import PackedRows, StatResult, unpack
+from mysched.backends.torque.values import (array_parent, parse_exec_host, parse_mem, parse_node_jobs, parse_node_parts,
+                                            parse_nodes, parse_slot_limit, status_field)
 from mysched.core.durations import parse_duration
 from mysched.core.model import Job, JobState, Node, NodeState, Placement, Queue, ServerLimits
 from mysched.core.request import Request
@@ -148,7 +148,7 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
     if placement:
         placement = tuple((intern(n), c) for n, c in placement)
     return Job(name, intern(a.get("queue", "")), user, group, cores, state, submit, stamp("start_time"), walltime,
-               mem, placement, None, a.get("Job_Name", ""), req, priority)
+               mem, placement, None, a.get("Job_Name", ""), req, priority, array_parent(name))
 
 
 class JobReader:
@@ -246,11 +246,39 @@ def queue_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Queue
     if a.get("queue_type", "Execution").strip().lower()[:1] == "r":
         return None
     what = f"queue {name}"
+    wall = a.get("resources_max.walltime")
+    try:
+        max_walltime = parse_duration(wall) if wall else None
+    except ValueError:
+        warnings.append(f"{what}: bad resources_max.walltime {wall[:200]!r}; not taken as its walltime ceiling")
+        max_walltime = None
     return Queue(name, _bool(a.get("enabled")), _bool(a.get("started")), _count(what, a, "max_running", warnings),
-                 _count(what, a, "max_user_run", warnings), _count(what, a, "max_group_run", warnings))
+                 _count(what, a, "max_user_run", warnings), _count(what, a, "max_group_run", warnings), max_walltime)
 
 
 def server_limits_from_attrs(a: dict[str, str], warnings: list[str]) -> ServerLimits | None:
     """The server's own run limits (None: it sets none)."""
     lim = ServerLimits(*(_count("server", a, k, warnings) for k in ("max_running", "max_user_run", "max_group_run")))
     return None if lim == ServerLimits() else lim
+
+
+def array_limits(rows: StatResult, default: int | None, warnings: list[str]) -> dict[str, int | None]:
+    """Slot limit per job array, from its parent's ``job_array_request`` (``0-400%1``) in a
+    ``summarize_arrays`` listing; an array asked without ``%N`` has the server's
+    ``max_slot_limit`` (`default`; None: no limit), as pbs_server gives it one."""
+    out: dict[str, int | None] = {}
+    for name, a in rows:
+        if not _ARRAY_PARENT.match(name):
+            continue
+        try:
+            limit = parse_slot_limit(a.get("job_array_request", ""))
+        except ValueError as exc:
+            warnings.append(f"job {name}: {exc}; its slot limit not enforced")
+            limit = None
+        out[name] = default if limit is None else limit
+    return out
+
+
+def server_slot_limit(a: dict[str, str], warnings: list[str]) -> int | None:
+    """The server's ``max_slot_limit`` (None: unset), the slot limit of arrays asked without one."""
+    return _count("server", a, "max_slot_limit", warnings)

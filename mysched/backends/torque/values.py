@@ -131,3 +131,24 @@ def parse_node_jobs(text: str) -> tuple[str, ...]:
         _, _, jid = part.partition("/")
         seen[jid or part] = None
     return tuple(seen)
+
+
+_SUB_JOB = re.compile(r"^(\d+)\[\d+\](.*)$")
+
+
+def array_parent(job_id: str) -> str | None:
+    """The array a sub-job belongs to: ``2007[5].vm`` -> ``2007[].vm`` (None: no sub-job)."""
+    m = _SUB_JOB.match(job_id)
+    return f"{m.group(1)}[]{m.group(2)}" if m else None
+
+
+def parse_slot_limit(request: str) -> int | None:
+    """The slot limit of an array request, ``0-400%1`` -> 1 (None: no ``%N``); as pbs_server
+    reads it (job_array::set_slot_limit: the number after the last ``%``)."""
+    _, pct, limit = request.rpartition("%")
+    if not pct:
+        return None
+    limit = limit.strip()
+    if not limit.isdigit():
+        raise ValueError(f"bad array slot limit in job_array_request {request[:200]!r}")
+    return int(limit)

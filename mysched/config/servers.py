@@ -1,0 +1,133 @@
+"""What a server URL may be -- ``torque://HOST`` (or a bare host name) or ``sim://?...`` --
+and a history database URL: one rule each that `mysched check-config`, `mysched run` and a
+reload all ask, so that a URL the daemon would refuse (or read as "the local pbs_server", as an
+empty one was) never passes a check first.
+
+``sim://?nodes=50&slots=8&speed=60&seed=1&hours=48&backlog=6``: each parameter is read and
+checked on its own (NaN and infinity included) and named when refused; what is not given
+comes from the configuration's ``farm`` section and the defaults below.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qs, urlparse
+
+from mysched.config.parse import clip
+from mysched.config.values import MAX_FARM_SLOTS, MAX_WORKLOAD_HOURS
+from mysched.core.config import FarmSpec
+
+MAX_SPEED = 1e6
+"""The fastest virtual clock (a year in about half a minute); an infinite one would jump past every event."""
+
+_HOST = re.compile(r"[A-Za-z0-9_.\-\[\]:]+")
+"""A host name, IPv4 or [IPv6] address, with pbs_server's port if not the default."""
+
+
+@dataclass(frozen=True)
+class SimParams:
+    """A ``sim://`` farm: its size, clock and synthetic workload."""
+
+    nodes: int
+    slots: int
+    speed: float = 60.0
+    seed: int = 1
+    hours: float = 48.0
+    backlog: float = 6.0
+
+
+def _whole(v: str) -> int:
+    return int(v.strip()) if re.fullmatch(r"\s*[-+]?\d{1,18}\s*", v) else math.nan  # type: ignore[return-value]
+
+
+def _real(v: str) -> float:
+    try:
+        return float(v) if len(v) <= 40 else math.nan
+    except ValueError:
+        return math.nan
+
+
+def sim_params(url: str, farm: FarmSpec) -> SimParams:
+    """The parameters of a ``sim://`` URL; `ValueError` naming the first that is refused."""
+    parts = urlparse(url)
+    if parts.scheme != "sim":
+        raise ValueError(f"not a sim:// URL: {clip(url)}")
+    q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+    known = ("backlog", "hours", "nodes", "seed", "slots", "speed")
+    unknown = sorted(set(q) - set(known))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {clip(', '.join(unknown))}; known: {', '.join(known)}")
+    d = SimParams(farm.nodes, farm.slots_per_node)
+    got = {k: (_whole if k in ("nodes", "slots", "seed") else _real)(q[k]) if k in q else getattr(d, k) for k in known}
+    # each checked on its own, NaN included (every comparison with it is false), so that the
+    # message names the parameter; an infinite speed would move the clock to infinity
+    for name, ok, rule in (
+            ("nodes", got["nodes"] >= 1, "a positive whole number"),
+            ("slots", got["slots"] >= 1, "a positive whole number"),
+            ("speed", 0 < got["speed"] <= MAX_SPEED, f"a positive number of at most {MAX_SPEED:g}"),
+            ("seed", got["seed"] == got["seed"], "a whole number"),
+            ("hours", 0 < got["hours"] <= MAX_WORKLOAD_HOURS,
+             f"a positive number of at most {MAX_WORKLOAD_HOURS} (a year)"),
+            ("backlog", 0 <= got["backlog"] <= MAX_WORKLOAD_HOURS, f"a number of hours from 0 to {MAX_WORKLOAD_HOURS}")):
+        if not ok:
+            raise ValueError(f"{name} must be {rule}, got {clip(q.get(name, str(got[name])))}")
+    p = SimParams(**got)
+    if p.nodes * p.slots > MAX_FARM_SLOTS:
+        raise ValueError(f"nodes x slots is {p.nodes * p.slots}: a farm of at most {MAX_FARM_SLOTS} slots")
+    return p
+
+
+def torque_host(url: str) -> str:
+    """The pbs_server host of ``torque://HOST`` or of a bare host name; `ValueError` if it
+    names none (an empty URL would be read as "the server of this host's TORQUE set-up")."""
+    host = url[len("torque://"):] if url.startswith("torque://") else url
+    if not host.strip():
+        raise ValueError("names no pbs_server host: use torque://HOST (e.g. torque://localhost) or sim://")
+    if not _HOST.fullmatch(host):
+        raise ValueError(f"expected torque://HOST or sim://, got {clip(url)!r}")
+    return host
+
+
+def server_problem(url: str, farm: FarmSpec) -> str | None:
+    """What is wrong with a server URL (None: nothing): an unknown scheme, no host, a sim://
+    parameter out of range."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ("sim" if url.startswith("sim:") else "")
+    try:
+        if scheme == "sim":
+            sim_params(url, farm)
+        elif scheme in ("", "torque"):
+            torque_host(url)
+        else:
+            return f"unknown server scheme '{clip(scheme)}': use torque://HOST or sim://"
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def database_problem(url: str) -> str | None:
+    """What is wrong with a history database URL (None: nothing): not a URL, a kind of
+    database SQLAlchemy does not know, or a driver not installed here -- found by loading the
+    dialect and its driver module as `create_engine` would, without connecting."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    example = "sqlite:////var/lib/mysched/history.db or postgresql+psycopg2://USER:PASSWORD@HOST/DB"
+    try:
+        u = make_url(url)
+    except (ArgumentError, ValueError):
+        return f"not a database URL (e.g. {example})"
+    try:
+        dialect = u.get_dialect()
+    except ArgumentError:
+        return f"unknown kind of database '{clip(u.drivername)}': use {example}"
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:
+        module = getattr(exc, "name", None) or "its driver"
+        return (f"the {u.get_driver_name()} driver of {u.get_backend_name()} is not installed here "
+                f"(Python module {module}): install it, or name an installed driver (e.g. {example})")
+    except Exception:  # noqa: BLE001 - a driver broken on import: what an admin can act on
+        return f"the {u.get_driver_name()} driver of {u.get_backend_name()} fails to load: reinstall it"
+    return None
