@@ -76,10 +76,10 @@ class StatusError(MyschedError):
 
 
 MAX_SHOWN = 200
-"""The most of an offending value an error message shows: a 60,000-character name or a line
-of 1 MiB is named, not printed."""
+"""The most characters of an offending value that a message repeats: a 60,000-character name
+or a line of 1 MiB is named, not printed."""
 
 
 def clip(text: str, limit: int = MAX_SHOWN) -> str:
-    """`text` cut to at most `limit` characters for a message, "..." marking the cut."""
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    """`text`, or its first `limit` characters and how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

@@ -31,7 +31,7 @@ line with no end."""
 
 _CHUNK = 1 << 16
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
@@ -42,7 +42,7 @@ class Unsuitable(OSError):
 
 
 def kind_of(mode: int) -> str:
-    """What a file that is not a regular file is, in words ("a named pipe", ...)."""
+    """What a file that is not a regular file is, in words ("a named pipe (FIFO)", ...)."""
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 

@@ -19,7 +19,7 @@ from mysched.files import Unsuitable, open_regular, read_capped, text_lines, wri
 
 def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path):
     os.mkfifo(tmp_path / "p")
-    with pytest.raises(Unsuitable, match="a named pipe, not a regular file"):
+    with pytest.raises(Unsuitable, match=r"a named pipe \(FIFO\), not a regular file"):
         open_regular(tmp_path / "p")  # a plain open() waits here for ever
 
 

@@ -337,7 +337,7 @@ def test_a_status_whose_interval_is_absurd_is_refused_not_fresh_for_ever(tmp_pat
     assert "status.json: interval: expected seconds of at most a day, got 1e+300" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("make, why", [(lambda p: os.mkfifo(p), "a named pipe, not a regular file"),
+@pytest.mark.parametrize("make, why", [(lambda p: os.mkfifo(p), "a named pipe (FIFO), not a regular file"),
                                        (lambda p: p.write_text("[" * 100_000), "nested too deeply"),
                                        (lambda p: p.write_text('{"se": '), "not a JSON document (from line 1")])
 def test_a_load_file_that_is_a_pipe_or_no_json_is_a_located_error_at_once(tmp_path, make, why):
