@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from mysched.config import config_from_text
 from mysched.core.durations import parse_duration
 from mysched.errors import ConfigError
-from mysched.history.accounting import LineProblem, NotRun, Spliced, iter_file, parse_line, to_finished_job
+from mysched.history.accounting import LineProblem, NotRun, Spliced, parse_line, to_finished_job
+from mysched.history.logread import iter_file
 from mysched.sim.workloads.swf import read_swf
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

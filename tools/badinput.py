@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""Tally the bad-input battery of tests/cli/test_bad_input.py (and of test_bad_input_readers.py,
-whose cases set up named pipes, links and compressed bombs) by kind and outcome.
+"""Tally the bad-input battery (the CASES of tests/cli/test_bad_input*.py) by kind and outcome.
 
     .venv/bin/python tools/badinput.py
 
@@ -18,17 +17,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.cli.test_bad_input import CASES, run_case  # noqa: E402
-from tests.cli.test_bad_input_readers import CASES as READER_CASES  # noqa: E402
+from tests.cli.test_bad_input import run_case  # noqa: E402
+
+
+def battery() -> list:
+    """Every module's CASES: the first battery and those of each reader added since."""
+    import importlib
+
+    cases = []
+    for path in sorted((Path(__file__).resolve().parent.parent / "tests" / "cli").glob("test_bad_input*.py")):
+        cases.extend(getattr(importlib.import_module(f"tests.cli.{path.stem}"), "CASES", []))
+    return cases
 
 
 def main() -> int:
     tally: Counter[tuple[str, str]] = Counter()
     bad = 0
-    for case, setup in [(c, None) for c in CASES] + READER_CASES:
+    for case in battery():
         with tempfile.TemporaryDirectory() as d:
-            if setup is not None:
-                setup(Path(d))
             outcome, rc, out, err = run_case(case, Path(d))
         said = next((ln for ln in err.splitlines() if "error" in ln or "warning" in ln), "").replace(d, "DIR")
         ok = outcome == case.expect and case.where.replace("{d}", d) in err

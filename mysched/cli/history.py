@@ -30,12 +30,30 @@ def fill(p: argparse.ArgumentParser) -> None:
                          "left for the next import, with a warning, unless the file has not changed for "
                          "ten minutes (a finished file, a copy or a hand edit), which is then read to its end -- but for an E "
                          "record there that stops before its Exit_status=, cut short by a crash: that one is skipped "
-                         "with a warning.")
+                         "with a warning. "
+                         "An E record is charged only if it matches a job the farm ran: an S record, or a start "
+                         "the daemon recorded, with the same job id, owner and start; the others are kept apart "
+                         "as suspicious (FILE:LINE warnings; 'mysched history suspects' lists them), charged to no "
+                         "one -- as are lines inside another record's account= value (qsub -A with a newline, "
+                         "which TORQUE writes unescaped), however much they look like records. A file with lines "
+                         "but not one accounting record is an error (exit status 1), the other files are read.")
     imp.add_argument("paths", nargs="+", metavar="PATH", help="accounting file or directory")
     imp.add_argument("-c", "--config", metavar="FILE", help="configuration file (for history.database)")
     imp.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
+    imp.add_argument("--trust-all", action="store_true", help="charge every E record, matched or not (logs from "
+                     "before mysched ran, or whose S records are lost; lines inside an account= value still are not)")
     add_progress_option(imp)
     imp.set_defaults(run=run_import)
+    sus = sub.add_parser("suspects", help="list the accounting records charged to no one",
+                         description="List the E records the history store holds apart, charged to no one, with "
+                         "the FILE:LINE they were read from: 'unmatched' (no S record nor start of the daemon's "
+                         "with the same job id, owner and start; charged if its S record is read later) and "
+                         "'inside' (a line inside another record's account= value: qsub -A with a newline).")
+    sus.add_argument("-c", "--config", metavar="FILE", help="configuration file (for history.database)")
+    sus.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
+    sus.add_argument("--json", action="store_true", help="JSON: database, count, records[{path,line,reason,job_id,"
+                     "user,group,start,end,cores,core_hours}]")
+    sus.set_defaults(run=run_suspects)
     pr = sub.add_parser("prune", help="delete records older than history.keep_cycles / keep_jobs now",
                         description="Delete from the history store the cycle log (cycles and their start attempts) "
                         "older than history.keep_cycles (default 30 days) and the finished jobs older than "
@@ -115,7 +133,7 @@ def run_import(args: argparse.Namespace) -> int:
         print(f"mysched: warning: {msg}", file=sys.stderr)
 
     rep = ingest_accounting(store, args.paths, on_problem=warn, progress=progress if bar.enabled else None,
-                            finished_after=FINISHED_AFTER, compressed=True)
+                            finished_after=FINISHED_AFTER, compressed=True, trust_all=args.trust_all)
     if rep.empty_dirs and len(rep.empty_dirs) == len(args.paths):  # nothing to read at all: a wrong path
         raise InputError(f"{', '.join(rep.empty_dirs)}: no accounting file in it (TORQUE names them YYYYMMDD, "
                          "in server_priv/accounting)")
@@ -127,5 +145,44 @@ def run_import(args: argparse.Namespace) -> int:
           f"{rep.repaired} kept without a garbled field, "
           f"{rep.ignored} other record(s)" +
           (f", {rep.waiting} last line(s) left for their newline" if rep.waiting else "") +
+          f", {rep.suspicious} suspicious record(s) not charged" +
+          (f" (earlier ones charged now that their S record came: {rep.promoted})" if rep.promoted else "") +
           f"; {store.count_finished()} jobs in {store.masked}")
+    if rep.suspicious:
+        warn(f"{rep.suspicious} suspicious E record(s) not charged: 'mysched history suspects' lists them"
+             + ("" if args.trust_all else " (--trust-all charges the unmatched ones of logs from before mysched)"))
+    if rep.not_logs:
+        for path in rep.not_logs:
+            print(f"mysched: error: {path}: not a TORQUE accounting log (not one record in it)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def suspect_rows(records: list[dict]) -> list[dict]:
+    """The suspect records as the commands show them (JSON keys)."""
+    return [{"path": r["path"], "line": r["line"], "reason": r["reason"], "job_id": r["job_id"], "user": r["user"],
+             "group": r["grp"], "start": r["start"], "end": r["end"], "cores": r["cores"],
+             "core_hours": round((r["end"] - r["start"]) * r["cores"] / 3600.0, 3)} for r in records]
+
+
+def run_suspects(args: argparse.Namespace) -> int:
+    from mysched.cli.textout import dump_json, table
+    from mysched.history.locate import database_url
+    from mysched.history.store import Store, sqlite_file
+
+    choice = database_url(args.db, args.config)
+    path = sqlite_file(choice.url)
+    if path and not os.path.exists(path):
+        raise UsageError(f"{path}: no history database (from {choice.source})")
+    if not choice.explicit:
+        print(f"mysched: {choice.note()}", file=sys.stderr)
+    n, records = Store(choice.url, create=False).suspects()
+    rows = suspect_rows(records)
+    if args.json:
+        dump_json({"database": choice.masked, "count": n, "records": rows})
+        return 0
+    table(["WHERE", "REASON", "JOB", "USER", "GROUP", "CORE-HOURS"],
+          [[f"{r['path']}:{r['line']}", r["reason"], r["job_id"][:60], r["user"][:40], r["group"][:40],
+            f"{r['core_hours']:,.1f}"] for r in rows], right=(5,))
+    print(f"\n{n} suspicious record(s), charged to no one")
     return 0

@@ -118,34 +118,40 @@ def run(args: argparse.Namespace) -> int:
     ingest = None
     if not args.no_db:
         from mysched.history.feed import AccountingFeed
+        from mysched.history.ingest import path_kind
         from mysched.history.locate import database_url
         from mysched.history.store import Store
+        from mysched.history.urls import make_sqlite_dir
 
         chosen = database_url(args.db, args.config)
         db = chosen.url
         log.info("%s", chosen.note())
-        if db.startswith("sqlite:////"):
-            os.makedirs(os.path.dirname(db[len("sqlite:///"):]), exist_ok=True)
+        make_sqlite_dir(db)
         store = Store(db)
         if not url.startswith("sim:") and config.accounting_dir:
             from mysched.backends.torque.home import accounting_dir
 
             acct, why = accounting_dir(config.accounting_dir, Config.accounting_dir)
-            if os.path.isdir(acct):
+            kind = path_kind(acct)
+            if kind == "dir":
                 log.info("accounting logs: %s (%s)", acct, why)
                 ingest = AccountingFeed(store, acct, config.history_window, on_problem=log.warning)
             else:
-                log.warning("accounting directory %s not found: usage history comes from nothing but "
-                            "running jobs (set history.accounting_dir)", acct)
+                log.warning("accounting directory %s: %s: usage history comes from nothing but "
+                            "running jobs (set history.accounting_dir)", acct,
+                            "not a directory" if kind == "file" else kind)
 
     metrics = None
     maddr = _address(args.metrics_address if args.metrics_address is not None else config.metrics_address)
     if maddr:
-        from mysched.daemon.metrics import Metrics, serve
+        from mysched.daemon.endpoint import serve_metrics
+        from mysched.daemon.metrics import Metrics
         from prometheus_client import CollectorRegistry
 
         metrics = Metrics(CollectorRegistry())
-        serve(metrics, maddr, retry=math.inf if args.once else 30.0)  # logs where, or that the address is in use
+        if ingest is not None:
+            ingest.on_suspicious = metrics.accounting_suspicious
+        serve_metrics(metrics.registry, maddr, retry=math.inf if args.once else 30.0)  # logs where, or that the address is in use
 
     from mysched.daemon.cycle import Daemon
     from mysched.daemon.service import Service

@@ -12,6 +12,10 @@ from mysched.cli.textout import dump_json, table
 from mysched.errors import StatusError, UsageError
 
 
+SHOWN_SUSPECTS = 5
+"""Suspicious records `usage` names (all are counted; `mysched history suspects` lists them)."""
+
+
 # -- usage ------------------------------------------------------------------------------------
 
 @command("usage", "wall-clock and CPU hours from the history store (accounting summary)")
@@ -30,7 +34,8 @@ def fill_usage(p: argparse.ArgumentParser) -> None:
     p.add_argument("--by", choices=("vo", "group", "user", "queue"), default="vo",
                    help="one row per VO (the default), group, user or queue")
     p.add_argument("--json", action="store_true", help="JSON: database, since, until, by, rows[{key,jobs,"
-                   "wall_hours,cpu_hours}], total{jobs,wall_hours,cpu_hours}")
+                   "wall_hours,cpu_hours}], total{jobs,wall_hours,cpu_hours}, suspicious{count,records[]}: E records "
+                   "charged to no one, as 'mysched history suspects' lists them")
     p.add_argument("--noheader", action="store_true", help="no header line and no total (for scripts)")
     p.set_defaults(run=run_usage)
 
@@ -60,16 +65,25 @@ def run_usage(args: argparse.Namespace) -> int:
         raise UsageError("--until must be later than --since")
     store = Store(url, create=False)
     out = store.usage_summary(args.since, args.until, by=args.by, vo_of=vo_of)
+    n_suspect, suspect = store.suspects(limit=SHOWN_SUSPECTS)
     if args.by == "vo" and vo_of is None and out and not args.json:
         print("mysched: no -c FILE: each group is its own VO (the daemon's configuration maps groups to VOs)",
               file=sys.stderr)
     total = {"jobs": sum(r["jobs"] for r in out), "wall_hours": round(sum(r["wall_hours"] for r in out), 3),
              "cpu_hours": round(sum(r["cpu_hours"] for r in out), 3)}
     if args.json:
+        from mysched.cli.history import suspect_rows
+
         dump_json({"database": choice.masked, "since": args.since, "until": args.until, "by": args.by,
                    "rows": [{**r, "wall_hours": round(r["wall_hours"], 3), "cpu_hours": round(r["cpu_hours"], 3)}
-                            for r in out], "total": total})
+                            for r in out], "total": total,
+                   "suspicious": {"count": n_suspect, "records": suspect_rows(suspect)}})
         return 0
+    if n_suspect:
+        where = ", ".join(f"{r['path']}:{r['line']}" for r in suspect)
+        print(f"mysched: {n_suspect} suspicious accounting record(s) charged to no one, not counted here: {where}"
+              f"{', ...' if n_suspect > len(suspect) else ''} ('mysched history suspects' lists them)",
+              file=sys.stderr)
     table([args.by.upper(), "JOBS", "WALL(h)", "CPU(h)", "EFFICIENCY"],
           [[r["key"], r["jobs"], f"{r['wall_hours']:.1f}", f"{r['cpu_hours']:.1f}",
             f"{r['cpu_hours'] / r['wall_hours']:.0%}" if r["wall_hours"] else "-"] for r in out],

@@ -414,7 +414,8 @@ class Daemon:
             summary={"plan_s": out.plan_s, "phases": {k: round(v, 4) for k, v in out.phases.items()},
                      "reasons": p.reasons(), "failures": out.failures,
                      "used_slots": p.used_slots, "total_slots": p.total_slots},
-            starts=[{"job_id": s.job_id, "placement": _loc(s), "reason": s.reason, "result": r} for s, r in done]))
+            starts=[{"job_id": s.job_id, "placement": _loc(s), "reason": s.reason, "result": r, "user": s.user}
+                    for s, r in done]))
         if self.backlog.dropped > dropped:
             self._check_intents = True  # the intents of the dropped cycles' starts are left open
 

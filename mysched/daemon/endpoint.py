@@ -18,6 +18,7 @@ import time
 
 from prometheus_client import CollectorRegistry, start_http_server
 
+from mysched.config.values import parse_address as _parse_address
 from mysched.errors import UsageError
 
 log = logging.getLogger("mysched")
@@ -59,3 +60,22 @@ def _bind_later(registry: CollectorRegistry, host: str, port: int, retry: float)
         log.warning("metrics on http://%s:%d/metrics: the address is free now", f"[{host}]" if ":" in host else host,
                     port)
         return
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` or ``[::1]:PORT`` -> (host, port); UsageError otherwise (the config's rule)."""
+    try:
+        got = _parse_address(text)
+    except ValueError as exc:
+        raise UsageError(f"metrics address: {exc}") from None
+    if got is None:
+        raise UsageError(f"metrics address must be HOST:PORT, got {text!r}")
+    return got
+
+
+def serve_metrics(registry: CollectorRegistry, address: str = "127.0.0.1:9720",
+                  retry: float = 30.0) -> tuple[str, int]:
+    """Serve /metrics of `registry` on a background thread; returns the bound (host, port),
+    port 0 while an address in use waits to be free (`serve`)."""
+    host, port = parse_address(address)
+    return host, serve(registry, host, port, retry)

@@ -24,12 +24,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily
 
 from mysched import __version__
-from mysched.config.values import parse_address as _parse_address
-from mysched.errors import ServerError, UsageError
+from mysched.errors import ServerError
 from mysched.backends.torque.schedproto import REFUSALS
 from mysched.core.plan import Plan, Start
 from mysched.core.reasons import REASONS
-from mysched.daemon import endpoint
 from mysched.daemon.series import FARM, LOADS
 
 log = logging.getLogger("mysched")
@@ -68,6 +66,7 @@ class CycleMetrics(Protocol):
     def history_write_error(self) -> None: ...
     def history_locked(self) -> None: ...
     def history_pending(self, finished: int, cycles: int) -> None: ...
+    def accounting_suspicious(self, n: int) -> None: ...
     def reload(self, result: str) -> None: ...
     def set_role(self, leader: bool) -> None: ...
     def set_loads(self, sources: Mapping[str, tuple[float | None, float | None, bool, bool]],
@@ -107,6 +106,9 @@ class NullMetrics:
         pass
 
     def history_pending(self, finished: int, cycles: int) -> None:
+        pass
+
+    def accounting_suspicious(self, n: int) -> None:
         pass
 
     def reload(self, result: str) -> None:
@@ -172,6 +174,9 @@ class Guarded:
 
     def history_pending(self, finished: int, cycles: int) -> None:
         self._guard("history_pending", self.inner.history_pending, finished, cycles)
+
+    def accounting_suspicious(self, n: int) -> None:
+        self._guard("accounting_suspicious", self.inner.accounting_suspicious, n)
 
     def reload(self, result: str) -> None:
         self._guard("reload", self.inner.reload, result)
@@ -252,6 +257,10 @@ class Metrics:
                                      "by another process (each outage once; cycles do not wait for it)", registry=r)
         self.history_pending_records = Gauge("mysched_history_pending_records", "Records the history store has not "
                                              "taken yet, kept in memory (finished_jobs, cycles)", ["kind"], registry=r)
+        self.suspicious_records = Counter("mysched_accounting_suspicious_records_total", "Accounting E records "
+                                          "charged to no one: no S record nor start of mysched's with the same job, "
+                                          "owner and start, or inside another record's account= value (each logged "
+                                          "with its FILE:LINE)", registry=r)
         self.cycle_errors = Counter("mysched_cycle_errors_total",
                                     "Cycles that failed, by reason (server, store, internal)", ["reason"], registry=r)
         self.last_success = Gauge("mysched_last_successful_cycle_timestamp_seconds", "Unix time of the last cycle "
@@ -331,6 +340,9 @@ class Metrics:
     def history_pending(self, finished: int, cycles: int) -> None:
         self.history_pending_records.labels("finished_jobs").set(finished)
         self.history_pending_records.labels("cycles").set(cycles)
+
+    def accounting_suspicious(self, n: int) -> None:
+        self.suspicious_records.inc(n)
 
     def reload(self, result: str) -> None:
         self.reloads.labels(result).inc()
@@ -427,21 +439,3 @@ def publish_farm(metrics: CycleMetrics, p: Plan, started: list[Start]) -> None:
         pending_by_reason=p.reasons(), nodes_load_skipped=len(p.node_load),
         draining=len(p.drains), reservations=len(p.reservations), draining_idle=p.held_free, pools=p.pools,
     )
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` or ``[::1]:PORT`` -> (host, port); UsageError otherwise (the config's rule)."""
-    try:
-        got = _parse_address(text)
-    except ValueError as exc:
-        raise UsageError(f"metrics address: {exc}") from None
-    if got is None:
-        raise UsageError(f"metrics address must be HOST:PORT, got {text!r}")
-    return got
-
-
-def serve(metrics: Metrics, address: str = "127.0.0.1:9720", retry: float = 30.0) -> tuple[str, int]:
-    """Serve /metrics on a background thread; returns the bound (host, port), port 0 while
-    an address in use waits to be free (`mysched.daemon.endpoint`)."""
-    host, port = parse_address(address)
-    return host, endpoint.serve(metrics.registry, host, port, retry)

@@ -179,5 +179,5 @@ def settle(intents: list[dict[str, Any]], snapshot: Snapshot) -> list[dict[str, 
                     {"ok": "it runs", "gone": "the server no longer knows the job",
                      "not_started": "it did not start; planned again"}[result], f" on {where}" if where else "")
         starts.append({"job_id": i["job_id"], "placement": where or i["placement"], "reason": i["reason"],
-                       "result": result})
+                       "result": result, "user": job.user if job is not None else None})
     return starts

@@ -16,16 +16,12 @@ instead, as they are exact and zone-free.
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import logging
-import lzma
 import math
 import re
 import time
-import zlib
 from dataclasses import dataclass, field
-from typing import BinaryIO, Collection, Iterator
+from typing import Collection
 
 from mysched.core.model import FinishedJob
 from mysched.backends.torque.values import parse_exec_host, parse_nodes
@@ -91,6 +87,8 @@ class LineProblem:
     line: int
     message: str
     record: AccountingRecord | None = field(default=None, compare=False)
+    headed: bool = field(default=False, compare=False)
+    """The line begins as a record does (``MM/DD/YYYY HH:MM:SS;``): a damaged record, not junk."""
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"
@@ -310,77 +308,3 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
         said.append(f"Exit_status={status_text[:40]!r}")
     return FinishedJob(rec.job_id, user, group, queue, start, end, _cores(a, placement), None, cput, status,
                        tuple(n for n, _ in placement))
-
-
-COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}
-"""Magic bytes of the compressions admins give old accounting files; all but zstd are read."""
-
-
-def compression(path: str) -> str | None:
-    """The compression of a file by its first bytes (not its name), None if plain."""
-    with open(path, "rb") as f:
-        head = f.read(6)
-    return next((name for magic, name in COMPRESSED.items() if head.startswith(magic)), None)
-
-
-def open_log(path: str, kind: str | None) -> BinaryIO:
-    """The file's bytes, decompressed if `kind` (from `compression`) says so; ValueError for a
-    compression the standard library cannot read."""
-    if kind is None:
-        return open(path, "rb")
-    if kind == "gzip":
-        return gzip.open(path, "rb")
-    if kind == "bzip2":
-        return bz2.open(path, "rb")
-    if kind == "xz":
-        return lzma.open(path, "rb")
-    raise ValueError(f"{kind}-compressed: decompress it first")
-
-
-DAMAGED = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile)
-"""What reading a compressed file that ends early (still being compressed) or is damaged
-raises; bz2 says OSError("Invalid data stream"), seen apart from a disk error by its errno."""
-
-
-def iter_file(path: str, start_offset: int = 0, *, first_line: int = 1, types: Collection[str] | None = None,
-              partial: bool = False, kind: str | None = None) -> Iterator[tuple[AccountingRecord | LineProblem | None,
-                                                                                int]]:
-    """``(item, byte offset after the line)`` for each complete line from `start_offset` on.
-
-    The item is an `AccountingRecord`, a `LineProblem` (malformed line, numbered from
-    `first_line`; it may carry a record found after the damage) or None (blank line, type
-    skipped): exactly one per line, so callers can count lines and resume at any offset
-    yielded. Offsets of a compressed file (`kind`) count its decompressed bytes.
-
-    A last line without its newline is still being written: it is not returned, so a later
-    read picks it up whole -- unless `partial` (the caller knows the file is finished); an `E`
-    record there without its Exit_status is a problem (cut short), not a record.
-    OSError and `DAMAGED` propagate.
-    """
-    with open_log(path, kind) as f:
-        f.seek(start_offset)
-        offset = start_offset
-        lineno = first_line
-        for raw in f:
-            if not raw.endswith(b"\n") and not partial:
-                return
-            offset += len(raw)
-            try:
-                # a byte that is not UTF-8 (a name from a Latin-1 terminal) is kept as \xNN:
-                # two such names stay two, where U+FFFD would make them one
-                item: AccountingRecord | LineProblem | None = parse_line(
-                    raw.decode("utf-8", errors="backslashreplace"), types)
-            except Spliced as exc:
-                item = LineProblem(path, lineno, str(exc), exc.record)
-            except ValueError as exc:
-                item = LineProblem(path, lineno, str(exc))
-            except LINE_BUGS as exc:  # one line never stops a read; said as a bug
-                item = LineProblem(path, lineno, unexpected(exc))
-            if (not raw.endswith(b"\n") and isinstance(item, AccountingRecord) and item.type == "E"
-                    and "Exit_status" not in item.attrs):
-                # TORQUE writes Exit_status right after end=, after every value that is charged:
-                # without it, the end of a finished file is a record cut short (group=atl...)
-                item = LineProblem(path, lineno, "the last line, without its newline, stops before Exit_status=: "
-                                   "a record cut short (pbs_server stopped while writing it?): skipped")
-            yield item, offset
-            lineno += 1

@@ -33,6 +33,10 @@ class AccountingFeed:
                  wall: Callable[[], float] = time.time) -> None:
         self.store, self.directory, self.window, self.budget = store, directory, window, budget
         self.on_problem = on_problem
+        self.on_suspicious: Callable[[int], None] | None = None
+        """Hears how many suspicious `E` records each cycle's reading found (the daemon's metric)."""
+        self.suspicious = 0
+        """Suspicious `E` records this feed found: charged to no one, each reported with its FILE:LINE."""
         self.clock, self.wall = clock, wall
         self._done: dict[str, tuple[int, int, float]] = {}
         """Older files read to their end -> (inode, size, mtime) then: read again only if changed."""
@@ -43,7 +47,11 @@ class AccountingFeed:
         cutoff = time.strftime("%Y%m%d", time.localtime(self.wall() - self.window - 2 * DAY))
         recent = [f for f in files if os.path.basename(f) >= cutoff]
         older = [f for f in files if os.path.basename(f) < cutoff and self._done.get(f) != _stat(f)]
-        added = ingest_accounting(self.store, recent, on_problem=self.on_problem).records_added if recent else 0
+        found = 0
+        added = 0
+        if recent:
+            rep = ingest_accounting(self.store, recent, on_problem=self.on_problem)
+            added, found = rep.records_added, rep.suspicious
         t0 = self.clock()
         left = len(older)
         for path in reversed(older):  # newest first: the days a report most likely asks for
@@ -60,9 +68,13 @@ class AccountingFeed:
                 self._done[path] = key
                 continue
             added += rep.records_added
+            found += rep.suspicious
             if not rep.waiting:  # a last line still being written is looked at again next cycle
                 self._done[path] = key
         self._report(left, len(older))
+        self.suspicious += found
+        if found and self.on_suspicious is not None:
+            self.on_suspicious(found)
         return added
 
     def _report(self, left: int, had: int) -> None:

@@ -80,10 +80,11 @@ class FileLeadership:
         if self.leader and self.confirm():
             return True
         self._close()
+        existed = os.path.lexists(self.path)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise StoreError(f"leadership lock {self.path}: cannot open: {exc.strerror}") from None
+            raise StoreError(f"leadership lock {self.path}: cannot open: {exc.strerror or exc}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -92,9 +93,25 @@ class FileLeadership:
         if _ino(self.path) != os.fstat(fd).st_ino:  # replaced between open and lock
             os.close(fd)
             return False
-        self._fd, self.leader, self.since = fd, True, time.time()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(identity() | {"since": self.since}) + "\n").encode(), 0)
+        since = time.time()
+        try:
+            os.ftruncate(fd, 0)
+            text = (json.dumps(identity() | {"since": since}) + "\n").encode()
+            if os.pwrite(fd, text, 0) != len(text):
+                raise OSError(28, os.strerror(28))  # a short write: the disk is full
+        except OSError as exc:
+            # A lock file that names no one reads as "nobody leads" to a standby or a dry run:
+            # give the lock up, and remove the file this call created (a full disk leaves no
+            # empty leader.lock behind)
+            if not existed:
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
+            os.close(fd)
+            raise StoreError(f"leadership lock {self.path}: cannot write who holds it: {exc.strerror or exc}"
+                             f"{' (the disk is full)' if exc.errno == 28 else ''}") from None
+        self._fd, self.leader, self.since = fd, True, since
         return True
 
     def confirm(self) -> bool:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import delete, select
 
-from mysched.history.schema import cycles, finished_jobs, start_attempts
+from mysched.history.accounting import MAX_WALL
+from mysched.history.schema import accounting_starts, cycles, finished_jobs, start_attempts, suspect_records
 from mysched.history.store import Store
 
 log = logging.getLogger(__name__)
@@ -37,11 +38,13 @@ class Pruned:
     cycles: int = 0
     starts: int = 0
     jobs: int = 0
+    evidence: int = 0
+    """S records read from the accounting logs, and suspect E records, that went with the jobs."""
     more: bool = False
     """A table had more rows past its limit than one call deletes."""
 
     def __bool__(self) -> bool:
-        return bool(self.cycles or self.starts or self.jobs)
+        return bool(self.cycles or self.starts or self.jobs or self.evidence)
 
 
 def prune(store: Store, now: float, keep_cycles: float, keep_jobs: float, batch: int = BATCH) -> Pruned:
@@ -59,12 +62,19 @@ def prune(store: Store, now: float, keep_cycles: float, keep_jobs: float, batch:
                 out.cycles += c.execute(delete(cycles).where(cycles.c.id.in_(part))).rowcount
             out.more = len(ids) == batch
         if math.isfinite(keep_jobs):
-            old = (select(finished_jobs.c.id).where(finished_jobs.c.end < now - keep_jobs)
-                   .order_by(finished_jobs.c.id).limit(batch))
-            ids = [r[0] for r in c.execute(old)]
-            for i in range(0, len(ids), 500):
-                out.jobs += c.execute(delete(finished_jobs).where(finished_jobs.c.id.in_(ids[i:i + 500]))).rowcount
-            out.more = out.more or len(ids) == batch
+            # an S record waits for its E record as long as a job may run (MAX_WALL)
+            for table, column, cutoff in ((finished_jobs, "end", now - keep_jobs),
+                                          (suspect_records, "end", now - keep_jobs),
+                                          (accounting_starts, "start", now - keep_jobs - MAX_WALL)):
+                old = select(table.c.id).where(table.c[column] < cutoff).order_by(table.c.id).limit(batch)
+                ids = [r[0] for r in c.execute(old)]
+                for i in range(0, len(ids), 500):
+                    n = c.execute(delete(table).where(table.c.id.in_(ids[i:i + 500]))).rowcount
+                    if table is finished_jobs:
+                        out.jobs += n
+                    else:
+                        out.evidence += n
+                out.more = out.more or len(ids) == batch
     return out
 
 

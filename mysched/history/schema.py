@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from sqlalchemy import (BigInteger, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text,
                         UniqueConstraint, inspect, text)
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 metadata = MetaData()
 
@@ -54,7 +54,10 @@ start_attempts = Table(
     Column("placement", Text, nullable=False),
     Column("reason", String(32), nullable=False),
     Column("result", String(32), nullable=False),
+    Column("user", String(255)),
 )
+"""A start the daemon made (or tried): `user` is the job's owner (None in rows written before
+schema 5), so an accounting `E` record is charged only to the owner of a job mysched started."""
 
 ingest_positions = Table(
     "ingest_positions", metadata,
@@ -88,6 +91,51 @@ removed in the transaction that records their outcome: one left over was interru
 crash) and is looked up on the server before anything new starts."""
 
 
+accounting_starts = Table(
+    "accounting_starts", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(255), nullable=False),
+    Column("user", String(255), nullable=False),
+    Column("start", Float, nullable=False),
+    UniqueConstraint("job_id", "start", name="uq_accounting_start"),
+)
+"""The `S` records read from the accounting logs: an `E` record is charged only when it
+matches one (same job, owner and start) or a start mysched recorded (`start_attempts`)."""
+
+suspect_records = Table(
+    "suspect_records", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(255), nullable=False),
+    Column("start", Float, nullable=False),
+    Column("end", Float, nullable=False),
+    Column("user", String(255), nullable=False),
+    Column("grp", String(255), nullable=False),
+    Column("queue", String(255), nullable=False),
+    Column("cores", Integer, nullable=False),
+    Column("cput", Float),
+    Column("exit_status", Integer),
+    Column("nodes", Text, nullable=False, default=""),
+    Column("path", String(1024), nullable=False),
+    Column("line", BigInteger, nullable=False),
+    Column("reason", String(32), nullable=False),
+    Column("seen", Float, nullable=False),
+    UniqueConstraint("job_id", "start", "reason", name="uq_suspect_record"),
+)
+"""`E` records charged to no one, where they were read (`path`:`line`) and why: "unmatched"
+(no `S` record nor start of mysched's with the same job, owner and start: taken into
+`finished_jobs` if its `S` record is read later) or "inside" (a line of another record's
+``account=`` value: never)."""
+
+
+def dialect_insert(dialect: str) -> Callable[[Table], Any]:
+    """SQLite's or PostgreSQL's INSERT (with ON CONFLICT), by dialect name."""
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dinsert
+    else:
+        from sqlalchemy.dialects.postgresql import insert as dinsert
+    return dinsert
+
+
 def _v2_end_index(c: Connection) -> None:
     c.execute(text('CREATE INDEX IF NOT EXISTS ix_finished_jobs_end ON finished_jobs ("end")'))
 
@@ -106,10 +154,18 @@ def _v4_intents(c: Connection) -> None:
     start_intents.create(c, checkfirst=True)
 
 
+def _v5_evidence(c: Connection) -> None:
+    accounting_starts.create(c, checkfirst=True)
+    suspect_records.create(c, checkfirst=True)
+    if "user" not in {col["name"] for col in inspect(c).get_columns("starts")}:
+        c.execute(text("ALTER TABLE starts ADD COLUMN \"user\" VARCHAR(255)"))
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (2, "index finished jobs by end time", _v2_end_index),
     (3, "ingest positions: size and line number; 64-bit inode and offset", _v3_positions),
     (4, "start intents (exactly-once starts across crashes)", _v4_intents),
+    (5, "accounting S records and suspect E records; the owner of each start", _v5_evidence),
 ]
 """Ordered steps from version N-1 to N. Version 1 is the first released schema; a new
 database is created at `SCHEMA_VERSION` directly from `metadata`. Each step must leave a

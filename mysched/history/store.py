@@ -25,11 +25,14 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
 from mysched.errors import StoreError
+from mysched.history.evidence import AccountingWrites
+from mysched.history.schema import dialect_insert as _dialect_insert
 from mysched.history.schema import (MIGRATIONS, SCHEMA_VERSION, cycles, finished_jobs, ingest_positions, metadata,
                                     schema_version, start_attempts, start_intents, state)
 from mysched.core.model import FinishedJob
 from mysched.history.sqlite import WRITE, sqlite_locked, sqlite_setup
 from mysched.history.urls import CREDENTIALS as _CREDENTIALS, in_memory, mask_url, sqlite_file  # noqa: F401 - re-exported
+from mysched.history.urls import read_only_url
 
 log = logging.getLogger("mysched")
 
@@ -41,7 +44,7 @@ class StoreLocked(StoreError):
     """Another process holds the lock a write needed, for longer than the store's `lock_wait`."""
 
 
-class Store:
+class Store(AccountingWrites):
     """History database. Methods raise only `StoreError`. `create=False` opens an existing
     store without migrating it (for read-only status commands)."""
 
@@ -61,7 +64,7 @@ class Store:
         if m and "@" in m.group(2):  # the driver would take part of the password for the host
             raise StoreError(f"history database {self.masked}: the password contains '@': write it as %40")
         try:
-            u = make_url(url)
+            u = make_url(url if create else read_only_url(url))  # a reader may not write the file
             kw: dict[str, Any] = {}
             if u.get_backend_name() == "sqlite":
                 kw["connect_args"] = {"timeout": 30}
@@ -399,14 +402,6 @@ class Store:
             counts = self._insert_finished(c, records, "accounting")
             self._upsert(c, ingest_positions, "path", position)
         return counts
-
-
-def _dialect_insert(dialect: str) -> Callable[[Table], Any]:
-    if dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as dinsert
-    else:
-        from sqlalchemy.dialects.postgresql import insert as dinsert
-    return dinsert
 
 
 def _damage(r: Any) -> str | None:

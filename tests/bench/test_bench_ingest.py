@@ -51,13 +51,13 @@ def test_ingest_100k_lines(benchmark, day, tmp_path):
     def fresh():
         return (Store(f"sqlite:///{tmp_path}/h{next(runs)}.db"),), {}
 
-    rep = benchmark.pedantic(lambda s: ingest_accounting(s, str(d)), setup=fresh, rounds=3)
+    rep = benchmark.pedantic(lambda s: ingest_accounting(s, str(d), trust_all=True), setup=fresh, rounds=3)
     assert rep.lines == n and rep.records_added == n // 3
 
 
 def test_reingest_unchanged(benchmark, day, tmp_path):
     d, _ = day
     s = Store(f"sqlite:///{tmp_path}/h.db")
-    ingest_accounting(s, str(d))
-    rep = benchmark(lambda: ingest_accounting(s, str(d)))
+    ingest_accounting(s, str(d), trust_all=True)
+    rep = benchmark(lambda: ingest_accounting(s, str(d), trust_all=True))
     assert rep.lines == 0

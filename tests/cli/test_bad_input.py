@@ -108,7 +108,7 @@ CASES = [
       for q in ("nan", "-inf", "-99999999999")),
     Case("missing trace", "trace", REFUSED, lambda d: ["simulate", "--trace", str(d / "none.swf")], {}, "none.swf"),
     # -- accounting -------------------------------------------------------------------------
-    _acct("bad time stamp", "yesterday;E;1.s;" + GOOD_E + "\n", "20261122:1"),
+    _acct("bad time stamp", "yesterday;E;1.s;" + GOOD_E + "\n", "20261122", REFUSED),  # no record at all
     _acct("no user", E.format(id="1.s") + "group=g queue=q start=1795300000 end=1795300600\n", "20261122:1"),
     _acct("no group", E.format(id="1.s") + "user=u queue=q start=1795300000 end=1795300600\n", "20261122:1"),
     _acct("end in the far future", E.format(id="1.s") + "user=u group=g start=1795300000 end=99999999999\n",
@@ -118,7 +118,7 @@ CASES = [
     _acct("negative cput", E.format(id="1.s") + GOOD_E + " resources_used.cput=-5\n", "20261122:1"),
     _acct("garbled exit status", E.format(id="1.s") + GOOD_E + " Exit_status=?\n", "20261122:1"),
     _acct("too few fields", "11/22/2026 10:00:00;E\n", "20261122:1"),
-    _acct("binary line", b"\x00\xff;E;\x01\n", "20261122:1"),
+    _acct("binary line", b"\x00\xff;E;\x01\n", "20261122", REFUSED),  # no record at all
     _acct("zstd file", b"\x28\xb5\x2f\xfd" + bytes(range(40)), "20261122"),
     _acct("gzip file cut short", gzip.compress((E.format(id="1.s") + GOOD_E + "\n").encode())[:-9], "20261122"),
     # -- arguments, URLs ------------------------------------------------------------------------

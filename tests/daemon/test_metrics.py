@@ -15,7 +15,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from mysched.daemon import sdnotify
 from mysched.errors import ServerUnavailable, UsageError
 from mysched.daemon import metrics as metrics_module
-from mysched.daemon.metrics import Metrics, parse_address, serve
+from mysched.daemon.endpoint import parse_address, serve_metrics
+from mysched.daemon.metrics import Metrics
 
 from ..conftest import REPO
 
@@ -26,7 +27,7 @@ def scrape(port: int) -> str:
 
 def test_metrics_served_over_http_with_values():
     m = Metrics(CollectorRegistry())
-    _, port = serve(m, "127.0.0.1:0")
+    _, port = serve_metrics(m.registry, "127.0.0.1:0")
     m.observe_cycle(0.3, "ok")
     m.record_start("atlas", "share")
     m.record_start_failure("refused")
@@ -56,7 +57,7 @@ def test_bad_metrics_address():
         parse_address("localhost")
     assert parse_address("[::1]:9720") == ("::1", 9720)
     with pytest.raises(UsageError, match="cannot serve metrics"):  # not an address of this host
-        serve(Metrics(CollectorRegistry()), "192.0.2.1:9720")
+        serve_metrics(Metrics(CollectorRegistry()).registry, "192.0.2.1:9720")
 
 
 def test_a_metrics_address_in_use_is_taken_once_it_is_free(caplog):
@@ -69,7 +70,7 @@ def test_a_metrics_address_in_use_is_taken_once_it_is_free(caplog):
     port = s.getsockname()[1]
     m = Metrics(CollectorRegistry())
     try:
-        assert serve(m, f"127.0.0.1:{port}", retry=0.1) == ("127.0.0.1", 0)
+        assert serve_metrics(m.registry, f"127.0.0.1:{port}", retry=0.1) == ("127.0.0.1", 0)
         assert "Address already in use" in caplog.text and "tried every 0.1 s" in caplog.text
     finally:
         s.close()

@@ -27,3 +27,18 @@ def lines(n: int, first: int = 0, day: str = "11/22/2026") -> str:
 def positions(s: Store) -> dict[str, dict]:
     with s.engine.connect() as c:
         return {r.path: dict(r._mapping) for r in c.execute(select(ingest_positions))}
+
+
+def with_starts(text: str) -> str:
+    """Each `E` line of `text` preceded by the `S` record of its start (same job, owner and
+    start), as pbs_server writes them: what an `E` record must match to be charged."""
+    out = []
+    for ln in text.splitlines(keepends=True):
+        head, sep, attrs = ln.partition(";E;")
+        if sep:
+            jid, _, rest = attrs.partition(";")
+            keep = " ".join(kv for kv in rest.split() if kv.split("=")[0] in ("user", "group", "queue", "start",
+                                                                               "owner", "exec_host"))
+            out.append(f"{head};S;{jid};{keep}\n")
+        out.append(ln)
+    return "".join(out)

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from mysched.history.accounting import (AccountingRecord, LineProblem, NotRun, iter_file, parse_attrs, parse_line,
-                                parse_stamp, to_finished_job)
+from mysched.history.accounting import (AccountingRecord, LineProblem, NotRun, parse_attrs, parse_line, parse_stamp,
+                                        to_finished_job)
+from mysched.history.logread import iter_file
 
 APEL = "apel-test_pbs-torque-accounting-E-records.log"
 
@@ -115,7 +116,7 @@ def test_ingestion_reports_a_record_kept_without_its_garbled_fields(tmp_path):
         "11/22/2026 10:00:00;E;1.s;user=u group=g queue=q start=100 end=700 resources_used.cput=-5\n"
         "11/22/2026 10:00:00;E;2.s;user=u group=g queue=q start=100 end=700 resources_used.cput=00:01:00\n")
     said: list[str] = []
-    rep = ingest_accounting(Store(f"sqlite:///{tmp_path}/h.db"), [str(tmp_path / "20261122")], on_problem=said.append)
+    rep = ingest_accounting(Store(f"sqlite:///{tmp_path}/h.db"), [str(tmp_path / "20261122")], on_problem=said.append, trust_all=True)
     assert rep.records_added == 2 and rep.repaired == 1 and rep.malformed == 0
     assert said == [f"{tmp_path}/20261122:1: garbled resources_used.cput='-5' ignored; the wall-clock record is kept"]
 

@@ -34,7 +34,7 @@ def test_records_years_after_their_time_stamp_are_skipped_with_their_line(tmp_pa
     f.write_text(e(1) + e(2, start=2000000000, end=2000000600) + e(3, start=1795600000, end=1795600600) + e(4))
     said: list[str] = []
     s = Store(f"sqlite:///{tmp_path}/h.db")
-    rep = ingest_accounting(s, [str(f)], on_problem=said.append)
+    rep = ingest_accounting(s, [str(f)], on_problem=said.append, trust_all=True)
     assert (rep.records_added, rep.malformed) == (2, 2)
     assert [m.split(": ")[0] for m in said] == [f"{f}:2", f"{f}:3"]
     assert all("days after the line's time stamp" in m for m in said)
@@ -52,7 +52,7 @@ def test_absurd_core_counts_and_names_are_skipped_and_the_good_lines_kept(tmp_pa
     f.write_text(e(1) + e(2, more=more) + e(3))
     said: list[str] = []
     s = Store(f"sqlite:///{tmp_path}/h.db")
-    rep = ingest_accounting(s, [str(f)], on_problem=said.append)
+    rep = ingest_accounting(s, [str(f)], on_problem=said.append, trust_all=True)
     assert (rep.records_added, rep.malformed) == (2, 1) and s.count_finished() == 2
     assert len(said) == 1 and said[0].startswith(f"{f}:2: {what}")
     assert s.usage_summary()[0]["wall_hours"] == pytest.approx(2 * 600 / 3600)
@@ -63,7 +63,7 @@ def test_an_exit_status_beyond_any_int_is_dropped_and_the_record_kept(tmp_path):
     f.write_text(e(1, more=" Exit_status=99999999999999999999") + e(2))
     said: list[str] = []
     s = Store(f"sqlite:///{tmp_path}/h.db")
-    rep = ingest_accounting(s, [str(f)], on_problem=said.append)
+    rep = ingest_accounting(s, [str(f)], on_problem=said.append, trust_all=True)
     assert (rep.records_added, rep.repaired, rep.malformed) == (2, 1, 0)
     assert said == [f"{f}:1: garbled Exit_status='99999999999999999999' ignored; the wall-clock record is kept"]
     assert [j.exit_status for j in s.finished_since(0)] == [None, None]
@@ -82,7 +82,7 @@ def test_a_line_that_breaks_the_reader_is_skipped_located_and_said_to_be_a_bug(t
     monkeypatch.setattr(ingest_mod, "to_finished_job", breaks_on_job_1)
     said: list[str] = []
     s = Store(f"sqlite:///{tmp_path}/h.db")
-    rep = ingest_accounting(s, [str(f)], on_problem=said.append)
+    rep = ingest_accounting(s, [str(f)], on_problem=said.append, trust_all=True)
     assert (rep.records_added, rep.malformed) == (2, 1)
     assert said == [f"{f}:2: skipped: unexpected OverflowError: int too large (a mysched bug: please report this line)"]
 

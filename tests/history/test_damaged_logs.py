@@ -10,7 +10,8 @@ import lzma
 
 import pytest
 
-from mysched.history.accounting import LineProblem, Spliced, iter_file, parse_line, to_finished_job
+from mysched.history.accounting import LineProblem, Spliced, parse_line, to_finished_job
+from mysched.history.logread import iter_file
 from mysched.history.ingest import ingest_accounting
 
 from .helpers import both, lines
@@ -59,10 +60,10 @@ def test_after_a_crash_mid_line_the_next_record_is_charged_to_its_owner(store, t
     f = tmp_path / "20261125"
     f.write_text(lines(2) + CUT)  # the server died here
     seen: list[str] = []
-    assert ingest_accounting(store, [str(tmp_path)], on_problem=seen.append).records_added == 2
+    assert ingest_accounting(store, [str(tmp_path)], on_problem=seen.append, trust_all=True).records_added == 2
     with open(f, "a") as fh:  # the restarted server appends
         fh.write(WHOLE + "\x00" * 3 + WHOLE.replace("13.srv", "14.srv"))
-    rep = ingest_accounting(store, [str(tmp_path)], on_problem=seen.append)
+    rep = ingest_accounting(store, [str(tmp_path)], on_problem=seen.append, trust_all=True)
     assert (rep.records_added, rep.malformed, rep.lines) == (2, 2, 2)
     assert seen[0].startswith(f"{f}:3: a record cut short ('11/25/2026 09:56:40;E;12.srv;") and seen[1].startswith(
         f"{f}:4: 3 NUL bytes")
@@ -77,7 +78,7 @@ def test_nul_bytes_in_a_name_do_not_stop_the_import(store, tmp_path):
     came back at every run and stopped the daemon's ingestion for good."""
     f = tmp_path / "20261125"
     f.write_text(lines(2) + WHOLE.replace("user=bob", "user=b\x00ob") + lines(2, first=10))
-    rep = ingest_accounting(store, [str(f)])
+    rep = ingest_accounting(store, [str(f)], trust_all=True)
     assert (rep.records_added, rep.malformed) == (4, 1) and rep.problems[0].startswith(f"{f}:3: NUL bytes")
 
 
@@ -120,11 +121,11 @@ def _compressed(tmp_path):
 def test_compressed_days_in_a_directory_are_read_once(store, tmp_path):
     d = _compressed(tmp_path)
     seen: list[str] = []
-    rep = ingest_accounting(store, [str(d)], compressed=True, on_problem=seen.append)
+    rep = ingest_accounting(store, [str(d)], compressed=True, on_problem=seen.append, trust_all=True)
     # the same day plain and gzipped (gzip running): each job once; the last line of a
     # compressed file is read without its newline (the file is finished)
     assert (rep.files, rep.records_added, rep.duplicates, rep.malformed, seen) == (5, 12, 3, 0, [])
-    assert ingest_accounting(store, [str(d)], compressed=True).files == 0  # unchanged: not read again
+    assert ingest_accounting(store, [str(d)], compressed=True, trust_all=True).files == 0  # unchanged: not read again
     assert store.count_finished() == 12
 
 
@@ -136,23 +137,23 @@ def test_a_compressed_file_cut_short_keeps_its_whole_lines_and_goes_on(store, tm
     (d / "20261121.gz").write_bytes(data[:len(data) // 2])  # gzip still writing it
     (d / "20261122").write_text(lines(3, first=1000))
     seen: list[str] = []
-    rep = ingest_accounting(store, [str(d)], compressed=True, on_problem=seen.append)
+    rep = ingest_accounting(store, [str(d)], compressed=True, on_problem=seen.append, trust_all=True)
     assert rep.malformed == 1 and seen[0].startswith(f"{d}/20261121.gz: compressed data damaged or cut short after")
     got = rep.records_added
     assert 150 < got < 400 and store.count_finished() == got  # every whole line before the cut, and 20261122
     (d / "20261121.gz").write_bytes(data)  # gzip done
-    rep = ingest_accounting(store, [str(d)], compressed=True)
+    rep = ingest_accounting(store, [str(d)], compressed=True, trust_all=True)
     assert store.count_finished() == 403 and rep.malformed == 0
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_the_daemon_leaves_compressed_days_alone(store, tmp_path):
     d = _compressed(tmp_path)
-    rep = ingest_accounting(store, [str(d)])  # as the daemon calls it: only the plain YYYYMMDD files
+    rep = ingest_accounting(store, [str(d)], trust_all=True)  # as the daemon calls it: only the plain YYYYMMDD files
     assert (rep.files, rep.records_added, rep.problems) == (1, 3, [])
     f = d / "20261124"
     f.write_bytes((d / "20261120.gz").read_bytes())  # gzipped in place, name kept
-    rep = ingest_accounting(store, [str(f)])
+    rep = ingest_accounting(store, [str(f)], trust_all=True)
     assert rep.unread_files == 1 and rep.problems == [f"{f}: gzip-compressed; read it with 'mysched history import'"]
 
 
@@ -160,7 +161,7 @@ def test_the_daemon_leaves_compressed_days_alone(store, tmp_path):
 def test_zstd_is_named_not_misread(store, tmp_path):
     f = tmp_path / "20261122.zst"
     f.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(40))
-    rep = ingest_accounting(store, [str(f)], compressed=True)
+    rep = ingest_accounting(store, [str(f)], compressed=True, trust_all=True)
     assert rep.unread_files == 1 and rep.problems == [f"{f}: zstd-compressed; decompress it first"]
 
 
@@ -183,14 +184,14 @@ def test_a_finished_file_ending_in_a_cut_record_does_not_charge_it(store, tmp_pa
     f.write_text(lines(2) + cut)
     seen: list[str] = []
     rep = ingest_accounting(store, [str(f)], finished_after=600, now=f.stat().st_mtime + 601,
-                            on_problem=seen.append)
+                            on_problem=seen.append, trust_all=True)
     assert (rep.records_added, rep.malformed) == (2, 1)
     assert seen == [f"{f}:3: the last line, without its newline, stops before Exit_status=: a record cut short "
                     "(pbs_server stopped while writing it?): skipped"]
     assert "60.srv" not in {j.id for j in store.finished_since(0)}
     g = tmp_path / "20261125"
     g.write_text(lines(2)[:-1])  # whole but for its newline (a copy, a hand edit): read
-    assert ingest_accounting(store, [str(g)], finished_after=600, now=g.stat().st_mtime + 601).duplicates == 2
+    assert ingest_accounting(store, [str(g)], finished_after=600, now=g.stat().st_mtime + 601, trust_all=True).duplicates == 2
 
 
 def test_simulate_replays_the_record_after_a_cut_one(tmp_path):

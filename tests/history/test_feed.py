@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from mysched.history.feed import DAY, AccountingFeed
 from mysched.history.store import finished_jobs
 
-from .helpers import both, lines
+from .helpers import both, lines, with_starts
 
 NOW = time.mktime((2026, 11, 25, 12, 0, 0, 0, 0, -1))
 
@@ -27,7 +27,7 @@ def _logs(tmp_path, days: int) -> list[str]:
     for k in range(days):
         t = NOW - k * DAY
         name = _day(t)
-        (tmp_path / name).write_text(lines(3, first=100 * k, day=time.strftime("%m/%d/%Y", time.localtime(t))))
+        (tmp_path / name).write_text(with_starts(lines(3, first=100 * k, day=time.strftime("%m/%d/%Y", time.localtime(t)))))
         names.append(name)
     return names
 
@@ -71,7 +71,7 @@ def test_an_older_file_that_changes_is_read_again(store, tmp_path):
     feed = AccountingFeed(store, str(tmp_path), 2 * DAY, budget=100.0, wall=lambda: NOW)
     assert feed() == 8 * 3
     old = tmp_path / names[-1]
-    old.write_text(old.read_text() + lines(2, first=9000))
+    old.write_text(old.read_text() + with_starts(lines(2, first=9000)))
     assert feed() == 2
 
 
@@ -79,7 +79,7 @@ def test_an_older_file_that_changes_is_read_again(store, tmp_path):
 def test_a_cut_last_line_of_an_old_day_is_read_as_it_stands(store, tmp_path):
     names = _logs(tmp_path, 8)
     old = tmp_path / names[-1]
-    old.write_text(old.read_text() + lines(1, first=9000).rstrip("\n"))  # the server died before its newline
+    old.write_text(old.read_text() + with_starts(lines(1, first=9000)).rstrip("\n"))  # the server died before its newline
     os.utime(old, (time.time() - 7 * DAY, time.time() - 7 * DAY))
     feed = AccountingFeed(store, str(tmp_path), 2 * DAY, budget=100.0, wall=lambda: NOW)
     assert feed() == 8 * 3 + 1
@@ -117,7 +117,7 @@ def test_a_last_line_still_waiting_is_read_once_it_has_waited(store, tmp_path, m
 
     names = _logs(tmp_path, 8)
     old = tmp_path / names[-1]
-    old.write_text(old.read_text() + lines(1, first=9000).rstrip("\n"))
+    old.write_text(old.read_text() + with_starts(lines(1, first=9000)).rstrip("\n"))
     os.utime(old, (time.time() - 60, time.time() - 60))
     feed = AccountingFeed(store, str(tmp_path), 2 * DAY, budget=100.0, wall=lambda: NOW)
     assert feed() == 8 * 3

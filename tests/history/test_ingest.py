@@ -22,7 +22,7 @@ from .helpers import APEL, both, lines, positions
 
 @both
 def test_apel_sample_ingested_once_with_cores_and_cput(store, traces):
-    rep = ingest_accounting(store, str(traces / APEL))
+    rep = ingest_accounting(store, str(traces / APEL), trust_all=True)
     assert (rep.files, rep.lines, rep.malformed) == (1, 7, 0)
     assert rep.records_added == 6 and rep.duplicates == 1  # one job id ends twice with the same start
     jobs = {j.id: j for j in store.finished_since(0)}
@@ -37,13 +37,13 @@ def test_malformed_line_reported_with_file_and_line_and_the_rest_ingested(store,
     f = tmp_path / "20261122"
     f.write_text(lines(2) + "garbage without fields\n" + lines(2, first=10))
     seen: list[str] = []
-    rep = ingest_accounting(store, [str(tmp_path)], on_problem=seen.append)
+    rep = ingest_accounting(store, [str(tmp_path)], on_problem=seen.append, trust_all=True)
     assert rep.records_added == 4 and rep.malformed == 1 and rep.lines == 5
     assert rep.problems == seen and rep.problems[0].startswith(f"{f}:3: expected")
     # line numbers stay right when a later ingestion resumes in the middle of the file
     with open(f, "a") as fh:
         fh.write(lines(1, first=20) + "11/22/2026 10:00:00;E;9.srv;user=u start=900 end=800\n")
-    rep = ingest_accounting(store, [str(tmp_path)])
+    rep = ingest_accounting(store, [str(tmp_path)], trust_all=True)
     assert rep.records_added == 1 and rep.problems == [f"{f}:7: end (800) before start (900)"]
 
 
@@ -51,15 +51,15 @@ def test_malformed_line_reported_with_file_and_line_and_the_rest_ingested(store,
 def test_importing_the_same_file_twice_adds_nothing(store, tmp_path):
     f = tmp_path / "20261122"
     f.write_text(lines(5))
-    assert ingest_accounting(store, [str(f)]).records_added == 5
-    again = ingest_accounting(store, [str(f)])
+    assert ingest_accounting(store, [str(f)], trust_all=True).records_added == 5
+    again = ingest_accounting(store, [str(f)], trust_all=True)
     assert again.records_added == 0 and again.lines == 0  # the position says all is read
     # positions lost (or a copy under another name): the unique key still protects
     with store.engine.begin() as c:
         c.execute(ingest_positions.delete())
     copy = tmp_path / "backup.log"
     copy.write_bytes(f.read_bytes())
-    rep = ingest_accounting(store, [str(f), str(copy)])
+    rep = ingest_accounting(store, [str(f), str(copy)], trust_all=True)
     assert rep.records_added == 0 and rep.duplicates == 10
     assert store.count_finished() == 5
 
@@ -68,10 +68,10 @@ def test_importing_the_same_file_twice_adds_nothing(store, tmp_path):
 def test_appended_lines_are_picked_up_alone(store, tmp_path):
     f = tmp_path / "20261122"
     f.write_text(lines(5))
-    ingest_accounting(store, [str(tmp_path)])
+    ingest_accounting(store, [str(tmp_path)], trust_all=True)
     with open(f, "a") as fh:
         fh.write(lines(3, first=100))
-    rep = ingest_accounting(store, [str(tmp_path)])
+    rep = ingest_accounting(store, [str(tmp_path)], trust_all=True)
     assert (rep.lines, rep.records_added, rep.duplicates) == (3, 3, 0)
     assert store.count_finished() == 8
 
@@ -81,13 +81,13 @@ def test_partial_trailing_line_waits_for_its_newline(store, tmp_path):
     f = tmp_path / "20261122"
     whole = lines(2)
     f.write_text(whole[:-40])  # pbs_server's stdio buffer flushed in the middle of line 2
-    rep = ingest_accounting(store, [str(f)])
+    rep = ingest_accounting(store, [str(f)], trust_all=True)
     assert rep.records_added == 1 and rep.malformed == 0
     assert positions(store)[str(f)]["offset"] == len(lines(1))
-    assert ingest_accounting(store, [str(f)]).lines == 0  # unchanged: nothing read again
+    assert ingest_accounting(store, [str(f)], trust_all=True).lines == 0  # unchanged: nothing read again
     with open(f, "a") as fh:
         fh.write(whole[-40:])
-    rep = ingest_accounting(store, [str(f)])
+    rep = ingest_accounting(store, [str(f)], trust_all=True)
     assert rep.records_added == 1 and rep.malformed == 0 and rep.lines == 1
     assert store.count_finished() == 2
 
@@ -98,33 +98,33 @@ def test_midnight_rotation_counts_every_job_once(store, tmp_path):
     tail = lines(1, first=50)
     day1.write_text(lines(3) + tail[:30])  # 23:59: last record half written
     (tmp_path / "notes.txt").write_text("not an accounting file\n")
-    assert ingest_accounting(store, str(tmp_path)).records_added == 3
+    assert ingest_accounting(store, str(tmp_path), trust_all=True).records_added == 3
     with open(day1, "a") as fh:  # at midnight pbs_server closes (flushes) the old file ...
         fh.write(tail[30:])
     day2.write_text(lines(4, first=200, day="11/23/2026"))  # ... and opens the new one
-    rep = ingest_accounting(store, str(tmp_path))
+    rep = ingest_accounting(store, str(tmp_path), trust_all=True)
     assert rep.records_added == 5 and rep.files == 2 and rep.duplicates == 0
     with open(day2, "a") as fh:
         fh.write(lines(2, first=300, day="11/23/2026"))
-    rep = ingest_accounting(store, str(tmp_path))
+    rep = ingest_accounting(store, str(tmp_path), trust_all=True)
     assert rep.records_added == 2 and rep.files == 1  # yesterday's file is not read again
     assert store.count_finished() == 3 + 1 + 4 + 2
-    assert ingest_accounting(store, str(tmp_path)).records_added == 0
+    assert ingest_accounting(store, str(tmp_path), trust_all=True).records_added == 0
 
 
 @both
 def test_truncated_or_replaced_file_is_reread_without_double_counting(store, tmp_path):
     f = tmp_path / "20261122"
     f.write_text(lines(4))
-    ingest_accounting(store, [str(f)])
+    ingest_accounting(store, [str(f)], trust_all=True)
     with open(f, "r+") as fh:  # truncated in place (same inode, now shorter than the offset)
         fh.truncate(0)
         fh.write(lines(2, first=40))
-    rep = ingest_accounting(store, [str(f)])
+    rep = ingest_accounting(store, [str(f)], trust_all=True)
     assert rep.records_added == 2 and rep.lines == 2
     f.unlink()  # replaced by a new file that starts like nothing seen (the inode may be reused)
     f.write_text(lines(1, first=70) + lines(4) + lines(2, first=40))
-    rep = ingest_accounting(store, [str(f)])
+    rep = ingest_accounting(store, [str(f)], trust_all=True)
     assert rep.records_added == 1 and rep.duplicates == 6
     assert store.count_finished() == 7
 
@@ -144,11 +144,11 @@ def test_exception_mid_ingest_then_reingest_exact(store, tmp_path, monkeypatch):
 
     monkeypatch.setattr(ingest_mod, "to_finished_job", dies_at_line_250)
     with pytest.raises(RuntimeError):
-        ingest_accounting(store, [str(f)])
+        ingest_accounting(store, [str(f)], trust_all=True)
     assert store.count_finished() == 200  # two whole batches committed, the third not at all
     assert positions(store)[str(f)]["line"] == 200
     monkeypatch.setattr(ingest_mod, "to_finished_job", real)
-    rep = ingest_accounting(store, [str(f)])
+    rep = ingest_accounting(store, [str(f)], trust_all=True)
     assert (rep.lines, rep.records_added, rep.duplicates) == (800, 800, 0)
     assert store.count_finished() == 1000
 
@@ -168,10 +168,10 @@ def test_records_and_their_position_commit_together(store, tmp_path, monkeypatch
 
     monkeypatch.setattr(store, "_upsert", dies_writing_the_second_position)
     with pytest.raises(RuntimeError):
-        ingest_accounting(store, str(f))
+        ingest_accounting(store, str(f), trust_all=True)
     assert store.count_finished() == 100 and positions(store)[str(f)]["line"] == 100
     monkeypatch.setattr(store, "_upsert", real)
-    rep = ingest_accounting(store, str(f))
+    rep = ingest_accounting(store, str(f), trust_all=True)
     assert (rep.records_added, rep.duplicates) == (200, 0)
 
 
@@ -184,7 +184,7 @@ def test_sigkill_mid_ingest_then_reingest_exact(db_url, tmp_path):
     f.write_text(lines(n))
     s = Store(db_url)
     code = ("import mysched.history.ingest as m; m.BATCH_LINES = 200; "
-            f"m.ingest_accounting(m.Store({db_url!r}), {str(f)!r})")
+            f"m.ingest_accounting(m.Store({db_url!r}), {str(f)!r}, trust_all=True)")
     p = subprocess.Popen([sys.executable, "-c", code])
     try:
         deadline = time.time() + 60
@@ -197,7 +197,7 @@ def test_sigkill_mid_ingest_then_reingest_exact(db_url, tmp_path):
     partial = s.count_finished()
     assert 0 < partial < n
     assert positions(s)[str(f)]["line"] == partial  # the position covers exactly what is stored
-    rep = ingest_accounting(s, str(f))
+    rep = ingest_accounting(s, str(f), trust_all=True)
     assert (rep.records_added, rep.duplicates, rep.malformed) == (n - partial, 0, 0)
     assert s.count_finished() == n
     s.close()
@@ -211,7 +211,7 @@ def test_concurrent_ingesters_and_a_reader(db_url, tmp_path):
         (tmp_path / day).write_text(lines(10_000, first=first))
     Store(db_url).close()
     code = ("import mysched.history.ingest as m; m.BATCH_LINES = 500; "
-            f"m.ingest_accounting(m.Store({db_url!r}), {str(tmp_path)!r})")
+            f"m.ingest_accounting(m.Store({db_url!r}), {str(tmp_path)!r}, trust_all=True)")
     procs = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE) for _ in range(2)]
     reader = Store(db_url, create=False)
     reads = 0
@@ -230,7 +230,7 @@ def test_job_that_never_ran_is_not_malformed(store, tmp_path):
     f = tmp_path / "20261122"
     f.write_text("11/22/2026 10:00:00;E;3.srv;user=u group=g queue=q start=0 end=1795337406 Exit_status=-3\n"
                  "11/22/2026 10:00:00;D;4.srv;requestor=root@localhost\n" + lines(1))
-    rep = ingest_accounting(store, str(f))
+    rep = ingest_accounting(store, str(f), trust_all=True)
     assert (rep.records_added, rep.ignored, rep.malformed) == (1, 2, 0)
 
 
@@ -238,10 +238,10 @@ def test_job_that_never_ran_is_not_malformed(store, tmp_path):
 def test_bad_accounting_paths(tmp_path):
     s = Store(f"sqlite:///{tmp_path}/h.db")
     with pytest.raises(InputError, match="no such accounting file or directory"):
-        ingest_accounting(s, str(tmp_path / "missing"))
+        ingest_accounting(s, str(tmp_path / "missing"), trust_all=True)
     gz = tmp_path / "20261121.gz"
     gz.write_bytes(gzip.compress(lines(2).encode()))
-    rep = ingest_accounting(s, str(gz))
+    rep = ingest_accounting(s, str(gz), trust_all=True)
     assert rep.records_added == 0 and "gzip-compressed" in rep.problems[0]
 
 
@@ -250,7 +250,7 @@ def test_progress_counts_the_bytes_still_to_read(tmp_path):
     f = tmp_path / "20261122"
     f.write_text(lines(2500))
     calls: list[tuple[int, int, int]] = []
-    ingest_accounting(s, str(tmp_path), progress=lambda *a: calls.append(a))
+    ingest_accounting(s, str(tmp_path), progress=lambda *a: calls.append(a), trust_all=True)
     size = f.stat().st_size
     assert calls[-1] == (size, size, 2500)
     assert [c[2] for c in calls[:-1]] == [1000, 2000]  # every PROGRESS_LINES lines on the way
@@ -258,5 +258,5 @@ def test_progress_counts_the_bytes_still_to_read(tmp_path):
     with open(f, "a") as fh:  # a later run reads, and counts, only what was appended
         fh.write(lines(10, first=9000))
     calls.clear()
-    ingest_accounting(s, str(tmp_path), progress=lambda *a: calls.append(a))
+    ingest_accounting(s, str(tmp_path), progress=lambda *a: calls.append(a), trust_all=True)
     assert calls == [(size_added := f.stat().st_size - size, size_added, 10)]

@@ -74,9 +74,9 @@ def test_bad_config_file_is_a_located_error(cfg, tmp_path):
 def test_history_import_writes_where_the_config_file_says(cfg, tmp_path, capsys):
     from mysched.cli.main import main
 
-    from tests.history.helpers import lines
+    from tests.history.helpers import lines, with_starts
 
-    (tmp_path / "20261122").write_text(lines(3))
+    (tmp_path / "20261122").write_text(with_starts(lines(3)))
     f = cfg(f'history = {{ database = "sqlite:///{tmp_path}/site.db"; }};\n')
     assert main(["history", "import", str(tmp_path / "20261122"), "-c", f, "--progress", "never"]) == 0
     assert capsys.readouterr().out.strip().endswith(f"3 jobs in sqlite:///{tmp_path}/site.db")
