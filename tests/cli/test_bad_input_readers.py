@@ -134,6 +134,8 @@ CASES = [
          files={"t.swf.gz": b"\x1f\x8b\x08\x00" + bytes(range(60))}),
     _sim("bzip2 damaged", "{d}/t.swf.bz2", "t.swf.bz2:1: cannot read: compressed data damaged",
          files={"t.swf.bz2": b"BZh9" + bytes(range(60))}),
+    _sim("zstd trace", "{d}/t.swf", "t.swf: zstd-compressed: decompress it first",
+         files={"t.swf": b"\x28\xb5\x2f\xfd" + bytes(range(40))}),
     _sim("xz damaged", "{d}/t.swf.xz", "t.swf.xz:1: cannot read: compressed data damaged",
          files={"t.swf.xz": b"\xfd7zXZ\x00" + bytes(range(60))}),
     _sim("accounting gzip cut short", "{d}/20261122", "20261122:", files={"20261122": gzip.compress(

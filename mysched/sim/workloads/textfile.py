@@ -9,18 +9,16 @@ import gzip
 import io
 import lzma
 import os
-import zlib
 from typing import IO, Callable
 
 from mysched.errors import InputError
 from mysched.files import open_regular, os_reason, size_text, text_lines
+from mysched.history.logread import COMPRESSED, DAMAGED
 
-_MAGIC: tuple[tuple[bytes, Callable[[IO[bytes]], IO[bytes]]], ...] = (
-    (b"\x1f\x8b", lambda f: gzip.GzipFile(fileobj=f)),
-    (b"BZh", lambda f: bz2.BZ2File(f)),
-    (b"\xfd7zXZ\x00", lambda f: lzma.LZMAFile(f)),
-)
-READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
+_OPENERS: dict[str, Callable[[IO[bytes]], IO[bytes]]] = {
+    "gzip": lambda f: gzip.GzipFile(fileobj=f), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}
+"""How each compression of `COMPRESSED` (told by magic bytes, as accounting logs are) is read."""
+READ_ERRORS = (OSError, *DAMAGED)
 """What reading a damaged (e.g. truncated) compressed file may raise."""
 MAX_EXPANSION = 50
 """How many times its size a compressed trace may expand to: the archive's gzip files expand 4
@@ -31,8 +29,8 @@ tighter than 50 to 1)."""
 
 
 def open_text(path: str | os.PathLike[str], what: str = "a workload trace") -> io.TextIOWrapper:
-    """Open a plain or compressed (gzip, bzip2, xz: by magic bytes) regular file as lines of
-    text, each at most `MAX_LINE` bytes, a compressed one expanding to at most
+    """Open a plain or compressed (gzip, bzip2, xz: by magic bytes; zstd is refused) regular
+    file as lines of text, each at most `MAX_LINE` bytes, a compressed one expanding to at most
     `MAX_EXPANSION` times its size (at least `MIN_EXPANDED`); what breaks a cap is an
     `InputError` naming `what` the file is not, with its line, as soon as the bytes come (a
     gzip of 4 GiB of NULs was a MemoryError). A named pipe or device is refused without
@@ -52,23 +50,21 @@ def open_text(path: str | os.PathLike[str], what: str = "a workload trace") -> i
     except OSError as exc:
         f.close()
         raise InputError(f"{path}: cannot read: {os_reason(exc)}") from None
-    raw: IO[bytes] = f
-    cap = None
-    why = ""
-    for prefix, opener in _MAGIC:
-        if magic.startswith(prefix):
-            raw = opener(f)
-            cap = max(MIN_EXPANDED, MAX_EXPANSION * size)
-            why = f" from {size_text(size)} compressed (real traces expand 4 to 20 times)"
-            break
-    return text_lines(raw, os.fspath(path), what, max_bytes=cap, why_max=why)
+    kind = next((name for prefix, name in COMPRESSED.items() if magic.startswith(prefix)), None)
+    if kind is None:
+        return text_lines(f, os.fspath(path), what)
+    if kind not in _OPENERS:
+        f.close()
+        raise InputError(f"{path}: {kind}-compressed: decompress it first")
+    return text_lines(_OPENERS[kind](f), os.fspath(path), what, max_bytes=max(MIN_EXPANDED, MAX_EXPANSION * size),
+                      why_max=f" from {size_text(size)} compressed (real traces expand 4 to 20 times)")
 
 
 def read_failure(exc: BaseException) -> str:
     """What went wrong reading a (compressed) file, in words: not Python's or zlib's."""
     if isinstance(exc, EOFError):
         return "compressed data cut short (a copy not finished?)"
-    if isinstance(exc, (zlib.error, lzma.LZMAError, gzip.BadGzipFile)) or (
+    if isinstance(exc, DAMAGED) or (
             isinstance(exc, OSError) and exc.errno is None):  # bz2: OSError("Invalid data stream")
         return "compressed data damaged"
     return os_reason(exc) if isinstance(exc, OSError) else "unreadable"
