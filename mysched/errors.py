@@ -73,3 +73,13 @@ class StoreError(MyschedError):
 
 class StatusError(MyschedError):
     """The published status file is missing, stale or unreadable."""
+
+
+MAX_SHOWN = 200
+"""The most characters of an offending value that a message repeats: a 60,000-character name
+or a line of 1 MiB is named, not printed."""
+
+
+def clip(text: str, limit: int = MAX_SHOWN) -> str:
+    """`text`, or its first `limit` characters and how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

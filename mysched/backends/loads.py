@@ -29,6 +29,7 @@ from typing import Callable, Mapping
 
 from mysched.core.config import LoadSource
 from mysched.core.throttle import Reading
+from mysched.files import open_regular, os_reason
 
 log = logging.getLogger("mysched")
 
@@ -84,23 +85,25 @@ def read_prometheus(src: LoadSource) -> float:
 def read_file(src: LoadSource) -> tuple[float, float]:
     """(value, the file's mtime)."""
     try:
-        with open(src.path, "rb") as f:
+        with open_regular(src.path) as f:  # a named pipe there would stall every cycle
             mtime = os.fstat(f.fileno()).st_mtime
             text = f.read(MAX_OUTPUT).decode("utf-8", errors="replace")
     except OSError as exc:
-        raise SourceError(f"{src.path}: cannot read: {exc.strerror}") from None
+        raise SourceError(f"{src.path}: cannot read: {os_reason(exc)}") from None
     if not src.key:
         try:
             v = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return _number(text, src.path), mtime
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise SourceError(f"{src.path}: expected a number (or set key to the number in the JSON document)")
         return _number(str(v), src.path), mtime
     try:
         v = json.loads(text)
-    except ValueError as exc:
-        raise SourceError(f"{src.path}: not a JSON document ({exc})") from None
+    except RecursionError:
+        raise SourceError(f"{src.path}: not a JSON document (nested too deeply)") from None
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"{src.path}: not a JSON document (from line {exc.lineno}, column {exc.colno})") from None
     for part in src.key.split("."):
         if not isinstance(v, dict) or part not in v:
             raise SourceError(f"{src.path}: key {src.key!r} not found (at {part!r})")

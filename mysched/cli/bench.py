@@ -11,6 +11,7 @@ import time
 
 from mysched.cli.main import command
 from mysched.errors import InputError, UsageError
+from mysched.files import write_output
 from mysched.backends.sim.farm import MAX_FARM_SLOTS
 from mysched.cli.common import fraction, int_between, int_up_to, non_empty, non_negative_int, output_path
 from mysched.config.values import MAX_FARM_NODES, MAX_NODE_SLOTS
@@ -144,6 +145,5 @@ def run(args: argparse.Namespace) -> int:
         if args.json == "-":
             print(text)
         else:
-            with open(args.json, "w", encoding="utf-8") as f:
-                f.write(text + "\n")
+            write_output(args.json, (text + "\n").encode(), "JSON")
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import os
@@ -16,9 +15,8 @@ from mysched.config.parse import clip
 from mysched.config.servers import server_problem, torque_host
 from mysched.core.config import Config
 from mysched.config.guarantees import farm_slots, overpromised
-from mysched.errors import ConfigError, ServerError, StoreError, UsageError
+from mysched.errors import ConfigError, MyschedError, ServerError, StoreError, UsageError
 from mysched.cli.common import address_arg, config_or_default, non_empty
-from mysched.config.parse import clip
 
 log = logging.getLogger("mysched")
 
@@ -207,13 +205,12 @@ def _publishes_to(state_dir: str, holder: dict) -> bool:
     """Does the leading daemon (`holder`) publish its status in `state_dir`? Its status file
     there names it (a dry run given a directory of its own, beside a daemon leading on the same
     history store, wrote nothing there)."""
-    from mysched.daemon.statusfile import FILENAME
+    from mysched.daemon.statusfile import FILENAME, load_json
 
     try:
-        with open(os.path.join(state_dir, FILENAME), encoding="utf-8") as f:
-            role = json.load(f)["role"]
+        role = load_json(os.path.join(state_dir, FILENAME))["role"]
         return role["pid"] == holder.get("pid") and role["host"] == holder.get("host")
-    except (OSError, ValueError, LookupError, TypeError):
+    except (OSError, MyschedError, LookupError, TypeError):
         return False  # none (yet), or unreadable: the leader's own next cycle rewrites it
 
 

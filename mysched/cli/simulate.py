@@ -15,6 +15,7 @@ import math
 from mysched.core.config import PACKING_POLICIES, Config, PackingClass, auto_vos
 
 from mysched.errors import InputError, UsageError
+from mysched.files import write_output
 from mysched.core.model import TraceJob
 from mysched.core.planner import POLICIES
 from mysched.sim.report import format_comparison, format_result
@@ -404,11 +405,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json == "-":
             print(text)
         else:
-            try:
-                with open(args.json, "w", encoding="utf-8") as f:
-                    f.write(text + "\n")
-            except OSError as exc:
-                raise InputError(f"{args.json}: cannot write JSON: {exc.strerror}") from None
+            write_output(args.json, (text + "\n").encode(), "JSON")
     if args.plot:
         from mysched.sim.plot import plot_packing, plot_result
 

@@ -17,13 +17,14 @@ import time
 from typing import Any, Sequence
 
 from mysched.cli.common import positive_float
+from mysched.config.values import DAY
 from mysched.core.downtime import Downtime
 from mysched.core.config import Config, NodeType, QueueConfig
 from mysched.core.model import Job, JobState, Node, NodeState
 from mysched.core.reasons import BLOCKING
 from mysched.core.request import Request
-from mysched.daemon.statusfile import FILENAME, read_status, rows
-from mysched.errors import StatusError
+from mysched.daemon.statusfile import FILENAME, load_json, read_status, rows
+from mysched.errors import StatusError, clip
 
 RUNNING = ("R", "E", "S")
 """TORQUE states of jobs that hold their cores (S: suspended)."""
@@ -38,20 +39,20 @@ def notes(doc: dict[str, Any]) -> list[str]:
     stale = doc.get("stale")
     if stale:
         since = clock(doc, stale.get("since")) if stale.get("since") else "?"
-        out.append(f"STALE: the daemon's cycles fail since {since}: {stale.get('error', '')}; "
+        out.append(f"STALE: the daemon's cycles fail since {since}: {clip(str(stale.get('error', '')))}; "
                    f"these figures are from {clock(doc, doc.get('snapshot_time'))}")
     cyc = doc.get("cycle") or {}
     if cyc.get("history_ok") is False:
-        out.append(f"history store not written in the last cycle: {cyc.get('history_error', '')}")
+        out.append(f"history store not written in the last cycle: {clip(str(cyc.get('history_error', '')))}")
     sb = doc.get("standby")
     if sb:
-        out.append(f"standby: daemon pid {sb.get('pid')} on {sb.get('host')} waits to take over "
+        out.append(f"standby: daemon pid {sb.get('pid')} on {clip(str(sb.get('host')))} waits to take over "
                    f"(since {_wall(sb.get('since'))})")
     return out
 
 
 def _wall(t: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t)) if t else "?"
+    return clock({}, t) if t else "?"  # a wall-clock time: no "simulated" mark
 
 
 def standby(directory: str, max_age: float) -> dict[str, Any] | None:
@@ -59,23 +60,20 @@ def standby(directory: str, max_age: float) -> dict[str, Any] | None:
     is there but wrong is refused like a wrong status file: it decides what the commands say."""
     path = os.path.join(directory, "standby.json")
     try:
-        with open(path, encoding="utf-8") as f:
-            sb = json.load(f)
-    except (OSError, ValueError):
+        sb = load_json(path, "standby note")
+    except (OSError, StatusError):  # none, or none to read (a pipe, a half-written file)
         return None
     if not isinstance(sb, dict):
         return None
     validate(sb, _STANDBY, path)
-    if time.time() - (sb.get("checked") or 0) > max_age:
-        return None
-    return sb
+    return sb if time.time() - (sb.get("checked") or 0) <= max_age else None
 
 
 def _leader_elsewhere(sb: dict[str, Any]) -> str:
     who = sb.get("leader") or {}
-    lead = (f"the leader is pid {who.get('pid')} on {who.get('host')}" if who else
-            "the leader is not known" + (f" ({sb['error']})" if sb.get("error") else ""))
-    return (f"the daemon here (pid {sb.get('pid')} on {sb.get('host')}) is the standby; {lead}: its host "
+    lead = (f"the leader is pid {who.get('pid')} on {clip(str(who.get('host')))}" if who else
+            "the leader is not known" + (f" ({clip(sb['error'])})" if sb.get("error") else ""))
+    return (f"the daemon here (pid {sb.get('pid')} on {clip(str(sb.get('host')))}) is the standby; {lead}: its host "
             "publishes the current status")
 
 
@@ -83,8 +81,8 @@ def options(p: argparse.ArgumentParser, *, json_keys: str, table_: bool = True) 
     p.add_argument("--state-dir", metavar="DIR", help="where the daemon writes status.json (default: "
                    "$MYSCHED_STATE_DIR, else daemon.state_dir of -c FILE, else /var/lib/mysched)")
     p.add_argument("-c", "--config", metavar="FILE", help="configuration file (for daemon.state_dir)")
-    p.add_argument("--max-age", type=positive_float, metavar="SECONDS",
-                   help="refuse a status older than this (default: 3 cycle intervals, at least 300 s)")
+    p.add_argument("--max-age", type=positive_float, metavar="SECONDS", help="refuse a status older than this, or "
+                   "published more than this ahead of the clock (default: 3 cycle intervals, at least 300 s)")
     p.add_argument("--json", action="store_true", help=f"JSON output; keys: {json_keys}")
     if table_:
         p.add_argument("--noheader", action="store_true", help="no header line (for scripts)")
@@ -111,15 +109,20 @@ def load(args: argparse.Namespace) -> dict[str, Any]:
         if sb is None:
             raise
         raise StatusError(f"{exc}\n{_leader_elsewhere(sb)}") from None
-    validate_status(doc, os.path.join(path, FILENAME) if os.path.isdir(path) else path)
+    where = os.path.join(path, FILENAME) if os.path.isdir(path) else path
+    validate_status(doc, where)
     max_age = args.max_age if args.max_age is not None else max(300.0, 3 * float(doc.get("interval", 60)))
     sb = standby(path, max_age) if os.path.isdir(path) else None
     # a daemon that republishes a stale status is alive: the age counts from its last check
-    age = time.time() - max(doc.get("published", 0), (doc.get("stale") or {}).get("checked") or 0)
+    last = max(doc.get("published", 0), (doc.get("stale") or {}).get("checked") or 0)
+    age = time.time() - last
+    if -age > max_age:  # "fresh" for years: a clock set wrong, or a forged file
+        raise StatusError(f"{where}: status is not current: published {_wall(last)}, {-age:.0f} s ahead of this "
+                          "host's clock (a clock set wrong, here or on the daemon's host?); --max-age is the tolerance")
     if age > max_age:
         why = _leader_elsewhere(sb) if sb else (f"is the daemon running? it publishes every "
                                                 f"{doc.get('interval', 60):g} s; --max-age overrides")
-        raise StatusError(f"{path}: status is stale: last published {age:.0f} s ago ({why})")
+        raise StatusError(f"{where}: status is stale: last published {age:.0f} s ago ({why})")
     if sb is not None and sb.get("pid") != (doc.get("role") or {}).get("pid"):
         doc["standby"] = sb
     return doc
@@ -205,7 +208,7 @@ def clock(doc: dict[str, Any], t: float | None) -> str:
     try:
         text = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t))
     except (OverflowError, ValueError, OSError):  # beyond the dates the C library shows
-        text = f"{t:.0f} s after 1970"
+        text = f"{t:.0f} s after 1970" if abs(t) < 1e15 else f"{t:.3g} s after 1970"
     return text + (" simulated" if clock_kind(doc) == "simulated" else "")
 
 
@@ -216,7 +219,7 @@ def clock(doc: dict[str, Any], t: float | None) -> str:
 
 class _Bad(Exception):
     def __init__(self, key: str, what: str) -> None:
-        super().__init__(f"{key}: {what}")
+        super().__init__(f"{clip(key)}: {what}")
 
 
 def _show(v: Any) -> str:
@@ -371,7 +374,8 @@ _STATUS = Rec({
                    {**_LIMITS, "throttled": NAMES.n})),
     "job_columns": NAMES, "jobs": LIST, "node_columns": NAMES, "nodes": LIST,
 }, {
-    "interval": SECONDS, "server": STR.n, "dry_run": BOOL.n,
+    "interval": Kind("seconds of at most a day", (int, float), 0, DAY),  # 3 intervals: how old it may be
+    "server": STR.n, "dry_run": BOOL.n,
     "stale": Rec({}, {"since": TIME.n, "error": STR.n, "checked": TIME.n}).n,
     "cycle": Rec({}, {"history_ok": BOOL.n, "history_error": STR.n}).n,
     "role": Rec({}, {"pid": INT.n, "host": STR.n, "since": TIME.n}).n,

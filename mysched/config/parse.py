@@ -18,7 +18,8 @@ from typing import Any
 
 import libconf
 
-from mysched.errors import ConfigError
+from mysched.errors import MAX_SHOWN, ConfigError, clip
+from mysched.files import kind_of
 
 Path = tuple[str | int, ...]
 Where = tuple[str, int]
@@ -151,15 +152,8 @@ MAX_INCLUDE_DEPTH = 10
 """@includes within @includes (libconfig's own limit)."""
 MAX_NESTING = 64
 """Groups, lists and arrays within each other; a configuration needs five."""
-MAX_SHOWN = 200
-"""The most characters of an offending value that a message repeats."""
 
 _INCLUDE = re.compile(r'@include "(.*)"$')
-
-
-def clip(text: str, limit: int = MAX_SHOWN) -> str:
-    """`text`, or its first `limit` characters and how long it was."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def clip_long(message: str) -> str:
@@ -193,12 +187,7 @@ class _Unreadable(_Refused):
 
 def _file_kind(mode: int) -> str | None:
     """What a non-regular file is, in words (None for a regular file)."""
-    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return what
-    return None if stat.S_ISREG(mode) else "not a regular file"
+    return None if stat.S_ISREG(mode) else kind_of(mode)
 
 
 def read_text(path: str, limit: int = MAX_CONFIG_BYTES) -> str:

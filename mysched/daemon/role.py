@@ -9,16 +9,15 @@ say who leads). A daemon that becomes leader settles the intents its predecessor
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
 from typing import Any, Callable
 
 from mysched.daemon.metrics import CycleMetrics
-from mysched.daemon.statusfile import write_json
+from mysched.daemon.statusfile import load_json, write_json
 from mysched.core.model import Snapshot
-from mysched.errors import StoreError
+from mysched.errors import MyschedError, StoreError
 from mysched.history.leader import Leadership, LeadershipLost, identity
 
 log = logging.getLogger("mysched")
@@ -134,11 +133,10 @@ class Role:
             return
         path = os.path.join(self.state_dir, STANDBY_FILE)
         try:
-            with open(path) as f:
-                mine = json.load(f).get("pid") == os.getpid()
+            mine = load_json(path, "standby note").get("pid") == os.getpid()
             if mine:
                 os.unlink(path)
-        except (OSError, ValueError, AttributeError):
+        except (OSError, MyschedError, AttributeError):
             pass
 
     def release(self) -> None:

@@ -1,6 +1,6 @@
 """The status file: what the daemon publishes after each cycle for the status commands.
 
-It is one JSON document written atomically (temporary file + rename) with mode 0644 in the
+It is one JSON document written atomically (`mysched.files.write_atomic`) with mode 0644 in the
 state directory, so unprivileged users can read queue, node and share views without access
 to the database or the batch server. Jobs and nodes are stored as rows under a `columns`
 header to keep the file small and quick to load at tens of thousands of jobs.
@@ -11,13 +11,13 @@ from __future__ import annotations
 import gc
 import json
 import os
-import tempfile
 import time
 from typing import Any
 
 from mysched.core.admission import node_type
 from mysched.core.config import Config
 from mysched.errors import StatusError
+from mysched.files import os_reason, read_capped, temp_prefix, write_atomic
 from mysched.core.model import NodeState, Snapshot
 from mysched.core.plan import Plan
 from mysched.core.reasons import BLOCKING
@@ -252,67 +252,81 @@ def ensure_state_dir(directory: str) -> None:
 
 
 def write_json(directory: str, name: str, doc: dict[str, Any] | bytes) -> str:
-    """Write a JSON document atomically (temporary file, fsync, rename), mode 0644."""
+    """Write a JSON document atomically (`mysched.files.write_atomic`), mode 0644, in place of
+    whatever is there (a link or a pipe is replaced, not followed)."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, name)
     data = doc if isinstance(doc, bytes) else encode(doc)
-    fd, tmp = tempfile.mkstemp(prefix=".status.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _sweep(directory, keep=tmp)
+    write_atomic(path, data, mode=0o644, follow=False)
+    _sweep(directory, name)
     return path
 
 
 STALE_TMP_S = 600.0
 
 
-def _sweep(directory: str, keep: str) -> None:
-    """Remove temporary status files a killed daemon left behind (older than `STALE_TMP_S`)."""
+def _sweep(directory: str, name: str) -> None:
+    """Remove the temporary files of `name` a killed daemon left behind (older than
+    `STALE_TMP_S`; a younger one may be another writer's, in flight)."""
     now = time.time()
+    prefix = temp_prefix(os.path.splitext(name)[0])  # also the ".status.*.tmp" of older versions
     try:
-        names = [n for n in os.listdir(directory) if n.startswith(".status.") and n.endswith(".tmp")]
+        names = [n for n in os.listdir(directory) if n.startswith(prefix) and n.endswith(".tmp")]
     except OSError:
         return
-    for name in names:
-        p = os.path.join(directory, name)
+    for n in names:
+        p = os.path.join(directory, n)
         try:
-            if p != keep and now - os.stat(p).st_mtime > STALE_TMP_S:
+            if now - os.stat(p).st_mtime > STALE_TMP_S:
                 os.unlink(p)
         except OSError:
             pass
+
+
+MAX_BYTES = 128 << 20
+"""The largest status (or standby) file the commands read: about 600,000 jobs at 200 bytes a
+row, far beyond a farm's queue; a file linked to /dev/zero had exhausted the memory."""
+
+
+def load_json(path: str, what: str = "status file") -> Any:
+    """The JSON document in `path`, read whole with the cap `MAX_BYTES`. An `OSError` when it
+    cannot be read -- `mysched.files.Unsuitable` for a named pipe, a device or a file too
+    large, refused without blocking -- and a `StatusError` "PATH: not a mysched WHAT: why"
+    when it is no JSON document: never the parser's own wording."""
+    data = read_capped(path, MAX_BYTES, what)
+    try:
+        return json.loads(data)
+    except RecursionError:
+        why = "nested too deeply to be one"
+    except UnicodeDecodeError:
+        why = "not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        why = ("empty (cut short while written?)" if not data.strip() else
+               f"not JSON (from line {exc.lineno}, column {exc.colno}"
+               f"{': cut short while written?' if exc.pos >= len(data.rstrip()) else ''})")
+    raise StatusError(f"{path}: not a mysched {what}: {why}")
 
 
 def read_status(path: str, *, max_age: float | None = None, now: float | None = None) -> dict[str, Any]:
     """Load a status file; missing, unreadable, corrupt or stale files raise `StatusError`.
 
     `path` may be the file or the state directory. `max_age` is in seconds of wall time
-    since the file was written (its mtime).
+    since the file was written (its mtime); a file written more than that in the future
+    (a clock set wrong, here or where it was written) is not current either.
     """
     if os.path.isdir(path):
         path = os.path.join(path, FILENAME)
     try:
         st = os.stat(path)
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = load_json(path)
     except FileNotFoundError:
         raise StatusError(f"{path}: no status file — is the mysched daemon running? "
                           "(it writes this file after each cycle; see --state-dir)") from None
     except PermissionError:
         raise StatusError(f"{path}: permission denied (the daemon writes it world-readable; check the "
                           "state directory's permissions)") from None
-    except (OSError, ValueError) as exc:
-        raise StatusError(f"{path}: unreadable status file: {exc}") from None
+    except OSError as exc:
+        raise StatusError(f"{path}: unreadable status file: {os_reason(exc)}") from None
     fmt = doc.get("format") if isinstance(doc, dict) else None
     if fmt != FORMAT:
         raise StatusError(f"{path}: {_format_mismatch(fmt)}")
@@ -321,6 +335,9 @@ def read_status(path: str, *, max_age: float | None = None, now: float | None = 
         if age > max_age:
             raise StatusError(f"{path}: status is stale: last written {age:.0f} s ago (daemon stopped or "
                               f"stuck? expected a cycle every {doc.get('interval', 60):g} s)")
+        if -age > max_age:
+            raise StatusError(f"{path}: status is not current: last written {-age:.0f} s in the future (a clock "
+                              "set wrong, here or where it was written)")
     return doc
 
 

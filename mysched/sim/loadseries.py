@@ -19,7 +19,8 @@ from typing import Any, Mapping
 
 from mysched.core.config import Config
 from mysched.core.throttle import Reading, levels, throttles
-from mysched.errors import InputError
+from mysched.errors import InputError, clip
+from mysched.files import open_regular, os_reason, text_lines
 
 MAX_SAMPLES = 5_000_000
 
@@ -38,7 +39,7 @@ def _time(text: str) -> tuple[float, bool]:
             return float(calendar.timegm(time.strptime(text, fmt))), True
         except ValueError:
             continue
-    raise ValueError(f"bad time {text!r} (seconds since the replay's start, or YYYY-MM-DDTHH:MM UTC)")
+    raise ValueError(f"bad time {clip(text)!r} (seconds since the replay's start, or YYYY-MM-DDTHH:MM UTC)")
 
 
 @dataclass
@@ -81,9 +82,9 @@ class LoadSeries:
 def read_load_series(path: str, config: Config) -> LoadSeries:
     """Read and check a series against the configuration's load sources."""
     try:
-        f = open(path, encoding="utf-8", errors="replace")
+        f = text_lines(open_regular(path), path, "a load series")
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+        raise InputError(f"{path}: cannot read: {os_reason(exc)}") from None
     raw: dict[str, list[tuple[float, float]]] = {}
     kinds: set[bool] = set()
     problems: list[str] = []
@@ -101,15 +102,15 @@ def read_load_series(path: str, config: Config) -> LoadSeries:
                     raise ValueError(f"expected time,source,value; found {len(parts)} field(s)")
                 t, absolute = _time(parts[0])
                 if parts[1] not in config.load_sources:
-                    raise ValueError(f"unknown load source {parts[1]!r} (the configuration has "
+                    raise ValueError(f"unknown load source {clip(parts[1])!r} (the configuration has "
                                      f"{', '.join(sorted(config.load_sources)) or 'none'})")
                 v = float(parts[2])
                 if not math.isfinite(v):
-                    raise ValueError(f"value {parts[2]!r} is not a finite number")
+                    raise ValueError(f"value {clip(parts[2])!r} is not a finite number")
             except ValueError as exc:
                 msg = str(exc)
                 if msg.startswith("could not convert"):
-                    msg = f"value {parts[2]!r} is not a number"
+                    msg = f"value {clip(parts[2])!r} is not a number"
                 problems.append(f"{path}:{lineno}: {msg}")
                 if len(problems) >= 20:
                     break

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from mysched.errors import InputError
+import os
+
+from mysched.errors import InputError, clip
+from mysched.files import write_output
 from mysched.sim.result import SimResult
 
 
 def _save(fig, plt, path: str, what: str, dpi: int = 100) -> None:  # noqa: ANN001 - matplotlib objects
-    """Write a figure and close it; an unwritable path is a clear `InputError`."""
+    """Write a figure whole or not at all (`mysched.files.write_output`) and close it; an
+    unwritable path is a clear `InputError`. The format goes by the name's extension (the
+    file written first is a temporary one)."""
+    import matplotlib
+
+    fmt = os.path.splitext(path)[1][1:].lower() or matplotlib.rcParams["savefig.format"]
     try:
-        fig.savefig(path, dpi=dpi)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot write {what}: {getattr(exc, 'strerror', None) or exc}") from None
+        write_output(path, lambda f: fig.savefig(f, format=fmt, dpi=dpi), what)
+    except ValueError as exc:  # a format matplotlib does not write (`plot_file` refuses it first)
+        raise InputError(f"{path}: cannot write {what}: {clip(str(exc))}") from None
     finally:
         plt.close(fig)
 
@@ -34,8 +42,6 @@ MISSING = "plots need matplotlib: pip install 'mysched[plot]'"
 def plot_file(path: str) -> str:
     """The file a plot named `path` goes to, known before the run: matplotlib adds its default
     extension to a name without one and cannot write an extension it does not know."""
-    import os
-
     import matplotlib
     from matplotlib.backend_bases import FigureCanvasBase
 
@@ -51,8 +57,6 @@ def plot_file(path: str) -> str:
 def movie_file(path: str) -> str:
     """The file a farm movie named `path` goes to, known before the run: a GIF where the name
     has no extension; refused where Pillow cannot write an animation of that kind."""
-    import os
-
     from PIL import Image
 
     ext = os.path.splitext(path)[1].lower()
@@ -176,8 +180,6 @@ def _frame_figure(cells: dict[str, list], classes: list[str], title: str):
 
 def write_frames(r: SimResult, directory: str, classes: list[str], movie: str | None = None) -> list[str]:
     """Write the captured farm pictures as PNG files (and a GIF of them, if asked)."""
-    import os
-
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as exc:
@@ -192,10 +194,10 @@ def write_frames(r: SimResult, directory: str, classes: list[str], movie: str | 
         from PIL import Image
 
         images = [Image.open(p).convert("P", palette=Image.ADAPTIVE) for p in paths]
-        try:
-            images[0].save(movie, save_all=True, append_images=images[1:], duration=200, loop=0)
-        except OSError as exc:
-            raise InputError(f"{movie}: cannot write movie: {exc.strerror}") from None
+        Image.init()
+        fmt = Image.registered_extensions().get(os.path.splitext(movie)[1].lower(), "GIF")
+        write_output(movie, lambda f: images[0].save(f, format=fmt, save_all=True, append_images=images[1:],
+                                                     duration=200, loop=0), "movie")
     return paths
 
 

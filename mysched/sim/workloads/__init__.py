@@ -7,7 +7,8 @@ from typing import Callable, Mapping
 
 from mysched.errors import InputError
 from mysched.core.model import TraceJob
-from mysched.sim.workloads.swf import READ_ERRORS, open_text, read_swf
+from mysched.sim.workloads.swf import MAX_COMMENTS, read_swf
+from mysched.sim.workloads.textfile import READ_ERRORS, open_text, read_failure
 
 _ACCOUNTING = re.compile(r"^(\d{8}:)?\d\d/\d\d/\d{4} \d\d:\d\d:\d\d;[A-Z];")
 
@@ -15,14 +16,19 @@ _ACCOUNTING = re.compile(r"^(\d{8}:)?\d\d/\d\d/\d{4} \d\d:\d\d:\d\d;[A-Z];")
 def detect_format(path: str) -> str:
     """"swf" or "accounting", from the first line that is not blank."""
     with open_text(path) as f:
+        lineno = 0
         try:
-            for line in f:
+            for lineno, line in enumerate(f, 1):
                 s = line.strip()
                 if not s:
+                    if lineno > MAX_COMMENTS:
+                        break  # the SWF reader says what is wrong with it, and where
                     continue
                 return "accounting" if _ACCOUNTING.match(s) else "swf"
         except READ_ERRORS as exc:
-            raise InputError(f"{path}: cannot read: {exc}") from None
+            raise InputError(f"{path}:{lineno + 1}: cannot read: {read_failure(exc)}") from None
+    if lineno > MAX_COMMENTS:
+        return "swf"
     raise InputError(f"{path}: empty file")
 
 

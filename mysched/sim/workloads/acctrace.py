@@ -15,9 +15,9 @@ from typing import Callable, Mapping
 from mysched.backends.torque.values import parse_node_parts
 from mysched.history.accounting import NotRun, Spliced, parse_line, to_finished_job
 from mysched.core.durations import duration_or_none
-from mysched.errors import InputError
+from mysched.errors import InputError, clip
 from mysched.core.model import Job, JobState, NodePart, Request, TraceJob
-from mysched.sim.workloads.swf import open_text
+from mysched.sim.workloads.textfile import READ_ERRORS, open_text, read_failure
 
 MAX_PROBLEMS = 20
 MAX_WAIT = 366 * 86400.0
@@ -63,48 +63,52 @@ def read_accounting_trace(path: str, *, first: int | None = None, start_from: fl
     seen: set[tuple[str, float]] = set()
     malformed = 0
     for fname in files:
-        with open_text(fname) as f:
-            for lineno, line in enumerate(f, 1):
-                try:
+        lineno = 0
+        with open_text(fname, "a TORQUE accounting log") as f:
+            try:
+                for lineno, line in enumerate(f, 1):
                     try:
-                        rec = parse_line(line)
-                    except Spliced as exc:  # a record cut short by a crash: said; the whole one after it replayed
+                        try:
+                            rec = parse_line(line)
+                        except Spliced as exc:  # a record cut short by a crash: said; the whole one after it replayed
+                            malformed += 1
+                            if warn is not None and malformed <= MAX_PROBLEMS:
+                                warn(f"{fname}:{lineno}: {exc}")
+                            rec = exc.record
+                        if rec is None or rec.type != "E":
+                            continue
+                        fj = to_finished_job(rec)
+                    except NotRun:
+                        continue  # deleted before it started: nothing to replay
+                    except ValueError as exc:
                         malformed += 1
                         if warn is not None and malformed <= MAX_PROBLEMS:
                             warn(f"{fname}:{lineno}: {exc}")
-                        rec = exc.record
-                    if rec is None or rec.type != "E":
                         continue
-                    fj = to_finished_job(rec)
-                except NotRun:
-                    continue  # deleted before it started: nothing to replay
-                except ValueError as exc:
-                    malformed += 1
-                    if warn is not None and malformed <= MAX_PROBLEMS:
-                        warn(f"{fname}:{lineno}: {exc}")
-                    continue
-                if (fj.id, fj.start) in seen:
-                    continue
-                seen.add((fj.id, fj.start))
-                a = rec.attrs
-                # qtime, else (missing or garbled) ctime, else the start
-                keys = [k for k in ("qtime", "ctime") if k in a]
-                key = next((k for k in keys if _time_or_nan(a[k]) == _time_or_nan(a[k])), keys[0] if keys else None)
-                submit = fj.start if key is None else _time_or_nan(a[key])
-                if not fj.start - MAX_WAIT <= submit:  # also NaN and -inf
-                    malformed += 1
-                    if warn is not None and malformed <= MAX_PROBLEMS:
-                        warn(f"{fname}:{lineno}: job {fj.id}: {key}={a[key]} is not a time within a year before "
-                             "its start: not replayed")
-                    continue
-                submit = min(submit, fj.start)
-                if start_from is not None and submit < start_from:
-                    continue
-                walltime = duration_or_none(a.get("Resource_List.walltime"))
-                vo = vo_map.get(fj.group) if vo_map else None
-                jobs.append(TraceJob(Job(fj.id, fj.queue, fj.user, fj.group, fj.cores, JobState.QUEUED, submit,
-                                         None, walltime, None, (), vo, request=_shape(a, fj.cores)),
-                                     fj.end - fj.start))
+                    if (fj.id, fj.start) in seen:
+                        continue
+                    seen.add((fj.id, fj.start))
+                    a = rec.attrs
+                    # qtime, else (missing or garbled) ctime, else the start
+                    keys = [k for k in ("qtime", "ctime") if k in a]
+                    key = next((k for k in keys if _time_or_nan(a[k]) == _time_or_nan(a[k])), keys[0] if keys else None)
+                    submit = fj.start if key is None else _time_or_nan(a[key])
+                    if not fj.start - MAX_WAIT <= submit:  # also NaN and -inf
+                        malformed += 1
+                        if warn is not None and malformed <= MAX_PROBLEMS:
+                            warn(f"{fname}:{lineno}: job {clip(fj.id)}: {key}={clip(a[key])} is not a time within a year before "
+                                 "its start: not replayed")
+                        continue
+                    submit = min(submit, fj.start)
+                    if start_from is not None and submit < start_from:
+                        continue
+                    walltime = duration_or_none(a.get("Resource_List.walltime"))
+                    vo = vo_map.get(fj.group) if vo_map else None
+                    jobs.append(TraceJob(Job(fj.id, fj.queue, fj.user, fj.group, fj.cores, JobState.QUEUED, submit,
+                                             None, walltime, None, (), vo, request=_shape(a, fj.cores)),
+                                         fj.end - fj.start))
+            except READ_ERRORS as exc:
+                raise InputError(f"{fname}:{lineno + 1}: cannot read: {read_failure(exc)}") from None
     if warn is not None and malformed > MAX_PROBLEMS:
         warn(f"{path}: {malformed} records not replayed in all (first {MAX_PROBLEMS} shown)")
     if not jobs and malformed:

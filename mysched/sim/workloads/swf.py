@@ -21,7 +21,10 @@ What becomes of a line (the simulator replays *what ran*):
 - Lines that are not SWF (too few columns, a non-numeric value in a column we read) are
   ``malformed``: reported as ``FILE:LINE: reason`` and skipped; the rest loads. Only the
   columns the reader uses are checked.
-- A file that is missing, unreadable or holds no SWF job line at all raises `InputError`.
+- A file that is missing, unreadable or holds no SWF job line at all raises `InputError`; so
+  does one that is no regular file (a named pipe, /dev/zero), has a line of over 1 MiB, far
+  more blank or comment lines than job lines, or expands more than 50-fold from gzip, bzip2
+  or xz (`open_text`): each said with its line, before its bytes fill the memory.
 
 Names: user ``u<N>``; group ``g<N>`` (``nogroup`` where the trace has -1: SWF numbers groups
 from 1, and traces without the field then form one group); queue: the name the header's
@@ -36,21 +39,17 @@ quantity=per_job`` (LPC-EGEE) makes it KB per job; Alea's column 10 is bytes per
 
 from __future__ import annotations
 
-import bz2
 import gc
-import gzip
-import io
-import lzma
 import os
 import re
-import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import IO, Callable, Mapping
+from typing import Callable, Mapping
 
-from mysched.errors import InputError
+from mysched.errors import InputError, clip
 from mysched.core.model import Job, JobState, TraceJob
+from mysched.sim.workloads.textfile import READ_ERRORS, open_text, read_failure
 
 LPC_QUEUES: dict[int, str] = {1: "test", 2: "short", 3: "long", 4: "day", 5: "infinite", 6: "batch"}
 """LPC-EGEE-2004 queue names (SOURCES.md), for copies that lost the header's Queue lines."""
@@ -69,13 +68,9 @@ _COLUMNS = ("job number", "submit time", "wait time", "run time", "allocated pro
             "average CPU time", "used memory", "requested processors", "requested time",
             "requested memory", "status", "user", "group", "executable", "queue", "partition",
             "preceding job", "think time")
-_MAGIC: tuple[tuple[bytes, Callable[[IO[bytes]], IO[bytes]]], ...] = (
-    (b"\x1f\x8b", lambda f: gzip.GzipFile(fileobj=f)),
-    (b"BZh", lambda f: bz2.BZ2File(f)),
-    (b"\xfd7zXZ\x00", lambda f: lzma.LZMAFile(f)),
-)
-READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
-"""What reading a damaged (e.g. truncated) compressed file may raise."""
+MAX_COMMENTS = 100_000
+"""Blank and comment lines, beyond one per job line, after which a file is no SWF trace: a
+header is a few dozen lines (74 in CEA-Curie); 3 GiB of comments read for minutes."""
 
 
 @dataclass
@@ -107,7 +102,7 @@ class SwfTrace:
     """Status-5 jobs kept because they ran (counted before the `first` cut of a file that is
     not in submit order)."""
     truncated: bool = False
-    """Reading stopped once `first` jobs were found."""
+    """Reading stopped once `first` jobs were found (in submit order up to there)."""
     lines: int = 0
     """Lines read."""
     groups: dict[str, int] = field(default_factory=dict)
@@ -117,30 +112,6 @@ class SwfTrace:
 
     def skip(self, reason: str, n: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + n
-
-
-def open_text(path: str | os.PathLike[str]) -> io.TextIOWrapper:
-    """Open a plain or compressed (gzip, bzip2, xz: by magic bytes) file as text.
-
-    Undecodable bytes become U+FFFD, so binary junk shows as malformed lines, not as an
-    exception halfway through."""
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        magic = f.peek(6)[:6]  # not read+seek: pipes and process substitution work too
-    except OSError as exc:
-        f.close()
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    raw: IO[bytes] = f
-    for prefix, opener in _MAGIC:
-        if magic.startswith(prefix):
-            raw = opener(f)
-            break
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None)
 
 
 def _first_int(text: str) -> int | None:
@@ -193,7 +164,7 @@ class _Reader:
             if v is not None and 0 <= v <= MAX_UNIX_START:
                 tr.unix_start = float(v)
                 return True
-            self.report(lineno, f"UnixStartTime {value.strip()!r} is not a Unix time from 0 to {MAX_UNIX_START:.0e}: "
+            self.report(lineno, f"UnixStartTime {clip(value.strip())!r} is not a Unix time from 0 to {MAX_UNIX_START:.0e}: "
                         "ignored (submit times taken as absolute)")
         elif key == "TimeZoneString":
             tr.timezone = value.split("#")[0].strip() or tr.timezone
@@ -207,7 +178,7 @@ class _Reader:
             if v is not None and v >= 1:
                 setattr(tr, "max_nodes" if key == "MaxNodes" else "max_procs", v)
             else:
-                self.report(lineno, f"{key} {value.strip()!r} is not a positive count: ignored")
+                self.report(lineno, f"{key} {clip(value.strip())!r} is not a positive count: ignored")
         elif key == "Queue":
             words = value.split()
             try:
@@ -245,7 +216,7 @@ class _Reader:
             try:
                 values.append(int(text) if col != 8 and col != 9 else float(text))
             except ValueError:
-                raise ValueError(f"non-numeric {_COLUMNS[col]} (column {col + 1}): {text!r}") from None
+                raise ValueError(f"non-numeric {_COLUMNS[col]} (column {col + 1}): {clip(text)!r}") from None
         alloc, req_procs, req_time, req_mem, status, user, group = values
         if not (req_time == req_time and req_mem == req_mem):
             raise ValueError("NaN in requested time or memory")
@@ -256,7 +227,7 @@ class _Reader:
             try:
                 queue = self.queue_name(int(parts[14]))
             except ValueError:
-                raise ValueError(f"non-numeric {_COLUMNS[14]} (column 15): {parts[14]!r}") from None
+                raise ValueError(f"non-numeric {_COLUMNS[14]} (column 15): {clip(parts[14])!r}") from None
         cores = alloc if alloc > 0 else (req_procs if req_procs > 0 else 0)  # 0: none given (the caller says so)
         mem = None
         if 0 < req_mem < 1e18:
@@ -281,8 +252,8 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
     """Read an SWF trace into jobs to replay, sorted by submit time (absolute Unix seconds).
 
     `start_from` (absolute Unix time) skips jobs submitted before it; `first` then keeps only
-    the first N jobs replayed, in submit order (reading stops there when the file is in
-    submit order, as archive files are). Malformed lines go to `on_problem` (the first
+    the first N jobs replayed, in submit order (reading stops at the N-th when the file is in
+    submit order up to it, as archive files are). Malformed lines go to `on_problem` (the first
     `MAX_PROBLEMS`, once the file has proved to be SWF: junk gets one error, not a page)."""
     if first is not None and first < 0:
         raise ValueError("first must be >= 0")
@@ -302,6 +273,7 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
     lineno = 0
     early = cancelled_ran = 0
     cancelled = 0
+    idle = 0  # blank and comment lines
     seen_ids: dict[str, int] = {}
     with open_text(path) as f:
         # Hundreds of thousands of new objects and no cycles among them: the cyclic collector
@@ -312,10 +284,12 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
             for lineno, line in enumerate(f, 1):
                 parts = line.split()
                 n = len(parts)
-                if n == 0:
-                    continue
-                if parts[0][0] == ";":
-                    if rd.header(line, lineno):
+                if n == 0 or parts[0][0] == ";":
+                    idle += 1
+                    if idle > MAX_COMMENTS + good:
+                        raise InputError(f"{path}:{lineno}: {idle:,} blank or comment lines against {good:,} job "
+                                         "lines: not an SWF trace (its header is a few dozen lines)")
+                    if n and rd.header(line, lineno):
                         cache.clear()
                         base = tr.unix_start or 0.0
                     continue
@@ -332,14 +306,14 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
                         a = cache[key] = rd.attrs(parts)
                     jid = parts[0]
                     if not jid.isdecimal():
-                        raise ValueError(f"non-numeric {_COLUMNS[0]} (column 1): {jid!r}")
+                        raise ValueError(f"non-numeric {_COLUMNS[0]} (column 1): {clip(jid)!r}")
                     submit = float(parts[1])
                     run = float(parts[3])
                 except ValueError as exc:
                     msg = str(exc)
                     if msg.startswith("could not convert"):
                         col = 1 if not _is_number(parts[1]) else 3
-                        msg = f"non-numeric {_COLUMNS[col]} (column {col + 1}): {parts[col]!r}"
+                        msg = f"non-numeric {_COLUMNS[col]} (column {col + 1}): {clip(parts[col])!r}"
                     rd.problem(lineno, msg)
                     if not good and tr.skipped["malformed"] >= NOT_SWF_AFTER:
                         break
@@ -349,10 +323,10 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
                     cancelled += 1
                     continue
                 if not 0 <= submit < 1e12:  # also NaN
-                    rd.problem(lineno, f"job {jid}: no usable submit time ({parts[1]}): not replayed", "no_submit")
+                    rd.problem(lineno, f"job {clip(jid)}: no usable submit time ({clip(parts[1])}): not replayed", "no_submit")
                     continue
                 if not 0 <= run < 1e12:
-                    rd.problem(lineno, f"job {jid}: no usable run time ({parts[3]}): not replayed", "no_runtime")
+                    rd.problem(lineno, f"job {clip(jid)}: no usable run time ({clip(parts[3])}): not replayed", "no_runtime")
                     continue
                 first_at = seen_ids.setdefault(jid, lineno)
                 if first_at != lineno:
@@ -360,11 +334,11 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
                     while f"{jid}.{n}" in seen_ids:
                         n += 1
                     seen_ids[f"{jid}.{n}"] = lineno
-                    rd.repaired(lineno, "duplicate_id", f"job number {jid} already on line {first_at}: "
-                                f"replayed as {jid}.{n}")
+                    rd.repaired(lineno, "duplicate_id", f"job number {clip(jid)} already on line {first_at}: "
+                                f"replayed as {clip(jid)}.{n}")
                     jid = f"{jid}.{n}"
                 if a[3] == 0:
-                    rd.repaired(lineno, "assumed_1_core", f"job {jid}: no processor count (allocated and "
+                    rd.repaired(lineno, "assumed_1_core", f"job {clip(jid)}: no processor count (allocated and "
                                 "requested <= 0): replayed on 1 core")
                     a = a[:3] + (1,) + a[4:]
                 t = base + submit
@@ -374,16 +348,19 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
                 if t < last_submit:
                     in_order = False
                 last_submit = t
-                if len(jobs) == limit:
-                    if in_order:
-                        tr.truncated = True
-                        break
-                    limit = -1  # out of order: read it all, sort, then cut
+                if limit == 0:
+                    tr.truncated = True
+                    break
                 append(TraceJob(Job(jid, a[0], a[1], a[2], a[3], queued, t, None, a[4], a[5], (), a[6]), run))
                 if a[7] == 5:
                     cancelled_ran += 1
+                if len(jobs) == limit:
+                    if in_order:  # stop here, not at the next job line: 3 GiB of comments may come first
+                        tr.truncated = True
+                        break
+                    limit = -1  # out of order: read it all, sort, then cut
         except READ_ERRORS as exc:
-            raise InputError(f"{path}: cannot read (line {lineno + 1}): {exc}") from None
+            raise InputError(f"{path}:{lineno + 1}: cannot read: {read_failure(exc)}") from None
         finally:
             if gc_was_enabled:
                 gc.enable()

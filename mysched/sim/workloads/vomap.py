@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 
-from mysched.errors import InputError
+from mysched.errors import InputError, clip
+from mysched.files import os_reason, read_capped
+
+MAX_BYTES = 16 << 20
+"""The largest VO map file read (a line per group: thousands of groups take kilobytes)."""
 
 
 def parse_vo_map(text_or_path: str | os.PathLike[str]) -> dict[str, str]:
@@ -12,19 +16,19 @@ def parse_vo_map(text_or_path: str | os.PathLike[str]) -> dict[str, str]:
     ``GROUP=VO`` lines (``#`` comments, blank lines allowed). Bad syntax raises `InputError`
     naming the item or ``FILE:LINE``."""
     text = os.fspath(text_or_path)
-    if os.path.isfile(text):
+    if os.path.lexists(text):
         try:
-            with open(text, encoding="utf-8", errors="replace") as f:
-                items = list(enumerate(f, 1))
+            data = read_capped(text, MAX_BYTES, "VO map")
         except OSError as exc:
-            raise InputError(f"{text}: cannot read: {exc.strerror or exc}") from None
+            raise InputError(f"{text}: cannot read: {os_reason(exc)}") from None
+        items = list(enumerate(data.decode("utf-8", errors="replace").splitlines(), 1))
         source = text
 
         def where(i: int) -> str:
             return f"{text}:{i}"
     else:
         if "=" not in text:
-            raise InputError(f"{text}: no such file, and not a GROUP=VO list (e.g. g2=atlas,g6=cms)")
+            raise InputError(f"{clip(text)}: no such file, and not a GROUP=VO list (e.g. g2=atlas,g6=cms)")
         items = list(enumerate(text.split(","), 1))
         source = "--vo-map"
 
@@ -40,10 +44,10 @@ def parse_vo_map(text_or_path: str | os.PathLike[str]) -> dict[str, str]:
         else:
             parts = item.split()
         if len(parts) != 2 or not all(parts) or any(c.isspace() for p in parts for c in p):
-            raise InputError(f"{where(i)}: expected GROUP=VO or GROUP VO, got {raw.strip()!r}")
+            raise InputError(f"{where(i)}: expected GROUP=VO or GROUP VO, got {clip(raw.strip())!r}")
         group, vo = parts
         if group in out and out[group] != vo:
-            raise InputError(f"{where(i)}: group {group} mapped twice ({out[group]} and {vo})")
+            raise InputError(f"{where(i)}: group {clip(group)} mapped twice ({clip(out[group])} and {clip(vo)})")
         out[group] = vo
     if not out:
         raise InputError(f"{source}: empty VO mapping")
