@@ -656,6 +656,131 @@ CASES += [
          **{"h.db": "not a database\n", "a": "11/22/2026 10:00:00;Q;1.s;queue=q\n"}),
 ]
 
+S_REC = "11/22/2026 10:00:00;S;{id};user=u group=g queue=q start=1795300000 owner=u@ui exec_host=wn01/0\n"
+E_REC = ("11/22/2026 10:10:00;E;{id};user=u group=g jobname=j queue=q start=1795300000 owner=u@ui exec_host=wn01/0 "
+         "end=1795300600 Exit_status=0{more}\n")
+
+
+def _acct(name: str, content: str | bytes, where: str, expect: str = WARNED, *extra: str) -> Case:
+    return Case(name, "accounting", expect, lambda d: ["history", "import", "--db", f"sqlite:///{d}/h.db",
+                                                        "--progress", "never", *extra, str(d / "20261122")],
+                {"20261122": content}, where)
+
+
+def _pair(name: str, more: str, where: str = "", expect: str = ACCEPTED, jid: str = "1.s") -> Case:
+    """An S and E record of one job, the E record with `more` at its end."""
+    return _acct(name, S_REC.format(id=jid) + E_REC.format(id=jid, more=more), where, expect)
+
+
+def _db_of(d: Path, sql: str) -> None:
+    con = sqlite3.connect(d / "h.db")
+    con.executescript(sql)
+    con.commit()
+    con.close()
+
+
+def _db_case(name: str, sql: str, argv: list[str], where: str, **files: str) -> Case:
+    return Case(name, "cli", REFUSED, lambda d: (_db_of(d, sql), [a.replace("{d}", str(d)) for a in argv])[1],
+                dict(files), where)
+
+
+def _locked(d: Path, argv: list[str]) -> list[str]:
+    """A database another process holds an exclusive lock on (kept for the test's life)."""
+    import threading
+
+    from mysched.cli.main import main
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        main(["history", "import", "--db", f"sqlite:///{d}/h.db", "--progress", "never", str(d / "a")])
+    con = sqlite3.connect(d / "h.db", check_same_thread=False, isolation_level=None)
+    con.execute("BEGIN EXCLUSIVE")
+    _LOCKS.append(con)
+    threading.Timer(60, con.close).start()
+    return [a.replace("{d}", str(d)) for a in argv]
+
+
+_LOCKS: list = []
+GOODLOG = S_REC.format(id="1.s") + E_REC.format(id="1.s", more="")
+
+CASES += [
+    # -- accounting lines ----------------------------------------------------------------------
+    _pair("value with = inside", " jobname=a=b=c"),
+    _pair("account with = inside", " account=x=y"),
+    _pair("duplicated key end", " end=1795300900"),
+    _pair("duplicated key user", " user=mallory", "20261122:2: suspicious E record", WARNED),
+    _pair("huge cput", " resources_used.cput=999999999999:00:00"),
+    _pair("huge walltime used", " resources_used.walltime=999999999999:00:00"),
+    _pair("huge slots", " total_execution_slots=99999999999999999999", "20261122:2", WARNED),
+    _pair("negative slots", " total_execution_slots=-4"),
+    _pair("unicode slots", " total_execution_slots=\u00b2"),
+    _pair("huge exit status", " Exit_status=99999999999999999999999", "20261122:2: garbled Exit_status", WARNED),
+    _pair("negative exit status", " Exit_status=-11"),
+    _pair("mem 1zb", " resources_used.mem=1zb"),
+    _pair("mem unicode", " resources_used.mem=\u00b2kb"),
+    _pair("unicode user", "", "", ACCEPTED, "1.s") if False else
+    _acct("unicode user", S_REC.format(id="1.s").replace("user=u", "user=\u00fc") +
+          E_REC.format(id="1.s", more="").replace("user=u", "user=\u00fc"), "", ACCEPTED),
+    _acct("negative start", S_REC.format(id="1.s").replace("1795300000", "-5") +
+          E_REC.format(id="1.s", more="").replace("start=1795300000", "start=-5"), "20261122:2"),
+    _acct("start nan", S_REC.format(id="1.s").replace("1795300000", "nan") +
+          E_REC.format(id="1.s", more="").replace("start=1795300000", "start=nan"), "20261122:2"),
+    _acct("end 1e30", S_REC.format(id="1.s") + E_REC.format(id="1.s", more="").replace("end=1795300600", "end=1e30"),
+          "20261122:2"),
+    _acct("end negative", S_REC.format(id="1.s") + E_REC.format(id="1.s", more="").replace("end=1795300600", "end=-1"),
+          "20261122:2"),
+    _acct("date 02/30/2026", "02/30/2026 10:00:00;E;1.s;user=u group=g start=1795300000 end=1795300600\n" + GOODLOG,
+          "20261122:1"),
+    _acct("date 13/01/2026", "13/01/2026 10:00:00;E;1.s;user=u group=g start=1795300000 end=1795300600\n" + GOODLOG,
+          "20261122:1"),
+    _acct("time 25:61:61", "11/22/2026 25:61:61;E;1.s;user=u group=g start=1795300000 end=1795300600\n" + GOODLOG,
+          "20261122:1"),
+    _acct("date in 2999", GOODLOG.replace("11/22/2026", "11/22/2999"), "", ACCEPTED),
+    _acct("future start and end", S_REC.format(id="1.s").replace("1795300000", "32503680000") +
+          E_REC.format(id="1.s", more="").replace("start=1795300000", "start=32503680000")
+          .replace("end=1795300600", "end=32503680600"), "20261122:2"),
+    _acct("record type lower case", GOODLOG.replace(";E;", ";e;"), "", ACCEPTED),
+    _acct("unknown record type", GOODLOG + "11/22/2026 10:20:00;Z;1.s;x=y\n", "", ACCEPTED),
+    _acct("empty job id", GOODLOG + "11/22/2026 10:20:00;E;;user=u group=g start=1795300000 end=1795300600\n",
+          "20261122:3"),
+    _acct("job id with ;", GOODLOG + "11/22/2026 10:20:00;E;1;2.s;user=u group=g start=1795300000 end=1795300600\n",
+          "20261122:3"),
+    _acct("NUL in a record", GOODLOG.replace("jobname=j", "jobname=j\x00k"), "20261122:2: NUL bytes", WARNED),
+    _acct("CRLF line ends", GOODLOG.replace("\n", "\r\n"), "", ACCEPTED),
+    _acct("a field without =", GOODLOG.replace("jobname=j", "jobname"), "", ACCEPTED),
+    _acct("100k field", GOODLOG.replace("jobname=j", "jobname=" + "j" * 100000), "", ACCEPTED),
+    _acct("the same E twice", GOODLOG + E_REC.format(id="1.s", more=""), "", ACCEPTED),
+    _acct("only an S record", S_REC.format(id="1.s"), "", ACCEPTED),
+    _acct("latin-1 bytes", GOODLOG.encode() + "11/22/2026 10:20:00;E;2.s;user=caf\xe9\n".encode("latin-1"), "20261122:3"),
+    # -- databases ---------------------------------------------------------------------------
+    _db_case("usage of another schema", "CREATE TABLE t(x); INSERT INTO t VALUES (1);",
+             ["usage", "--db", "sqlite:///{d}/h.db"], "{d}/h.db"),
+    _db_case("suspects of another schema", "CREATE TABLE t(x);", ["history", "suspects", "--db", "sqlite:///{d}/h.db"],
+             "{d}/h.db"),
+    _db_case("import into another schema", "CREATE TABLE jobs(x);",
+             ["history", "import", "--db", "sqlite:///{d}/h.db", "{d}/a"], "h.db", a=GOODLOG),
+    _db_case("usage of a newer schema", "PRAGMA user_version = 999; CREATE TABLE t(x);",
+             ["usage", "--db", "sqlite:///{d}/h.db"], "{d}/h.db"),
+    _db_case("usage of a newer schema version", "CREATE TABLE schema_version(version INTEGER NOT NULL); "
+             "INSERT INTO schema_version VALUES (999);", ["usage", "--db", "sqlite:///{d}/h.db"], "newer than this mysched"),
+    _db_case("import into a newer schema version", "CREATE TABLE schema_version(version INTEGER NOT NULL); "
+             "INSERT INTO schema_version VALUES (999);", ["history", "import", "--db", "sqlite:///{d}/h.db", "{d}/a"],
+             "newer than this mysched", a=GOODLOG),
+    _db_case("schema version of text", "CREATE TABLE schema_version(version); INSERT INTO schema_version VALUES ('x');",
+             ["usage", "--db", "sqlite:///{d}/h.db"], "not a version number"),
+    _db_case("run on another application's database", "CREATE TABLE cycles(x);",
+             ["run", "--once", "--server", SIMURL, "--state-dir", "{d}/s", "--db", "sqlite:///{d}/h.db"],
+             "holds tables of another application (cycles)"),
+    _db_case("prune of another application's database", "CREATE TABLE t(x);",
+             ["history", "prune", "--db", "sqlite:///{d}/h.db", "--keep-cycles", "1d"], "{d}/h.db"),
+    Case("usage of a locked database (readers go on)", "cli", ACCEPTED,
+         lambda d: _locked(d, ["usage", "--db", "sqlite:///{d}/h.db", "--by", "user"]), {"a": GOODLOG}, ""),
+    Case("import into a locked database", "cli", REFUSED,
+         lambda d: _locked(d, ["history", "import", "--db", "sqlite:///{d}/h.db", "--progress", "never", "{d}/b"]),
+         {"a": GOODLOG, "b": GOODLOG.replace("1.s", "2.s")}, "h.db"),
+]
+
 # == the test (new blocks of CASES go above) ===============================================
 
 
