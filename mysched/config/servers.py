@@ -102,7 +102,7 @@ def torque_host(url: str) -> str:
 def server_problem(url: str, farm: FarmSpec) -> str | None:
     """What is wrong with a server URL (None: nothing): an unknown scheme, no host, a sim://
     parameter out of range."""
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ("sim" if url.startswith("sim:") else "")
+    scheme = url.split("://", 1)[0] if "://" in url else ("sim" if url.startswith("sim:") else "")
     try:
         if scheme == "sim":
             sim_params(url, farm)

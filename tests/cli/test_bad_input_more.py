@@ -781,6 +781,28 @@ CASES += [
          {"a": GOODLOG, "b": GOODLOG.replace("1.s", "2.s")}, "h.db"),
 ]
 
+CASES += [
+    # -- sim:// through check-config --server and run -------------------------------------------
+    *(_cli(f"check-config --server {u}", ["check-config", "-c", "{d}/c.cfg", "--server", u], w, **{"c.cfg": VOS})
+      for u, w in (("sim://?nodes=-1", "nodes"), ("sim://?slots=1e3", "slots"), ("sim://?speed=-5", "speed"),
+                   ("sim://?hours=0", "hours"), ("sim://?backlog=inf", "backlog"), ("sim://?seed=1.5", "seed"),
+                   ("sim://?nodes=2&bogus=1", "bogus"), ("sim://?=", "unknown parameter"),
+                   ("sim://?nodes=2&nodes=2", "given twice"), ("sim:///path", "names no host or path"),
+                   ("sim://?nodes=" + "9" * 30, "nodes"), ("sim://?nodes=%00", "nodes"),
+                   ("torque://h:65536", "torque://h:65536"), ("torque://[::1]:99", "", ))
+      if w),
+    _cli("check-config --server ipv6 with port", ["check-config", "-c", "{d}/c.cfg", "--server", "torque://[::1]:1"],
+         "[::1]:1", **{"c.cfg": VOS}),
+    _run("server sim speed 1e7", ["--server", "sim://?nodes=2&hours=1&speed=1e7"], "speed"),
+    _run("server sim backlog 1e9", ["--server", "sim://?nodes=2&hours=1&backlog=1e9"], "backlog"),
+    _run("server sim hours 9000", ["--server", "sim://?nodes=2&hours=9000"], "hours"),
+    _run("server sim seed -5", ["--server", "sim://?nodes=2&slots=2&hours=1&seed=-5"], "", ACCEPTED),
+    _run("server sim all defaults", ["--server", "sim://"], "", ACCEPTED),
+    _run("server sim upper case", ["-c", "{d}/c.cfg", "--server", "SIM://?nodes=2"], "unknown server scheme 'SIM'",
+         **{"c.cfg": VOS}),
+    _run("server sim dry run", ["--dry-run", "--server", SIMURL], "", ACCEPTED),
+]
+
 # == the test (new blocks of CASES go above) ===============================================
 
 
