@@ -164,11 +164,23 @@ def parse_attrs(text: str) -> dict[str, str]:
     for tok in text.split():
         k, eq, v = tok.partition("=")
         if eq and _is_key(k):
+            if k in _WRITTEN_FIRST and k in out:
+                key = "\0repeated"  # a forged one: its words go nowhere
+                out.setdefault(key, "")
+                continue
             key = k
             out[k] = v
         elif key is not None:
             out[key] += " " + tok
+    out.pop("\0repeated", None)
     return out
+
+
+_WRITTEN_FIRST = frozenset({"user", "group"})
+"""Keys pbs_server writes before the account string (``qsub -A``, written as the user typed
+it, blanks included): a second one comes from that string, and the first is pbs_server's.
+The keys after it are pbs_server's where they come last; a repeated one of those, forged
+before them, is overwritten by the real one."""
 
 
 def parse_line(line: str, types: Collection[str] | None = None) -> AccountingRecord | None:
