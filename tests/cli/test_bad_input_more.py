@@ -709,7 +709,7 @@ CASES += [
     _pair("value with = inside", " jobname=a=b=c"),
     _pair("account with = inside", " account=x=y"),
     _pair("duplicated key end", " end=1795300900"),
-    _pair("duplicated key user", " user=mallory", "20261122:2: suspicious E record", WARNED),
+    _pair("duplicated key user (pbs_server's first one counts)", " user=mallory"),
     _pair("huge cput", " resources_used.cput=999999999999:00:00"),
     _pair("huge walltime used", " resources_used.walltime=999999999999:00:00"),
     _pair("huge slots", " total_execution_slots=99999999999999999999", "20261122:2", WARNED),
