@@ -76,6 +76,17 @@ def non_empty(text: str) -> str:
     return text
 
 
+def address_arg(text: str) -> str:
+    """A HOST:PORT option ("off" disables), read by the rule the configuration's addresses obey."""
+    from mysched.config.values import parse_address
+
+    try:
+        parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def fraction(text: str) -> float:
     """An argument between 0 and 1."""
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from mysched.cli.common import non_empty
 from mysched.cli.main import command
 from mysched.cli import farmslots, nodeextras, nodejobs, statusdoc
 from mysched.cli.statusdoc import RUNNING, load, options
@@ -34,7 +35,7 @@ def fill_nodes(p: argparse.ArgumentParser) -> None:
                    help="only these nodes, each with the jobs running there and when they end by their requested "
                         "walltime (checknode)")
     p.add_argument("--state", choices=statusdoc.NODE_STATES, help="only nodes in this state")
-    p.add_argument("--type", help="only nodes of this node type")
+    p.add_argument("--type", type=non_empty, help="only nodes of this node type")
     p.set_defaults(run=run_nodes)
 
 

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from mysched.cli.common import duration_arg
+from mysched.cli.common import duration_arg, non_empty
 from mysched.cli.main import command
 from mysched.cli.progress import ProgressBar, add_progress_option, wanted
 from mysched.errors import InputError, UsageError
@@ -38,8 +38,8 @@ def fill(p: argparse.ArgumentParser) -> None:
                          "which TORQUE writes unescaped), however much they look like records. A file with lines "
                          "but not one accounting record is an error (exit status 1), the other files are read.")
     imp.add_argument("paths", nargs="+", metavar="PATH", help="accounting file or directory")
-    imp.add_argument("-c", "--config", metavar="FILE", help="configuration file (for history.database)")
-    imp.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
+    imp.add_argument("-c", "--config", type=non_empty, metavar="FILE", help="configuration file (for history.database)")
+    imp.add_argument("--db", type=non_empty, metavar="URL", help="history database URL (default: history.database)")
     imp.add_argument("--trust-all", action="store_true", help="charge every E record, matched or not (logs from "
                      "before mysched ran, or whose S records are lost; lines inside an account= value still are not)")
     add_progress_option(imp)
@@ -49,8 +49,8 @@ def fill(p: argparse.ArgumentParser) -> None:
                          "the FILE:LINE they were read from: 'unmatched' (no S record nor start of the daemon's "
                          "with the same job id, owner and start; charged if its S record is read later) and "
                          "'inside' (a line inside another record's account= value: qsub -A with a newline).")
-    sus.add_argument("-c", "--config", metavar="FILE", help="configuration file (for history.database)")
-    sus.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
+    sus.add_argument("-c", "--config", type=non_empty, metavar="FILE", help="configuration file (for history.database)")
+    sus.add_argument("--db", type=non_empty, metavar="URL", help="history database URL (default: history.database)")
     sus.add_argument("--json", action="store_true", help="JSON: database, count, records[{path,line,reason,job_id,"
                      "user,group,start,end,cores,core_hours}]")
     sus.set_defaults(run=run_suspects)
@@ -60,9 +60,9 @@ def fill(p: argparse.ArgumentParser) -> None:
                         "history.keep_jobs (default: kept for ever), as the leading daemon does every hour. "
                         "Give the daemon's configuration (-c), whose keeps and history.window it checks; "
                         "without it only --keep-cycles is taken. Safe while the daemon runs.")
-    pr.add_argument("-c", "--config", metavar="FILE", help="configuration file (history.database, keep_cycles, "
+    pr.add_argument("-c", "--config", type=non_empty, metavar="FILE", help="configuration file (history.database, keep_cycles, "
                     "keep_jobs)")
-    pr.add_argument("--db", metavar="URL", help="history database URL (default: history.database)")
+    pr.add_argument("--db", type=non_empty, metavar="URL", help="history database URL (default: history.database)")
     pr.add_argument("--keep-cycles", type=duration_arg, metavar="DURATION", help="instead of history.keep_cycles "
                     "(e.g. 7d; inf keeps all)")
     pr.add_argument("--keep-jobs", type=duration_arg, metavar="DURATION", help="instead of history.keep_jobs "

@@ -28,10 +28,10 @@ def fill_jobs(p: argparse.ArgumentParser) -> None:
             "counts{running,queued,blocked}, daemon{role,host,pid,since,lock}, standby (null or "
             "{role,host,pid,since,checked,leader,error}), jobs[{id,vo,group,user,queue,cores,state,class,"
             "wait_s,elapsed_s,rank,priority,reason,detail,nodes}]")
-    p.add_argument("-u", "--user", help="only this user's jobs")
-    p.add_argument("-g", "--group", help="only this Unix group's jobs")
-    p.add_argument("--vo", help="only this VO's jobs")
-    p.add_argument("-q", "--queue", help="only jobs in this queue")
+    p.add_argument("-u", "--user", type=non_empty, help="only this user's jobs")
+    p.add_argument("-g", "--group", type=non_empty, help="only this Unix group's jobs")
+    p.add_argument("--vo", type=non_empty, help="only this VO's jobs")
+    p.add_argument("-q", "--queue", type=non_empty, help="only jobs in this queue")
     p.add_argument("--state", choices=("running", "queued", "blocked"), help="only jobs in this state")
     p.set_defaults(run=run_jobs)
 

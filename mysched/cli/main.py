@@ -29,11 +29,22 @@ def command(name: str, help: str):
     return wrap
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a refused argument's value cut to 200 characters in the message (it
+    quotes the whole of a 100,000-character value otherwise); subcommands' parsers are of
+    this class too."""
+
+    def error(self, message: str):  # type: ignore[override]  # noqa: ANN201 - never returns
+        from mysched.config.parse import clip_long
+
+        super().error(clip_long(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
     for mod in COMMAND_MODULES:  # each registers its subcommands
         importlib.import_module(f"mysched.cli.{mod}")
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mysched",
         description="External scheduler for TORQUE batch farms of multi-VO Grid sites "
                     "(the MYSCHED algorithm: guaranteed VO shares, opportunistic fair share by "
@@ -50,16 +61,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from mysched.config.parse import clip_long
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)
     except UsageError as exc:
-        print(f"mysched {args.command}: error: {exc}", file=sys.stderr)
+        print(f"mysched {args.command}: error: {clip_long(str(exc))}", file=sys.stderr)
         return 2
     except MyschedError as exc:
         for line in str(exc).splitlines() or ["(no detail)"]:
-            print(f"mysched: error: {line}", file=sys.stderr)
+            print(f"mysched: error: {clip_long(line)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("mysched: interrupted", file=sys.stderr)

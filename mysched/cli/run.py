@@ -16,7 +16,7 @@ from mysched.config.servers import server_problem, torque_host
 from mysched.core.config import Config
 from mysched.config.guarantees import farm_slots, overpromised
 from mysched.errors import ConfigError, MyschedError, ServerError, StoreError, UsageError
-from mysched.cli.common import config_or_default, non_empty
+from mysched.cli.common import address_arg, config_or_default, non_empty
 
 log = logging.getLogger("mysched")
 
@@ -50,9 +50,9 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-db", action="store_true", help="keep no history (usage then counts running jobs only)")
     p.add_argument("--state-dir", type=non_empty, metavar="DIR",
                    help="where to write status.json (default: daemon.state_dir)")
-    p.add_argument("--metrics-address", metavar="HOST:PORT",
+    p.add_argument("--metrics-address", type=address_arg, metavar="HOST:PORT",
                    help="Prometheus endpoint (default: daemon.metrics_address; 'off' disables)")
-    p.add_argument("--event-address", metavar="HOST:PORT",
+    p.add_argument("--event-address", type=address_arg, metavar="HOST:PORT",
                    help="listen for pbs_server scheduler contacts (default: daemon.event_address; 'off' disables)")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(run=run)
@@ -103,12 +103,14 @@ def run(args: argparse.Namespace) -> int:
             raise SystemExit(0)
         signal.signal(signal.SIGTERM, early_stop)
         signal.signal(signal.SIGINT, early_stop)
+    if args.no_db and args.db:
+        raise UsageError("--db and --no-db exclude each other")
     config = config_or_default(args.config)
     url = args.server or config.server
     if not args.config and not url.startswith("sim:") and not args.dry_run:
         # The embedded example is DESY's farm: against a real server it would schedule by its
         # shares, beside (and against) the site's own daemon if one runs on another store.
-        raise UsageError(f"run against {url} starts jobs: name the site's configuration with -c FILE "
+        raise UsageError(f"run against {clip(url)} starts jobs: name the site's configuration with -c FILE "
                          "(the embedded example is for sim:// and --dry-run)")
     state_dir = args.state_dir or config.state_dir
     server = make_server(url, config)

@@ -53,7 +53,7 @@ def fill(p: argparse.ArgumentParser) -> None:
                    help="farm size in nodes (default: config farm)")
     p.add_argument("--slots-per-node", type=int_up_to(MAX_NODE_SLOTS), metavar="S",
                    help="slots per node (default: config farm)")
-    p.add_argument("--policy", choices=POLICIES, default="mysched",
+    p.add_argument("--policy", choices=POLICIES,
                    help="scheduling policy: mysched, or a baseline: fifo (first fit, like pbs_sched), "
                         "least-loaded (FIFO onto the least-loaded node) or easy (FIFO with EASY backfill: "
                         "reservations as scheduler.reservation_depth, default 1)")
@@ -81,7 +81,7 @@ def fill(p: argparse.ArgumentParser) -> None:
                    help="synthetic workload: hours between bursts, the first after half that (default 12)")
     p.add_argument("--pack", type=non_empty, metavar="NAME", help="pack the jobs of VO or group NAME as a job class "
                    "(adds to the configuration's packing classes)")
-    p.add_argument("--pack-policy", choices=PACKING_POLICIES, default="exclusive",
+    p.add_argument("--pack-policy", choices=PACKING_POLICIES,
                    help="packing policy for --pack (default exclusive)")
     p.add_argument("--load-series", type=non_empty, metavar="FILE",
                    help="replay recorded load-source values (CSV time,source,value; time in seconds from the "
@@ -94,7 +94,7 @@ def fill(p: argparse.ArgumentParser) -> None:
                    help="run the packed class under none, relaxed and exclusive side by side")
     p.add_argument("--farm-frames", type=non_empty, metavar="DIR",
                    help="write the farm as a picture (one cell per slot) every --frame-every planner cycles")
-    p.add_argument("--frame-every", type=positive_int, default=60, metavar="K",
+    p.add_argument("--frame-every", type=positive_int, metavar="K",
                    help="cycles between farm pictures (default 60)")
     p.add_argument("--farm-movie", type=non_empty, metavar="FILE.gif",
                    help="string the farm pictures together as a GIF (.gif is added to a name without extension; "
@@ -181,6 +181,8 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
     else:
         if args.first or args.start_from is not None:
             raise UsageError("--first and --from apply to --trace")
+        if args.burst_every is not None and not args.bursts:
+            raise UsageError("--burst-every applies to --bursts N (default 0: no bursts)")
         for key, default in SYNTHETIC_DEFAULTS.items():
             if getattr(args, key) is None:
                 setattr(args, key, default)
@@ -312,7 +314,23 @@ def _pack_ttl(args: argparse.Namespace) -> float:
     return args.pack_ttl
 
 
+def _settle_options(args: argparse.Namespace) -> None:
+    """Refuse an option that the others given would make change nothing, then fill in the
+    defaults: --policy with --compare (every policy runs), --pack-policy without --pack,
+    --frame-every without --farm-frames."""
+    for option, given, needed, what in (("--policy", args.policy, not args.compare, "--compare runs every policy"),
+                                        ("--pack-policy", args.pack_policy, args.pack, "it applies to --pack NAME"),
+                                        ("--frame-every", args.frame_every, args.farm_frames,
+                                         "it applies to --farm-frames DIR")):
+        if given is not None and not needed:
+            raise UsageError(f"{option} {given} would change nothing: {what}")
+    args.policy = args.policy or "mysched"
+    args.pack_policy = args.pack_policy or "exclusive"
+    args.frame_every = args.frame_every or 60
+
+
 def run(args: argparse.Namespace) -> int:
+    _settle_options(args)
     _check_outputs(args)
     pack_ttl = _pack_ttl(args)
     workload, config, nodes, label = prepare(args)

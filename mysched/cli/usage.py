@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from mysched.cli.common import date_arg
+from mysched.cli.common import date_arg, non_empty
 from mysched.cli.main import command
 from mysched.cli.textout import dump_json, table
 from mysched.errors import StatusError, UsageError
@@ -23,12 +23,12 @@ def fill_usage(p: argparse.ArgumentParser) -> None:
     """Accounting summary from the history store, per VO, group, user or queue: the jobs that
     ended in the interval, and the wall-clock core-hours and CPU hours of every job's run inside
     it, so that consecutive intervals add up to the whole (as APEL counts)."""
-    p.add_argument("-c", "--config", metavar="FILE", help="configuration (history.database, group -> VO; without "
+    p.add_argument("-c", "--config", type=non_empty, metavar="FILE", help="configuration (history.database, group -> VO; without "
                    "it each group is its own VO)")
-    p.add_argument("--db", metavar="URL", help="history database URL (default: history.database of -c FILE, else "
+    p.add_argument("--db", type=non_empty, metavar="URL", help="history database URL (default: history.database of -c FILE, else "
                    "history.db in --state-dir or $MYSCHED_STATE_DIR when it exists, else "
                    "/var/lib/mysched/history.db; which one is said on stderr)")
-    p.add_argument("--state-dir", metavar="DIR", help="the daemon's state directory (default: $MYSCHED_STATE_DIR)")
+    p.add_argument("--state-dir", type=non_empty, metavar="DIR", help="the daemon's state directory (default: $MYSCHED_STATE_DIR)")
     p.add_argument("--since", type=date_arg, metavar="DATE", help="from DATE (YYYY-MM-DD[THH:MM], UTC)")
     p.add_argument("--until", type=date_arg, metavar="DATE", help="until DATE, not included (the next interval's --since)")
     p.add_argument("--by", choices=("vo", "group", "user", "queue"), default="vo",
@@ -49,6 +49,8 @@ def run_usage(args: argparse.Namespace) -> int:
 
     # Without -c there is no site mapping: the embedded example's would put every group it does
     # not know (a site's own VOs) into "others" without a word. Each group then stands for itself.
+    if args.since is not None and args.until is not None and args.until <= args.since:
+        raise UsageError("--until must be later than --since")
     vo_of = config_or_default(args.config).vo_of if args.config else None
     choice = database_url(args.db, args.config, args.state_dir or os.environ.get("MYSCHED_STATE_DIR"))
     if not choice.explicit:
@@ -61,8 +63,6 @@ def run_usage(args: argparse.Namespace) -> int:
         if not os.access(path, os.R_OK):
             raise StatusError(f"{path}: permission denied (ask your admin for read access, or use "
                               "'mysched shares' which needs none)")
-    if args.since is not None and args.until is not None and args.until <= args.since:
-        raise UsageError("--until must be later than --since")
     store = Store(url, create=False)
     out = store.usage_summary(args.since, args.until, by=args.by, vo_of=vo_of)
     n_suspect, suspect = store.suspects(limit=SHOWN_SUSPECTS)

@@ -18,7 +18,7 @@ from typing import Any
 
 from mysched.core.downtime import Downtime
 from mysched.core.durations import parse_duration
-from mysched.config.values import kind, strings
+from mysched.config.values import kind, names, patterns
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _KEYS = ["start", "end", "hosts", "node_types", "margin"]
@@ -68,12 +68,12 @@ def build_downtimes(c: Any, top: dict, type_names: set[str]) -> tuple[Downtime, 
                 c.problem(p, f"a downtime needs {key} (e.g. {key} = \"2026-12-01T08:00\";)")
         start = c.get(g, p, "start", instant, None)
         end = c.get(g, p, "end", instant, None)
-        hosts = c.get(g, p, "hosts", strings, ())
+        hosts = c.get(g, p, "hosts", patterns, ())
         margin = c.get(g, p, "margin", parse_duration, MARGIN)
         if not 0 <= margin <= 86400:
             c.problem(p + ("margin",), "must be a duration of at most a day")
             margin = MARGIN
-        node_types = c.get(g, p, "node_types", strings, ())
+        node_types = c.get(g, p, "node_types", names, ())
         for t in node_types:
             if t not in type_names:
                 c.problem(p + ("node_types",), f"unknown node type '{t}'")

@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 from mysched.core.config import LOAD_KINDS, STALE_ACTIONS, LoadRule, LoadSource, NodeLoadLimits, QueueConfig, VOConfig
 from mysched.core.durations import parse_duration
 from mysched.core.sizes import parse_mem
-from mysched.config.values import DAY, kind, number, one_of, string, strings
+from mysched.config.values import DAY, kind, names, number, one_of, string, strings
 
 _SOURCE_KEYS = ["type", "url", "query", "path", "key", "command", "interval", "timeout", "max_age", "on_stale"]
 _NEEDS = {"prometheus": ("url", "query"), "file": ("path",), "command": ("command",)}
@@ -107,15 +107,15 @@ def build_loads(c: Any, top: dict[str, Any], vos: dict[str, VOConfig], queues: d
         if source not in sources:
             c.problem(p + ("source",), f"unknown load source '{source}' (declare it under load_sources)"
                       if source else "a rule needs its source")
-        rv = c.get(g, p, "vos", strings, ())
-        rq = c.get(g, p, "queues", strings, ())
+        rv = c.get(g, p, "vos", names, ())
+        rq = c.get(g, p, "queues", names, ())
         for vn in rv:
             if vn not in vos:
                 c.problem(p + ("vos",), f"unknown VO '{vn}' (not declared under vos)")
         for qn in rq:
             if queues and qn not in queues:
                 c.problem(p + ("queues",), f"unknown queue '{qn}' (not declared under queues)")
-        rule = LoadRule(name, source, frozenset(rv), frozenset(c.get(g, p, "groups", strings, ())), frozenset(rq),
+        rule = LoadRule(name, source, frozenset(rv), frozenset(c.get(g, p, "groups", names, ())), frozenset(rq),
                         c.get(g, p, "low", number(-math.inf), 0.0), c.get(g, p, "high", number(-math.inf), 1.0),
                         c.get(g, p, "hysteresis", number(0.0), 0.0))
         if not (rule.vos or rule.groups or rule.queues):

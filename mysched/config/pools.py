@@ -21,7 +21,7 @@ from typing import Any
 from mysched.core.config import Consumer, LoanPolicy, PoolConfig, QueueConfig, VOConfig
 from mysched.core.durations import parse_duration
 from mysched.config.loads import size
-from mysched.config.values import MAX_NODE_SLOTS, boolean, int_, kind, strings
+from mysched.config.values import MAX_NODE_SLOTS, boolean, int_, kind, names, patterns
 
 _POOL_KEYS = ["hosts", "node_types", "properties", "min_mem", "min_slots", "package", "vos", "groups", "queues",
               "loan"]
@@ -64,7 +64,7 @@ def build_pools(c: Any, top: dict, vos: dict[str, VOConfig], groups: set[str], q
         mem = c.get(pk, p + ("package",), "mem", size, 0)
         if not slots and not mem:
             c.problem(p + ("package",), "a package needs slots and/or mem (e.g. { slots = 8; mem = \"16gb\"; })")
-        node_types = c.get(g, p, "node_types", strings, ())
+        node_types = c.get(g, p, "node_types", names, ())
         for t in node_types:
             if t not in type_names:
                 c.problem(p + ("node_types",), f"unknown node type '{t}'")
@@ -91,7 +91,7 @@ def build_pools(c: Any, top: dict, vos: dict[str, VOConfig], groups: set[str], q
         if pct > 100 + 1e-9:
             c.problem(p, f"overcommitted: the consumers are guaranteed {pct:g} % of the pool's packages")
         lg = c.group(g.get("loan"), p + ("loan",), dict.fromkeys(["queues", "max_walltime", "restricted"]))
-        lq = c.get(lg, p + ("loan",), "queues", strings, ())
+        lq = c.get(lg, p + ("loan",), "queues", names, ())
         if queues:
             for q in lq:
                 if q != "all" and q not in queues:
@@ -99,8 +99,8 @@ def build_pools(c: Any, top: dict, vos: dict[str, VOConfig], groups: set[str], q
         loan = LoanPolicy(frozenset(lq), c.get(lg, p + ("loan",), "max_walltime", parse_duration, None),
                           c.get(lg, p + ("loan",), "restricted", boolean, False))
         out.append(PoolConfig(
-            name=name, hosts=c.get(g, p, "hosts", strings, ()), node_types=node_types,
-            properties=c.get(g, p, "properties", strings, ()), min_mem=c.get(g, p, "min_mem", size, None),
+            name=name, hosts=c.get(g, p, "hosts", patterns, ()), node_types=node_types,
+            properties=c.get(g, p, "properties", names, ()), min_mem=c.get(g, p, "min_mem", size, None),
             min_slots=c.get(g, p, "min_slots", int_(0, MAX_NODE_SLOTS), None), slots=slots, mem=mem,
             consumers=tuple(consumers), loan=loan))
     return tuple(out)

@@ -22,7 +22,7 @@ from mysched.core.config import FarmSpec
 MAX_SPEED = 1e6
 """The fastest virtual clock (a year in about half a minute); an infinite one would jump past every event."""
 
-_HOST = re.compile(r"[A-Za-z0-9_.\-\[\]:]+")
+_HOST = re.compile(r"(?P<host>[A-Za-z0-9_.\-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::(?P<port>[0-9]{1,5}))?")
 """A host name, IPv4 or [IPv6] address, with pbs_server's port if not the default."""
 
 
@@ -39,7 +39,7 @@ class SimParams:
 
 
 def _whole(v: str) -> int:
-    return int(v.strip()) if re.fullmatch(r"\s*[-+]?\d{1,18}\s*", v) else math.nan  # type: ignore[return-value]
+    return int(v.strip()) if re.fullmatch(r"\s*[-+]?\d{1,18}\s*", v, re.A) else math.nan  # type: ignore[return-value]
 
 
 def _real(v: str) -> float:
@@ -54,7 +54,14 @@ def sim_params(url: str, farm: FarmSpec) -> SimParams:
     parts = urlparse(url)
     if parts.scheme != "sim":
         raise ValueError(f"not a sim:// URL: {clip(url)}")
-    q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+    if parts.netloc or parts.path.strip("/"):
+        raise ValueError(f"a sim:// URL names no host or path, only parameters (sim://?nodes=50&slots=8), "
+                         f"got {clip(url)!r}")
+    given = parse_qs(parts.query, keep_blank_values=True)
+    twice = sorted(k for k, v in given.items() if len(v) > 1)
+    if twice:
+        raise ValueError(f"parameter(s) given twice: {clip(', '.join(twice))}")
+    q = {k: v[-1] for k, v in given.items()}
     known = ("backlog", "hours", "nodes", "seed", "slots", "speed")
     unknown = sorted(set(q) - set(known))
     if unknown:
@@ -85,15 +92,17 @@ def torque_host(url: str) -> str:
     host = url[len("torque://"):] if url.startswith("torque://") else url
     if not host.strip():
         raise ValueError("names no pbs_server host: use torque://HOST (e.g. torque://localhost) or sim://")
-    if not _HOST.fullmatch(host):
-        raise ValueError(f"expected torque://HOST or sim://, got {clip(url)!r}")
+    m = _HOST.fullmatch(host)
+    if not m or (m["port"] is not None and not 1 <= int(m["port"]) <= 65535):
+        raise ValueError(f"expected torque://HOST or torque://HOST:PORT (a port from 1 to 65535) or sim://, "
+                         f"got {clip(url)!r}")
     return host
 
 
 def server_problem(url: str, farm: FarmSpec) -> str | None:
     """What is wrong with a server URL (None: nothing): an unknown scheme, no host, a sim://
     parameter out of range."""
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ("sim" if url.startswith("sim:") else "")
+    scheme = url.split("://", 1)[0] if "://" in url else ("sim" if url.startswith("sim:") else "")
     try:
         if scheme == "sim":
             sim_params(url, farm)
@@ -114,6 +123,8 @@ def database_problem(url: str) -> str | None:
     from sqlalchemy.exc import ArgumentError
 
     example = "sqlite:////var/lib/mysched/history.db or postgresql+psycopg2://USER:PASSWORD@HOST/DB"
+    if re.search(r"[\x00-\x1f\x7f]", url):  # no file or host name holds one; the OS refuses a NUL outright
+        return f"a database URL holds no control characters (e.g. {example})"
     try:
         u = make_url(url)
     except (ArgumentError, ValueError):

@@ -21,8 +21,8 @@ from mysched.config.servers import database_problem, server_problem
 from mysched.config.users import build_users
 from mysched.config.parse import ParsedConfig, Path, at, clip_long, dotted, in_file_order, parse_file, parse_text
 from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, boolean_or_auto,
-                                    check_name_format, close_key, host_list, int_, kind, number, one_of,
-                                    parse_address, string, strings)
+                                    check_name_format, close_key, host_list, int_, kind, MAX_FARM_SLOTS, name as name_,
+                                    names, number, one_of, parse_address, patterns, string)
 from mysched.errors import ConfigError
 
 MIN_CYCLE_GAP = 1.0
@@ -188,6 +188,9 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         name_format=c.get(farm_raw, ("farm",), "name_format", string, FarmSpec.name_format),
     )
 
+    if farm.nodes * farm.slots_per_node > MAX_FARM_SLOTS:
+        c.problem(("farm",), f"nodes x slots_per_node is {farm.nodes * farm.slots_per_node}: a simulated farm has "
+                  f"at most {MAX_FARM_SLOTS} slots")
     try:
         check_name_format(farm.name_format, farm.nodes)
     except ValueError as exc:
@@ -206,7 +209,7 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     for name, raw in vos_raw.items():
         p = ("vos", name)
         g = c.group(raw, p, vo_keys)
-        groups = c.get(g, p, "groups", strings, ())
+        groups = c.get(g, p, "groups", names, ())
         share = c.get(g, p, "share", number(0.0, 100.0), 0.0)
         slots = c.get(g, p, "slots", int_(0), None)
         if "share" in g and "slots" in g:
@@ -230,7 +233,7 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
 
     # The default VO need not be declared (it then has no share and no limits), whether it is
     # named here or left at "others"; `mysched check-config` says which.
-    default_vo = c.get(top, (), "default_vo", string, "others")
+    default_vo = c.get(top, (), "default_vo", name_, "others")
 
     groups_cfg: dict[str, GroupConfig] = {}
     graw = top.get("groups")
@@ -239,7 +242,7 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         p = ("groups", name)
         g = c.group(raw, p, dict.fromkeys(["max_running", "max_cores", "max_per_node", "vo", "share"]))
         if "vo" in g:
-            vo = c.get(g, p, "vo", string, None)
+            vo = c.get(g, p, "vo", name_, None)
             if vo is not None:
                 if vo not in vos:
                     c.problem(p + ("vo",), f"'{vo}' is not a VO declared under vos")
@@ -272,12 +275,14 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         g = c.group(raw, p, dict.fromkeys(["nodes", "properties", "groups", "vos", "mem"]))
         nt = NodeType(
             name=name,
-            nodes=c.get(g, p, "nodes", strings, ()),
-            properties=c.get(g, p, "properties", strings, ()),
-            groups=c.get(g, p, "groups", strings, ()),
-            vos=c.get(g, p, "vos", strings, ()),
+            nodes=c.get(g, p, "nodes", patterns, ()),
+            properties=c.get(g, p, "properties", names, ()),
+            groups=c.get(g, p, "groups", names, ()),
+            vos=c.get(g, p, "vos", names, ()),
             mem=c.get(g, p, "mem", size, None),
         )
+        if nt.mem == 0:
+            c.problem(p + ("mem",), "must be positive: no job asking for memory could run on the type's nodes")
         if not nt.nodes and not nt.properties:
             c.problem(p, "a node type needs node name patterns (nodes) or node properties (properties)")
         for vo in nt.vos:
@@ -296,8 +301,8 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         q = QueueConfig(
             name=name,
             max_running=c.get(g, p, "max_running", int_(0), None),
-            nodes=c.get(g, p, "nodes", strings, ()),
-            node_types=c.get(g, p, "node_types", strings, ()),
+            nodes=c.get(g, p, "nodes", patterns, ()),
+            node_types=c.get(g, p, "node_types", names, ()),
             exclusive=c.get(g, p, "exclusive", boolean, False),
             max_cores=c.get(g, p, "max_cores", int_(0), None),
         )
@@ -322,12 +327,12 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
 
     # Hot lists -----------------------------------------------------------------------------
     h = c.group(top.get("hot"), ("hot",), dict.fromkeys(["queues", "vos", "groups", "users"]))
-    hq = c.get(h, ("hot",), "queues", strings, ())
-    hv = c.get(h, ("hot",), "vos", strings, ())
+    hq = c.get(h, ("hot",), "queues", names, ())
+    hv = c.get(h, ("hot",), "vos", names, ())
     known_queues(("hot", "queues"), hq)
     known_vos(("hot", "vos"), hv)
-    hot = HotLists(frozenset(hq), frozenset(hv), frozenset(c.get(h, ("hot",), "groups", strings, ())),
-                   frozenset(c.get(h, ("hot",), "users", strings, ())))
+    hot = HotLists(frozenset(hq), frozenset(hv), frozenset(c.get(h, ("hot",), "groups", names, ())),
+                   frozenset(c.get(h, ("hot",), "users", names, ())))
 
     # Packing classes ------------------------------------------------------------------------
     packing: list[PackingClass] = []
@@ -342,13 +347,13 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         ttl = c.get(g, p, "ttl", parse_duration, math.inf)
         if "ttl" in g and policy != "exclusive":
             c.problem(p + ("ttl",), "ttl applies only to the exclusive policy")
-        pq = c.get(g, p, "queues", strings, ())
-        pv = c.get(g, p, "vos", strings, ())
+        pq = c.get(g, p, "queues", names, ())
+        pv = c.get(g, p, "vos", names, ())
         known_queues(p + ("queues",), pq)
         known_vos(p + ("vos",), pv)
         pc = PackingClass(name, policy, frozenset(pq), frozenset(pv),
-                          frozenset(c.get(g, p, "groups", strings, ())),
-                          frozenset(c.get(g, p, "users", strings, ())), ttl)
+                          frozenset(c.get(g, p, "groups", names, ())),
+                          frozenset(c.get(g, p, "users", names, ())), ttl)
         if not (pc.queues or pc.vos or pc.groups or pc.users):
             c.problem(p, "a job class needs at least one of queues, vos, groups, users")
         if name == "default":

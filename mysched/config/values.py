@@ -62,7 +62,9 @@ def parse_address(text: str) -> tuple[str, int] | None:
     if text.strip().lower() in ("", "off", "none"):
         return None
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or (host and " " in host):
+    bracketed = host.startswith("[") or host.endswith("]")
+    if (not sep or not (port.isascii() and port.isdigit()) or not 0 <= int(port) <= 65535 or (host and " " in host)
+            or (bracketed and not (host.startswith("[") and host.endswith("]")))):
         raise ValueError(f"expected HOST:PORT such as 127.0.0.1:9720 (or \"off\"), got {text!r}")
     return host.strip("[]") or "127.0.0.1", int(port)
 
@@ -108,6 +110,8 @@ def number(minimum: float = 0.0, maximum: float = math.inf) -> Callable[[Any], f
     def conv(v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ValueError(f"expected a number, got {kind(v)} {v!r}")
+        if not math.isfinite(v):  # libconfig reads 1e309 as infinity: no limit or weight means that
+            raise ValueError(f"expected a finite number, got {v}")
         if not (minimum <= v <= maximum):
             raise ValueError(f"must be between {minimum:g} and {maximum:g}, got {v}")
         return float(v)
@@ -141,6 +145,44 @@ def strings(v: Any) -> tuple[str, ...]:
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise ValueError(f"expected a list of strings such as [\"a\", \"b\"], got {kind(v)}")
     return tuple(v)
+
+
+_NAME_BAD = re.compile(r"[\s\x00-\x1f\x7f]")
+MAX_NAME = 256
+"""The longest user, group, VO, queue, node type or property name a list may hold (TORQUE's
+own names are far shorter); longer ones are typing accidents, shown clipped."""
+
+
+def name(v: Any) -> str:
+    """A user, group, VO, queue, node type or property name: what TORQUE could ever report,
+    so never empty, without blanks or control characters -- such a name could match no job or
+    node, and the setting would be silently meaningless."""
+    text = string(v)
+    shown = text if len(text) <= 200 else text[:200] + "..."
+    if not text:
+        raise ValueError("an empty name matches nothing")
+    if _NAME_BAD.search(text):
+        raise ValueError(f"a name holds no blanks or control characters, got {shown!r}")
+    if len(text) > MAX_NAME:
+        raise ValueError(f"a name of at most {MAX_NAME} characters, got {shown!r} ({len(text)} characters)")
+    return text
+
+
+def names(v: Any) -> tuple[str, ...]:
+    """A list of names (`name`); a single string is a list of one."""
+    return tuple(name(x) for x in strings(v))
+
+
+def patterns(v: Any) -> tuple[str, ...]:
+    """A list of node-name patterns (shell globs): each a `name` whose brackets pair up --
+    fnmatch reads an unpaired "[" as itself, which no host name holds, so such a pattern
+    would match no node, silently."""
+    out = names(v)
+    for pat in out:
+        if re.sub(r"\[!?\]?[^\]]*\]", "", pat).count("[") or "]" in re.sub(r"\[!?\]?[^\]]*\]", "", pat):
+            shown = pat if len(pat) <= 200 else pat[:200] + "..."
+            raise ValueError(f"a node-name pattern with an unpaired bracket would match no node, got {shown!r}")
+    return out
 
 
 def keep_problems(keep_cycles: float, keep_jobs: float, window: float) -> list[tuple[str, str]]:

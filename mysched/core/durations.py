@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-_UNIT = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw]?)$", re.I)
+_UNIT = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw]?)$", re.I | re.A)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _NEVER = ("inf", "infinity", "never")
 
@@ -37,7 +37,7 @@ def parse_duration(value: Any) -> float:
             return math.inf
         if ":" in text:
             parts = text.split(":")
-            if len(parts) <= 4 and all(p.isdigit() for p in parts):
+            if len(parts) <= 4 and all(p.isascii() and p.isdigit() for p in parts):
                 total = 0
                 for i, p in enumerate(parts):
                     # days count 24 hours, the rest 60 of the next unit

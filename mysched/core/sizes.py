@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import re
 
-_MEM = re.compile(r"^(\d+)\s*([kmgtp]?)(b|w)?$", re.I)
+_MEM = re.compile(r"^(\d+)\s*([kmgtp]?)(b|w)?$", re.I | re.A)
+
+
+def digits(text: str) -> bool:
+    """Only ASCII digits, as TORQUE writes counts: str.isdigit() also takes '²' and the like,
+    which int() refuses with Python's own words."""
+    return text.isascii() and text.isdigit()
 
 
 def parse_mem(text: str) -> int:

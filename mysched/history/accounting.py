@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Collection
 
+from mysched.core.sizes import digits
 from mysched.core.model import FinishedJob
 from mysched.backends.torque.values import parse_exec_host, parse_nodes
 from mysched.core.durations import duration_or_none
@@ -146,11 +147,6 @@ def parse_stamp(text: str) -> float:
     return base + int(minute) * 60 + int(sec)
 
 
-def _digits(text: str) -> bool:
-    """Only ASCII digits: str.isdigit() also takes '²' and the like, which int() refuses."""
-    return text.isascii() and text.isdigit()
-
-
 def _is_key(k: str) -> bool:
     ok = _key_cache.get(k)
     if ok is None:
@@ -168,11 +164,23 @@ def parse_attrs(text: str) -> dict[str, str]:
     for tok in text.split():
         k, eq, v = tok.partition("=")
         if eq and _is_key(k):
+            if k in _WRITTEN_FIRST and k in out:
+                key = "\0repeated"  # a forged one: its words go nowhere
+                out.setdefault(key, "")
+                continue
             key = k
             out[k] = v
         elif key is not None:
             out[key] += " " + tok
+    out.pop("\0repeated", None)
     return out
+
+
+_WRITTEN_FIRST = frozenset({"user", "group"})
+"""Keys pbs_server writes before the account string (``qsub -A``, written as the user typed
+it, blanks included): a second one comes from that string, and the first is pbs_server's.
+The keys after it are pbs_server's where they come last; a repeated one of those, forged
+before them, is overwritten by the real one."""
 
 
 def parse_line(line: str, types: Collection[str] | None = None) -> AccountingRecord | None:
@@ -182,7 +190,7 @@ def parse_line(line: str, types: Collection[str] | None = None) -> AccountingRec
     line = line.strip()
     if not line:
         return None
-    if line[8:9] == ":" and _digits(line[:8]):
+    if line[8:9] == ":" and digits(line[:8]):
         line = line[9:]  # "20150327:" file-name prefix of concatenated logs
     # a sound line has its three ';' after the stamp (and seldom one more in a value)
     if line[19:20] != ";" or line.count(";") > 3:
@@ -217,7 +225,7 @@ def _parse(line: str, types: Collection[str] | None) -> AccountingRecord | None:
     attrs = parse_attrs(parts[3]) if len(parts) > 3 else {}
     stamp = t
     epoch = attrs.get("end" if rtype == "E" else "start" if rtype == "S" else "")
-    if epoch and _digits(epoch) and int(epoch) > 0:
+    if epoch and digits(epoch) and int(epoch) > 0:
         t = float(epoch)
     return AccountingRecord(rtype, t, job_id, attrs, stamp)
 
@@ -226,7 +234,7 @@ def _cores(a: dict[str, str], placement: tuple[tuple[str, int], ...]) -> int:
     """total_execution_slots, else slots counted in exec_host, else the nodes request, else 1;
     ValueError if the one taken exceeds `MAX_CORES`."""
     slots = a.get("total_execution_slots", "")
-    if _digits(slots) and int(slots) > 0:
+    if digits(slots) and int(slots) > 0:
         cores, source = int(slots), f"total_execution_slots={slots[:40]}"
     elif placement:
         cores, source = max(1, sum(c for _, c in placement)), f"exec_host={a['exec_host'][:40]}"
@@ -301,7 +309,7 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
         cput = None
         said.append(f"resources_used.cput={a['resources_used.cput'][:40]!r}")
     status_text = a.get("Exit_status", "")
-    status = int(status_text) if _digits(status_text.lstrip("-")) else None
+    status = int(status_text) if digits(status_text.lstrip("-")) else None
     if status is not None and not -_INT32 <= status < _INT32:
         status = None
     if status_text and status is None:

@@ -172,6 +172,17 @@ class Store(AccountingWrites):
                              "the database is damaged or not mysched's")
         return v or 0
 
+    def _refuse_foreign(self, c: Connection) -> None:
+        """A database without mysched's schema_version that holds tables is another
+        application's: mysched's tables are not added to it (a wrong --db), and a table of the
+        same name as one of mysched's would be written as if it were."""
+        found = set(inspect(c).get_table_names())
+        clash = sorted(found & set(metadata.tables))
+        if clash or (found and self.dialect == "sqlite"):
+            raise StoreError(f"history database {self.masked} holds tables of another application "
+                             f"({', '.join(sorted(clash or found)[:5])[:200]}) and no mysched schema version: "
+                             "name a database of mysched's own")
+
     def _newer(self, v: int) -> StoreError:
         return StoreError(f"history database {self.masked} has schema version {v}, newer than this mysched "
                           f"understands ({SCHEMA_VERSION}): upgrade mysched (or use another database)")
@@ -191,6 +202,7 @@ class Store(AccountingWrites):
             if current > SCHEMA_VERSION:
                 raise self._newer(current)
             if current == 0:
+                self._refuse_foreign(c)
                 metadata.create_all(c)
                 c.execute(insert(schema_version).values(version=SCHEMA_VERSION))
             elif current < SCHEMA_VERSION:

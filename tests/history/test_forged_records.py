@@ -262,3 +262,14 @@ def test_a_job_restarted_from_a_checkpoint_is_charged_from_its_restart(tmp_path,
     (tmp_path / "20261121").write_text(restart)  # read in a later run, from a file of its own
     assert ingest_accounting(store, [str(tmp_path / "20261121")]).promoted == 1
     assert set(_usage(store)["user"]) == {"alice", "bob", "carol"}
+
+
+@both
+def test_a_user_and_group_in_an_account_string_do_not_take_the_job_from_its_owner(tmp_path, store):
+    """An account string with blanks and no newline (``qsub -A "x user=alice group=atlas"``)
+    put a second user= and group= into carol's S and E records; the last of each was taken,
+    and her 4 core-hours were charged to alice/atlas. pbs_server writes its own before it."""
+    (tmp_path / DAYNAME).write_text(_log("x user=alice group=atlas owner=alice@ui"))
+    assert ingest_accounting(store, [str(tmp_path)]).records_added == 3
+    assert _usage(store) == {"user": {"alice": (1, 4.0), "bob": (1, 3.0), "carol": (1, 4.0)},
+                             "group": {"atlas": (1, 4.0), "cms": (1, 3.0), "lhcb": (1, 4.0)}}

@@ -13,7 +13,9 @@ from mysched.backends.torque.values import (array_parent, parse_exec_host, parse
                                             parse_nodes, parse_slot_limit, status_field)
 from mysched.core.durations import parse_duration
 from mysched.core.model import Job, JobState, Node, NodeState, Placement, Queue, ServerLimits
-from mysched.core.request import Request
+from mysched.core.request import NodePart, Request
+from mysched.core.sizes import digits
+from mysched.config.values import MAX_NODE_SLOTS
 
 _ARRAY_PARENT = re.compile(r"^\d+\[\]")
 
@@ -36,7 +38,7 @@ def _cores(name: str, a: dict[str, str], warnings: list[str]) -> int:
     for key in ("Resource_List.procs", "Resource_List.ncpus"):
         v = a.get(key)
         if v:
-            if v.strip().isdigit() and int(v) > 0:
+            if digits(v.strip()) and int(v) > 0:
                 return int(v)
             warnings.append(f"job {name}: bad {key} {v!r}; ignored")
     return 1
@@ -63,7 +65,7 @@ def request_from_attrs(name: str, a: dict[str, str], warnings: list[str],
                        node_names: frozenset[str] = frozenset(), mem: int | None = None) -> Request | None:
     """The whole request where it is more than N cores on one node (None otherwise); `mem` is
     the job's already read ``mem`` (a malformed nodes spec was reported by `_cores`)."""
-    key = (a.get("Resource_List.nodes"), a.get("Resource_List.procs"), mem, a.get("Resource_List.pmem"),
+    key = (a.get("Resource_List.nodes"), a.get("Resource_List.procs"), a.get("Resource_List.ncpus"), mem, a.get("Resource_List.pmem"),
            a.get("Resource_List.naccesspolicy"), a.get("node_exclusive"), a.get("Resource_List.vmem"),
            a.get("Resource_List.pvmem"), node_names)
     try:
@@ -89,12 +91,14 @@ def _read_request(name: str, a: dict[str, str], warnings: list[str], node_names:
         except ValueError:
             parts = ()
     procs_text = a.get("Resource_List.procs")
-    procs = int(procs_text) if procs_text and procs_text.strip().isdigit() and int(procs_text) > 0 else None
+    procs = int(procs_text) if procs_text and digits(procs_text.strip()) and int(procs_text) > 0 else None
     if procs is not None and (not parts or parts == ((parts[0]._replace(count=1, ppn=1)),)
                               and not parts[0].host and not parts[0].properties):
         parts = ()  # procs=N beside the queue's default nodes=1: N cores anywhere
     else:
         procs = None
+    if not parts and procs is None:  # memory or a node alone, without nodes=: its cores on one node, as
+        parts = (NodePart(1, _cores(name, a, [])),)  # pbs_server gives it (a malformed value was reported)
     pmem = _value(name, a, "Resource_List.pmem", parse_mem, warnings)
     exclusive = (a.get("Resource_List.naccesspolicy", "").strip().lower() in ("singlejob", "singletask")
                  or _bool(a.get("node_exclusive"), False))
@@ -130,9 +134,12 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
         if not v:
             return None
         try:
-            return float(v)
+            t = float(v)
+            if not math.isfinite(t):  # nan would sort anywhere, inf never come
+                raise ValueError
+            return t
         except ValueError:
-            warnings.append(f"job {name}: bad {key} {v!r}")
+            warnings.append(f"job {name}: bad {key} {v[:200]!r}")
             return None
 
     submit = stamp("qtime") or stamp("ctime") or 0.0
@@ -201,11 +208,11 @@ def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
     note = " ".join(a.get("note", "").split())
     np_text = a.get("np", "1")
     try:
-        slots = int(np_text)
-        if slots < 0:
+        slots = int(np_text) if digits(np_text.strip()) else -1
+        if not 0 <= slots <= MAX_NODE_SLOTS:
             raise ValueError
     except ValueError:
-        warnings.append(f"node {name}: bad np {np_text!r}; taken as offline")
+        warnings.append(f"node {name}: bad np {np_text[:200]!r} (a count of 0 to {MAX_NODE_SLOTS}); taken as offline")
         return Node(name, 0, NodeState.OFFLINE, note=note)
     props = frozenset(p.strip() for p in a.get("properties", "").split(",") if p.strip())
     status = a.get("status", "")

@@ -8,7 +8,7 @@ import re
 
 from mysched.core.model import Placement
 from mysched.core.request import NodePart
-from mysched.core.sizes import parse_mem
+from mysched.core.sizes import digits, parse_mem
 
 __all__ = ["parse_mem"]  # sizes are parsed in the core (the config reads them too)
 
@@ -26,11 +26,11 @@ def parse_nodes(text: str) -> int:
         fields = part.split(":")
         if not fields[0]:
             raise ValueError(f"bad nodes spec {text!r}")
-        count = int(fields[0]) if fields[0].isdigit() else 1
+        count = int(fields[0]) if digits(fields[0]) else 1
         ppn = 1
         for f in fields[1:]:
             if f.startswith("ppn="):
-                if not f[4:].isdigit():
+                if not digits(f[4:]):
                     raise ValueError(f"bad nodes spec {text!r}")
                 ppn = int(f[4:])
         total += count * ppn
@@ -52,7 +52,7 @@ def parse_exec_host(text: str) -> Placement:
         n = 0
         for rng in (slots.split(",") if slots else ["0"]):
             a, _, b = rng.partition("-")
-            if not a.isdigit() or (b and not b.isdigit()):
+            if not digits(a) or (b and not digits(b)):
                 raise ValueError(f"bad exec_host {text!r}")
             n += int(b) - int(a) + 1 if b else 1
         out[node] = out.get(node, 0) + n
@@ -77,7 +77,7 @@ def parse_node_parts(text: str, node_names: frozenset[str] | set[str] = frozense
         if not fields[0]:
             raise ValueError(f"bad nodes spec {text!r}")
         count, host, props = 1, None, set()
-        if fields[0].isdigit():
+        if digits(fields[0]):
             count = int(fields[0])
         elif fields[0] in node_names or not node_names and "=" not in fields[0]:
             host = fields[0]
@@ -86,7 +86,7 @@ def parse_node_parts(text: str, node_names: frozenset[str] | set[str] = frozense
         ppn = 1
         for f in fields[1:]:
             if f.startswith("ppn="):
-                if not f[4:].isdigit() or int(f[4:]) < 1:
+                if not digits(f[4:]) or int(f[4:]) < 1:
                     raise ValueError(f"bad nodes spec {text!r}")
                 ppn = int(f[4:])
             elif f and "=" not in f:
@@ -149,6 +149,6 @@ def parse_slot_limit(request: str) -> int | None:
     if not pct:
         return None
     limit = limit.strip()
-    if not limit.isdigit():
+    if not digits(limit):
         raise ValueError(f"bad array slot limit in job_array_request {request[:200]!r}")
     return int(limit)
