@@ -9,6 +9,8 @@ import re
 from string import Formatter
 from typing import Any, Callable
 
+from mysched.core.sizes import MAX_NODE_SLOTS  # noqa: F401 - the configuration's bound too
+
 
 def kind(v: Any) -> str:
     if isinstance(v, bool):
@@ -48,7 +50,6 @@ def int_(minimum: int = 0, maximum: int | None = None) -> Callable[[Any], int]:
 DAY = 86400.0
 MAX_FARM_NODES = 100_000
 """A simulated farm larger than any site (it would take gigabytes before printing anything)."""
-MAX_NODE_SLOTS = 4096
 MAX_FARM_SLOTS = 1_000_000
 """The largest simulated farm, nodes x slots (`sim://` and `mysched simulate`): each dimension
 has its own cap, but their product could still take gigabytes before the first cycle."""

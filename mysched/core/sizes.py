@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import re
 
+MAX_NODE_SLOTS = 4096
+"""The most slots one node may have: a configuration, a simulated farm or a pbs_server reply
+with more is refused (a node of 10^20 slots would swallow every job)."""
+
 _MEM = re.compile(r"^(\d+)\s*([kmgtp]?)(b|w)?$", re.I | re.A)
 
 

@@ -14,8 +14,7 @@ from mysched.backends.torque.values import (array_parent, parse_exec_host, parse
 from mysched.core.durations import parse_duration
 from mysched.core.model import Job, JobState, Node, NodeState, Placement, Queue, ServerLimits
 from mysched.core.request import NodePart, Request
-from mysched.core.sizes import digits
-from mysched.config.values import MAX_NODE_SLOTS
+from mysched.core.sizes import MAX_NODE_SLOTS, digits
 
 _ARRAY_PARENT = re.compile(r"^\d+\[\]")
 
