@@ -112,6 +112,10 @@ class Job(NamedTuple):
     array: str | None = None
     """The job array a sub-job belongs to (its parent's id, TORQUE's ``2007[].vm``); its slot
     limit is in `Snapshot.arrays`."""
+    hazard: str = ""
+    """Why starting the job would harm the batch server itself (set by the backend, e.g. a
+    field TORQUE cannot write into its accounting record); empty: none. It waits
+    `unsafe_request`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -243,6 +243,8 @@ class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guarantee
             elif qstate and job.queue not in qstate:
                 self._wait(job, "not_execution_queue", vo, detail=f"queue {job.queue} is not an execution queue "
                            "of the server")
+            elif job.hazard:
+                self._wait(job, "unsafe_request", vo, detail=job.hazard)
             elif job.request is not None and not job.request.simple:
                 why = self._never_fits(job, vo, job.request)
                 if why is not None:

@@ -31,6 +31,8 @@ REASONS: dict[str, str] = {
     "user_core_limit": "the user's running cores and the job's would pass their max_cores (users.NAME, else "
                        "users.default)",
     "array_slot_limit": "the job's array runs as many sub-jobs as its slot limit allows (qsub -t ...%N)",
+    "unsafe_request": "starting the job would crash pbs_server (a job name or account string longer than "
+                      "its accounting record can hold): shorten it with qalter -N or -A",
     "too_large": "the job asks for more cores than any usable node has",
     "never_fits": "no set of the farm's nodes the job may use could ever serve its request (nodes, "
                   "properties, host names, memory)",
@@ -69,7 +71,7 @@ BLOCKING: frozenset[str] = frozenset({
     "held", "not_queued", "queue_disabled", "not_execution_queue", "too_large", "never_fits", "nodes_down", "vo_limit", "group_limit", "queue_max_running",
     "external_load", "queue_user_limit", "queue_group_limit", "server_max_running", "server_user_limit",
     "server_group_limit", "vo_core_limit", "group_core_limit", "queue_core_limit", "user_limit", "user_core_limit",
-    "array_slot_limit",
+    "array_slot_limit", "unsafe_request",
 })
 """Waits that free capacity would not end: the job cannot start until something else changes
 (a hold, its queue, a limit). `mysched jobs` lists these as blocked; estimates give no time."""

@@ -156,3 +156,19 @@ def test_a_job_asking_for_memory_alone_takes_a_core_and_no_more_start_than_free_
     p = plan(snap, config_from_text('vos = { v = { groups = ["g"]; share = 50; }; };\n'), Usage(), 1795300100.0)
     assert [(s.cores, s.placement) for s in p.starts] == [(1, (("wn01", 1),))]
     assert p.waits["6.srv"].reason == "never_fits"
+
+
+@pytest.mark.parametrize("key, what", [("Job_Name", "job name"), ("Account_Name", "account string")])
+def test_a_job_whose_name_or_account_would_crash_pbs_server_is_never_started(key, what):
+    """A 60,000-character job name (pbs_submit takes it) crashed TORQUE 6.1's pbs_server when the
+    job started: acct_job writes it with sprintf into a 4,096-byte buffer. Such a job waits
+    `unsafe_request`, saying why, and the plain job beside it starts; a 4,000-byte one starts."""
+    jobs = [("1.srv", {**BASE, key: "x" * 60000}), ("2.srv", {**BASE, key: "y" * 4000}), ("3.srv", dict(BASE))]
+    ifl = FakeIFL(jobs=jobs, nodes=[("wn01", {"state": "free", "np": "8"})],
+                  queues=[("q", {"queue_type": "Execution", "enabled": "True", "started": "True"})], start_jobs=False)
+    snap = TorqueServer("batch", ifl=ifl, clock=lambda: 1795300100.0).snapshot()
+    config = config_from_text('vos = { v = { groups = ["g"]; share = 50; }; };\n')
+    p = plan(snap, config, Usage(), 1795300100.0)
+    assert {s.job_id for s in p.starts} == {"2.srv", "3.srv"}
+    w = p.waits["1.srv"]
+    assert w.reason == "unsafe_request" and f"its {what} has 60000 bytes" in w.detail, w

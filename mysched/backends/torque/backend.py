@@ -35,7 +35,7 @@ log = logging.getLogger("mysched")
 # so the mapping's fallbacks (Job_Owner for euser, ctime for qtime) are not asked for: TORQUE
 # sets euser and qtime when it queues a job.
 JOB_ATTRS = ("job_state", "queue", "euser", "egroup", "Resource_List", "exec_host", "qtime", "start_time",
-             "node_exclusive", "Priority")
+             "node_exclusive", "Priority", "Job_Name", "Account_Name")
 OWNER = ("Job_Owner",)
 """Asked for in routing queues only, where pbs_server has not set euser yet."""
 NODE_ATTRS = ("state", "np", "jobs", "properties", "status", "note")

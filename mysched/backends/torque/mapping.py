@@ -16,6 +16,23 @@ from mysched.core.model import Job, JobState, Node, NodeState, Placement, Queue,
 from mysched.core.request import NodePart, Request
 from mysched.core.sizes import MAX_NODE_SLOTS, digits
 
+ACCOUNTING_FIELD_MAX = 4000
+"""The longest job name or account string pbs_server can start a job with: TORQUE 6.1 writes
+each into a 4,096-byte stack buffer (``sprintf(local_buf, "jobname=%s ", ...)`` in acct_job,
+src/server/accounting.c) for the job's S record, and a longer one crashed it on the test farm.
+qsub caps a name at 256 characters, but pbs_submit takes any length, and so does -A."""
+
+
+def _hazard(a: dict[str, str]) -> str:
+    """Why starting the job would crash pbs_server, or ""."""
+    for key, what in (("Job_Name", "job name"), ("Account_Name", "account string")):
+        n = len(a.get(key, "").encode("utf-8", "replace"))
+        if n > ACCOUNTING_FIELD_MAX:
+            return (f"its {what} has {n} bytes: TORQUE writes at most about {ACCOUNTING_FIELD_MAX} into the job's "
+                    f"accounting record, and pbs_server crashes on a longer one when the job starts")
+    return ""
+
+
 _ARRAY_PARENT = re.compile(r"^\d+\[\]")
 
 
@@ -154,7 +171,7 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
     if placement:
         placement = tuple((intern(n), c) for n, c in placement)
     return Job(name, intern(a.get("queue", "")), user, group, cores, state, submit, stamp("start_time"), walltime,
-               mem, placement, None, a.get("Job_Name", ""), req, priority, array_parent(name))
+               mem, placement, None, a.get("Job_Name", ""), req, priority, array_parent(name), _hazard(a))
 
 
 class JobReader:
