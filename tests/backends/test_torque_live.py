@@ -306,8 +306,9 @@ def test_accounting_records_reach_the_store_exactly_once(server, cleanup, tmp_pa
 
 
 def test_scheduler_events_arrive_when_scheduling_is_on(server, cleanup):
-    from mysched.backends.torque.schedproto import SchedulerListener
+    from mysched.backends.torque.schedproto import SchedulerListener, contact_rule
     got: list[str] = []
+    refused: list[str] = []
     cond = threading.Condition()
 
     def on_event(reason: str) -> None:
@@ -320,7 +321,12 @@ def test_scheduler_events_arrive_when_scheduling_is_on(server, cleanup):
             return cond.wait_for(lambda: pred(got), timeout)
 
     try:
-        lst = SchedulerListener(("127.0.0.1", 15004), on_event=on_event).start()
+        # the daemon's default rule: pbs_server's host, a reserved source port (pbs_server runs as root)
+        rule = contact_rule("localhost")
+        assert rule.reserved_port, rule
+        lst = SchedulerListener(("127.0.0.1", 15004), on_event=on_event, rule=rule,
+                                on_contact=lambda result: refused.append(result) if result != "accepted" else None
+                                ).start()
     except OSError as exc:
         pytest.skip(str(exc))
     try:
@@ -330,7 +336,8 @@ def test_scheduler_events_arrive_when_scheduling_is_on(server, cleanup):
         with cond:
             got.clear()
         cleanup.append(qsub("carol", "cms", "walltime=00:10:00"))
-        assert wait_for(lambda g: "new" in g, 15), f"no 'new' event after qsub (got {got})"
+        assert wait_for(lambda g: "new" in g, 15), f"no 'new' event after qsub (got {got}, refused {refused})"
+        assert not refused, refused
     finally:
         qmgr("set server scheduling = False")
         lst.close()
