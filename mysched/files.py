@@ -38,7 +38,11 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
 class Unsuitable(OSError):
     """A file refused before it is read: not a regular file, or larger than its reader takes.
     An `OSError`, so the callers' handling of unreadable files (and their messages, which show
-    its `strerror`) applies as it stands."""
+    its `strerror`) applies as it stands; `kind` (what a non-regular file is) and `size` (of
+    one too large) for a caller that words it its own way."""
+
+    kind: str | None = None
+    size: int | None = None
 
 
 def kind_of(mode: int) -> str:
@@ -64,11 +68,13 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
 
     Checked on the open descriptor (fstat), so the file read is the file checked; opened
     non-blocking, so a named pipe without a writer does not wait for one."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)  # a tty never becomes ours
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise Unsuitable(errno.EINVAL, f"{kind_of(mode)}, not a regular file", os.fspath(path))
+            exc = Unsuitable(errno.EINVAL, f"{kind_of(mode)}, not a regular file", os.fspath(path))
+            exc.kind = kind_of(mode)
+            raise exc
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -83,8 +89,10 @@ def read_capped(path: str | os.PathLike[str], limit: int, what: str = "file") ->
         size = os.fstat(f.fileno()).st_size
         data = f.read(limit + 1) if size <= limit else b""
     if size > limit or len(data) > limit:
-        raise Unsuitable(errno.EFBIG, f"{size_text(max(size, len(data)))}: larger than a {what} may be "
+        exc = Unsuitable(errno.EFBIG, f"{size_text(max(size, len(data)))}: larger than a {what} may be "
                          f"({size_text(limit)})", os.fspath(path))
+        exc.size = max(size, len(data))
+        raise exc
     return data
 
 

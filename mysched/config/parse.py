@@ -12,14 +12,13 @@ from __future__ import annotations
 import io
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from typing import Any
 
 import libconf
 
 from mysched.errors import MAX_SHOWN, ConfigError, clip
-from mysched.files import kind_of
+from mysched.files import Unsuitable, read_capped
 
 Path = tuple[str | int, ...]
 Where = tuple[str, int]
@@ -185,45 +184,22 @@ class _Unreadable(_Refused):
     """A file that cannot be read as a configuration (not a syntax error)."""
 
 
-def _file_kind(mode: int) -> str | None:
-    """What a non-regular file is, in words (None for a regular file)."""
-    return None if stat.S_ISREG(mode) else kind_of(mode)
-
-
 def read_text(path: str, limit: int = MAX_CONFIG_BYTES) -> str:
     """The UTF-8 text of a regular file of at most `limit` bytes; `ValueError` saying why not,
-    in words. A FIFO, device, socket or directory is refused before it is opened (reading one
-    would block, or never end), and the file is opened without blocking."""
+    in words. A FIFO, device, socket or directory is refused before a byte is read, without
+    blocking (`files.read_capped`)."""
     try:
-        st = os.stat(path)
+        data = read_capped(path, limit, "configuration file")
+    except Unsuitable as exc:
+        if exc.kind is not None:
+            raise ValueError(f"is {exc.kind}, not a configuration file") from None
+        raise ValueError(f"is {exc.size} bytes: a configuration file is at most {limit} bytes") from None
     except FileNotFoundError:
         raise ValueError("no such file") from None
     except PermissionError:
         raise ValueError("permission denied") from None
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
         raise ValueError(f"cannot read it ({_os_words(exc)})") from None
-    what = _file_kind(st.st_mode)
-    if what:
-        raise ValueError(f"is {what}, not a configuration file")
-    if st.st_size > limit:
-        raise ValueError(f"is {st.st_size} bytes: a configuration file is at most {limit} bytes")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except PermissionError:
-        raise ValueError("permission denied") from None
-    except OSError as exc:
-        raise ValueError(f"cannot read it ({_os_words(exc)})") from None
-    try:
-        if _file_kind(os.fstat(fd).st_mode):  # replaced since the stat above
-            raise ValueError("is not a regular file, not a configuration file")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
-    except OSError as exc:
-        raise ValueError(f"cannot read it ({_os_words(exc)})") from None
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise ValueError(f"is larger than {limit} bytes, the most a configuration file may be")
     try:
         return data.decode("utf-8-sig")  # a byte order mark some editors write is no setting
     except UnicodeDecodeError as exc:
