@@ -14,8 +14,9 @@ import os
 import re
 import zlib
 from dataclasses import dataclass, field, replace
-from typing import BinaryIO, Collection, Iterator
+from typing import IO, BinaryIO, Callable, Collection, Iterator
 
+from mysched.files import open_regular
 from mysched.history.accounting import (LINE_BUGS, AccountingRecord, LineProblem, Spliced, parse_line,
                                         unexpected)
 
@@ -23,25 +24,43 @@ COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x2
 """Magic bytes of the compressions admins give old accounting files; all but zstd are read."""
 
 
+OPENERS: dict[str, Callable[[IO[bytes]], IO[bytes]]] = {
+    "gzip": lambda f: gzip.GzipFile(fileobj=f), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}
+"""How each compression of `COMPRESSED` that the standard library reads is opened (for
+accounting logs and workload traces alike)."""
+
+
 def compression(path: str) -> str | None:
-    """The compression of a file by its first bytes (not its name), None if plain."""
-    with open(path, "rb") as f:
+    """The compression of a file by its first bytes (not its name), None if plain; a named
+    pipe or device is refused (`files.Unsuitable`) without blocking."""
+    with open_regular(path) as f:
         head = f.read(6)
     return next((name for magic, name in COMPRESSED.items() if head.startswith(magic)), None)
 
 
 def open_log(path: str, kind: str | None) -> BinaryIO:
     """The file's bytes, decompressed if `kind` (from `compression`) says so; ValueError for a
-    compression the standard library cannot read."""
-    if kind is None:
-        return open(path, "rb")
-    if kind == "gzip":
-        return gzip.open(path, "rb")
-    if kind == "bzip2":
-        return bz2.open(path, "rb")
-    if kind == "xz":
-        return lzma.open(path, "rb")
-    raise ValueError(f"{kind}-compressed: decompress it first")
+    compression the standard library cannot read. Only a regular file is opened."""
+    if kind is not None and kind not in OPENERS:
+        raise ValueError(f"{kind}-compressed: decompress it first")
+    f = open_regular(path)
+    return f if kind is None else decompressing(kind, f)
+
+
+def decompressing(kind: str, f: BinaryIO) -> BinaryIO:
+    """`f` read through the decompressor of `kind` (one of `OPENERS`); closing it closes `f`
+    too (a decompressor given a file object leaves that file open)."""
+    d = OPENERS[kind](f)
+    close_d = d.close
+
+    def close() -> None:
+        try:
+            close_d()
+        finally:
+            f.close()
+
+    d.close = close  # type: ignore[method-assign]
+    return d  # type: ignore[return-value]
 
 
 DAMAGED = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile)

@@ -4,20 +4,13 @@ compressed input expanding no more than a real trace does (`mysched.files` holds
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
-import lzma
 import os
-from typing import IO, Callable
 
 from mysched.errors import InputError
 from mysched.files import open_regular, os_reason, size_text, text_lines
-from mysched.history.logread import COMPRESSED, DAMAGED
+from mysched.history.logread import COMPRESSED, DAMAGED, OPENERS, decompressing
 
-_OPENERS: dict[str, Callable[[IO[bytes]], IO[bytes]]] = {
-    "gzip": lambda f: gzip.GzipFile(fileobj=f), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}
-"""How each compression of `COMPRESSED` (told by magic bytes, as accounting logs are) is read."""
 READ_ERRORS = (OSError, *DAMAGED)
 """What reading a damaged (e.g. truncated) compressed file may raise."""
 MAX_EXPANSION = 50
@@ -53,10 +46,10 @@ def open_text(path: str | os.PathLike[str], what: str = "a workload trace") -> i
     kind = next((name for prefix, name in COMPRESSED.items() if magic.startswith(prefix)), None)
     if kind is None:
         return text_lines(f, os.fspath(path), what)
-    if kind not in _OPENERS:
+    if kind not in OPENERS:
         f.close()
         raise InputError(f"{path}: {kind}-compressed: decompress it first")
-    return text_lines(_OPENERS[kind](f), os.fspath(path), what, max_bytes=max(MIN_EXPANDED, MAX_EXPANSION * size),
+    return text_lines(decompressing(kind, f), os.fspath(path), what, max_bytes=max(MIN_EXPANDED, MAX_EXPANSION * size),
                       why_max=f" from {size_text(size)} compressed (real traces expand 4 to 20 times)")
 
 
