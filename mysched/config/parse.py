@@ -155,6 +155,10 @@ MAX_NESTING = 64
 _INCLUDE = re.compile(r'@include "(.*)"$')
 
 
+_CLIPPED = re.compile(r".{%d}\.\.\. \(\d+ characters\)" % MAX_SHOWN, re.S)
+"""What `clip` makes of a longer text."""
+
+
 def clip_long(message: str) -> str:
     """A message with every quoted text or run without a blank of more than `MAX_SHOWN`
     characters (a value or a key it repeats) cut to that, and at most ten times that in all: a
@@ -162,13 +166,11 @@ def clip_long(message: str) -> str:
     long_ = MAX_SHOWN + 1
 
     def cut(m: re.Match) -> str:
-        q, text = (m.group(1), m.group(2)) if m.group(1) else ("", m.group(0))
-        bare = text.strip("'\"")
-        if bare.endswith("...") and len(bare) <= MAX_SHOWN + 3:
+        if m.group(1) and _CLIPPED.fullmatch(m.group(2)):
             return m.group(0)  # `clip` cut it already
-        return q + clip(text) + q
+        return m.group(1) + clip(m.group(2)) + m.group(1) if m.group(1) else clip(m.group(0))
 
-    out = re.sub(r"(['\"])([^'\"\n]{%d,})\1|\S{%d,}" % (long_, long_), cut, message)
+    out = re.sub(r"(['\"])([^'\"\n]{%d,})\1|\S{%d,}" % (long_, long_ + 3), cut, message)
     return clip(out, 10 * MAX_SHOWN)
 
 

@@ -9,6 +9,7 @@ import re
 from string import Formatter
 from typing import Any, Callable
 
+from mysched.errors import clip
 from mysched.core.sizes import MAX_NODE_SLOTS  # noqa: F401 - the configuration's bound too
 
 
@@ -159,13 +160,13 @@ def name(v: Any) -> str:
     so never empty, without blanks or control characters -- such a name could match no job or
     node, and the setting would be silently meaningless."""
     text = string(v)
-    shown = text if len(text) <= 200 else text[:200] + "..."
+    shown = clip(text)
     if not text:
         raise ValueError("an empty name matches nothing")
     if _NAME_BAD.search(text):
         raise ValueError(f"a name holds no blanks or control characters, got {shown!r}")
     if len(text) > MAX_NAME:
-        raise ValueError(f"a name of at most {MAX_NAME} characters, got {shown!r} ({len(text)} characters)")
+        raise ValueError(f"a name of at most {MAX_NAME} characters, got {shown!r}")
     return text
 
 
@@ -181,8 +182,7 @@ def patterns(v: Any) -> tuple[str, ...]:
     out = names(v)
     for pat in out:
         if re.sub(r"\[!?\]?[^\]]*\]", "", pat).count("[") or "]" in re.sub(r"\[!?\]?[^\]]*\]", "", pat):
-            shown = pat if len(pat) <= 200 else pat[:200] + "..."
-            raise ValueError(f"a node-name pattern with an unpaired bracket would match no node, got {shown!r}")
+            raise ValueError(f"a node-name pattern with an unpaired bracket would match no node, got {clip(pat)!r}")
     return out
 
 
@@ -212,8 +212,7 @@ def host_or_network(text: str) -> str | ipaddress.IPv4Network | ipaddress.IPv6Ne
     except ValueError:
         pass
     if "/" in entry or ":" in entry or not _HOST_NAME.match(entry) or entry.replace(".", "").isdigit():
-        shown = entry if len(entry) <= 200 else entry[:200] + "..."
-        raise ValueError(f"expected a host name, an IP address or a network such as 10.0.0.0/8, got '{shown}'")
+        raise ValueError(f"expected a host name, an IP address or a network such as 10.0.0.0/8, got '{clip(entry)}'")
     return entry
 
 

@@ -31,7 +31,7 @@ def test_good_forms_are_kept():
     ('["10.0.0.0/33"]', "expected a host name, an IP address or a network such as 10.0.0.0/8, got '10.0.0.0/33'"),
     ('["head 01"]', "got 'head 01'"),
     ('["10.0.0.300"]', "got '10.0.0.300'"),
-    ('[' + '"a", ' * 2 + '"' + "x" * 5000 + '.example"]', "got '" + "x" * 200 + "...'"),
+    ('[' + '"a", ' * 2 + '"' + "x" * 5000 + '.example"]', "got '" + "x" * 200 + "... (5008 characters)'"),
     ("[]", "an empty list would refuse every pbs_server contact"),
     ("15004", "expected a list of strings"),
 ])
