@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mysched.core.model import Job, JobState, Node, Snapshot
+from mysched.core.model.batch import Job, JobState, Node, Snapshot
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = Path(os.environ.get("MYSCHED_TRACES", REPO.parent / "shared" / "traces"))

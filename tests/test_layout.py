@@ -33,7 +33,7 @@ def test_every_module_sits_in_a_layer():
 
 
 def test_core_uses_the_standard_library_and_itself_only():
-    for path in (PKG / "core").glob("*.py"):
+    for path in (PKG / "core").rglob("*.py"):
         for mod in imports(path):
             top = mod.split(".")[0]
             if top == "mysched":

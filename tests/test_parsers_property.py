@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mysched.config import config_from_text
-from mysched.core.durations import parse_duration
+from mysched.core.model.durations import parse_duration
 from mysched.errors import ConfigError
 from mysched.history.accounting import LineProblem, NotRun, Spliced, parse_line, to_finished_job
 from mysched.history.logread import iter_file

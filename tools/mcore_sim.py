@@ -27,7 +27,7 @@ import tempfile
 
 from pools_sim import config_text, print_occupancy, simulate_json
 
-from mysched.core.config import DRAIN_BACKFILL
+from mysched.core.settings import DRAIN_BACKFILL
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """Load sources: external values (a storage element's load, a site probe) read in the
 background, each on its own interval, so a slow or hanging source never delays a cycle.
 
-Three kinds (`mysched.core.config.LoadSource`):
+Three kinds (`mysched.core.settings.LoadSource`):
 - ``prometheus``: an instant query against the Prometheus HTTP API (``/api/v1/query``); its
   result must be one number (aggregate several series in the query, e.g. ``max(...)``);
 - ``file``: a number, or a JSON document with the number at a dotted ``key``; the value is as
@@ -9,7 +9,7 @@ Three kinds (`mysched.core.config.LoadSource`):
 - ``command``: a program whose standard output is a number; killed (with its process group)
   at its timeout.
 A failed read keeps the last good value (it goes stale by age) and records the error, which
-is logged once per change. The planner sees only `Reading` values (`mysched.core.throttle`).
+is logged once per change. The planner sees only `Reading` values (`mysched.core.rules.throttle`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import urllib.parse
 import urllib.request
 from typing import Callable, Mapping
 
-from mysched.core.config import LoadSource
-from mysched.core.throttle import Reading
+from mysched.core.settings import LoadSource
+from mysched.core.rules.throttle import Reading
 from mysched.files import open_regular, os_reason
 
 log = logging.getLogger("mysched")

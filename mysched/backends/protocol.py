@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from mysched.core.model import Job, Placement, Snapshot
+from mysched.core.model.batch import Job, Placement, Snapshot
 
 
 @runtime_checkable

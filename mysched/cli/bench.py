@@ -71,7 +71,7 @@ def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, pack
     from mysched.core.planner import plan
     from mysched.backends.torque.backend import TorqueServer
     from mysched.backends.torque.fake import FakeIFL
-    from mysched.core.usage import Usage
+    from mysched.core.share.usage import Usage
 
     cfg = bench_config(packing=packing, pools=pools, drain=mcore is not None)
     snap = bench_snapshot(nodes=nodes, slots=slots, running=running, queued=queued, mcore=mcore)

@@ -11,10 +11,10 @@ from mysched.cli.main import command
 from mysched.config import validate
 from mysched.config.guarantees import farm_slots, overpromised
 from mysched.config.parse import in_file_order, parse_file
-from mysched.core.config import Config
-from mysched.core.downtime import when
-from mysched.core.index import NodeIndex
-from mysched.core.model import Node, Snapshot
+from mysched.core.settings import Config
+from mysched.core.model.windows import when
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.model.batch import Node, Snapshot
 from mysched.errors import MyschedError
 
 

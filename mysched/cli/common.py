@@ -9,7 +9,7 @@ import os
 from importlib import resources
 from typing import Callable
 
-from mysched.core.config import Config
+from mysched.core.settings import Config
 from mysched.errors import UsageError
 
 from mysched.config import config_from_text, load_config
@@ -61,7 +61,7 @@ def positive_up_to(maximum: float, unit: str = "") -> Callable[[str], float]:
 
 def duration_arg(text: str) -> float:
     """A duration option (3600, "90m", "2d", "01:30:00", "inf"), refused by argparse if not one."""
-    from mysched.core.durations import parse_duration
+    from mysched.core.model.durations import parse_duration
 
     try:
         return parse_duration(text)

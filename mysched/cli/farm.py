@@ -10,9 +10,9 @@ from mysched.cli.main import command
 from mysched.cli import farmslots, nodeextras, nodejobs, statusdoc
 from mysched.cli.statusdoc import RUNNING, load, options
 from mysched.cli.textout import dump_json, table
-from mysched.core.admission import node_key, node_type, queue_admits
-from mysched.core.model import NodeState
-from mysched.core.reasons import BLOCKING
+from mysched.core.rules.access import node_key, node_type, queue_admits
+from mysched.core.model.batch import NodeState
+from mysched.core.model.reasons import BLOCKING
 from mysched.daemon.statusfile import rows
 
 

@@ -75,7 +75,7 @@ def run_prune(args: argparse.Namespace) -> int:
 
     from mysched.config import load_config
     from mysched.config.values import keep_problems
-    from mysched.core.config import Config
+    from mysched.core.settings import Config
     from mysched.history.locate import database_url
     from mysched.history.retention import kept, prune
     from mysched.history.store import Store, sqlite_file

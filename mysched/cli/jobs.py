@@ -12,7 +12,7 @@ from mysched.cli import farmslots, statusdoc, when_request, whylimits
 from mysched.cli.statusdoc import RUNNING, classify, find_job, load, options
 from mysched.cli.textout import dump_json, duration, table
 from mysched.core.estimate import Estimate
-from mysched.core.reasons import BLOCKING, REASONS, START_REASONS
+from mysched.core.model.reasons import BLOCKING, REASONS, START_REASONS
 from mysched.daemon.statusfile import rows
 
 

@@ -13,7 +13,7 @@ import threading
 from mysched.cli.main import command
 from mysched.config.parse import clip
 from mysched.config.servers import server_problem, torque_host
-from mysched.core.config import Config
+from mysched.core.settings import Config
 from mysched.config.guarantees import farm_slots, overpromised
 from mysched.errors import ConfigError, MyschedError, ServerError, StoreError, UsageError
 from mysched.cli.common import address_arg, config_or_default, non_empty

@@ -12,11 +12,11 @@ from dataclasses import replace
 from mysched.cli.main import command
 import math
 
-from mysched.core.config import PACKING_POLICIES, Config, PackingClass, auto_vos
+from mysched.core.settings import PACKING_POLICIES, Config, PackingClass, auto_vos
 
 from mysched.errors import InputError, UsageError
 from mysched.files import write_output
-from mysched.core.model import TraceJob
+from mysched.core.model.batch import TraceJob
 from mysched.core.planner import POLICIES
 from mysched.sim.report import format_comparison, format_result
 from mysched.sim.workloads.synthetic import MAX_BURST_JOBS, burst_count

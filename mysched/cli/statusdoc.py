@@ -18,11 +18,11 @@ from typing import Any, Sequence
 
 from mysched.cli.common import positive_float
 from mysched.config.values import DAY
-from mysched.core.downtime import Downtime
-from mysched.core.config import Config, NodeType, QueueConfig
-from mysched.core.model import Job, JobState, Node, NodeState
-from mysched.core.reasons import BLOCKING
-from mysched.core.request import Request
+from mysched.core.model.windows import Downtime
+from mysched.core.settings import Config, NodeType, QueueConfig
+from mysched.core.model.batch import Job, JobState, Node, NodeState
+from mysched.core.model.reasons import BLOCKING
+from mysched.core.model.request import Request
 from mysched.daemon.statusfile import FILENAME, load_json, read_status, rows
 from mysched.errors import StatusError, clip
 
@@ -159,7 +159,7 @@ def find_job(doc: dict[str, Any], job_id: str) -> dict[str, Any]:
 
 def rules(doc: dict[str, Any]) -> Config:
     """The node types and queue assignments the daemon ran with, as the core's `Config`, so
-    estimates and `free` apply the planner's own admission rules (`mysched.core.admission`)."""
+    estimates and `free` apply the planner's own admission rules (`mysched.core.rules.access`)."""
     types = tuple(NodeType(name, tuple(t.get("nodes", ())), tuple(t.get("properties", ())), tuple(t.get("groups", ())),
                            tuple(t.get("vos", ()))) for name, t in doc.get("node_types", {}).items())
     queues = {name: QueueConfig(name, q.get("max_running"), tuple(q.get("nodes", ())), tuple(q.get("node_types", ())),

@@ -15,9 +15,9 @@ from mysched.backends.torque.values import parse_node_parts
 from mysched.cli import statusdoc
 from mysched.cli.statusdoc import RUNNING
 from mysched.core.estimate import Estimate, estimate_request
-from mysched.core.model import Job
-from mysched.core.reasons import BLOCKING
-from mysched.core.request import NodePart, Request
+from mysched.core.model.batch import Job
+from mysched.core.model.reasons import BLOCKING
+from mysched.core.model.request import NodePart, Request
 from mysched.daemon.statusfile import rows
 
 _MEMORY = ("mem", "pmem", "vmem", "pvmem")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from mysched.cli.statusdoc import RUNNING
-from mysched.core.config import Config, UserLimits
+from mysched.core.settings import Config, UserLimits
 from mysched.daemon.statusfile import rows
 
 

@@ -16,8 +16,8 @@ import datetime as dt
 import re
 from typing import Any
 
-from mysched.core.downtime import Downtime
-from mysched.core.durations import parse_duration
+from mysched.core.model.windows import Downtime
+from mysched.core.model.durations import parse_duration
 from mysched.config.values import kind, names, patterns
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 from mysched.config.parse import Path, clip
 from mysched.config.servers import sim_params
-from mysched.core.config import Config
+from mysched.core.settings import Config
 
 
 def overpromised(cfg: Config, farm_slots: int, where: Callable[[Path], str] | None = None) -> str | None:

@@ -19,9 +19,9 @@ import os
 from typing import Any
 from urllib.parse import urlparse
 
-from mysched.core.config import LOAD_KINDS, STALE_ACTIONS, LoadRule, LoadSource, NodeLoadLimits, QueueConfig, VOConfig
-from mysched.core.durations import parse_duration
-from mysched.core.sizes import parse_mem
+from mysched.core.settings import LOAD_KINDS, STALE_ACTIONS, LoadRule, LoadSource, NodeLoadLimits, QueueConfig, VOConfig
+from mysched.core.model.durations import parse_duration
+from mysched.core.model.sizes import parse_mem
 from mysched.config.values import DAY, kind, names, number, one_of, string, strings
 
 _SOURCE_KEYS = ["type", "url", "query", "path", "key", "command", "interval", "timeout", "max_age", "on_stale"]

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mysched.core.config import Consumer, LoanPolicy, PoolConfig, QueueConfig, VOConfig
-from mysched.core.durations import parse_duration
+from mysched.core.settings import Consumer, LoanPolicy, PoolConfig, QueueConfig, VOConfig
+from mysched.core.model.durations import parse_duration
 from mysched.config.loads import size
 from mysched.config.values import MAX_NODE_SLOTS, boolean, int_, kind, names, patterns
 

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlparse
 
 from mysched.config.parse import clip
 from mysched.config.values import MAX_FARM_SLOTS, MAX_WORKLOAD_HOURS
-from mysched.core.config import FarmSpec
+from mysched.core.settings import FarmSpec
 
 MAX_SPEED = 1e6
 """The fastest virtual clock (a year in about half a minute); an infinite one would jump past every event."""

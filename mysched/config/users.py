@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mysched.core.config import UserLimits
+from mysched.core.settings import UserLimits
 from mysched.config.values import int_, kind
 
 _KEYS = ["max_running", "max_cores"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from mysched.core.config import (DRAIN_BACKFILL, PACKING_POLICIES, Config, DrainConfig, FarmSpec, GroupConfig,
+from mysched.core.settings import (DRAIN_BACKFILL, PACKING_POLICIES, Config, DrainConfig, FarmSpec, GroupConfig,
                                  HotLists, NodeType, PackingClass, QueueConfig, VOConfig)
-from mysched.core.durations import parse_duration
+from mysched.core.model.durations import parse_duration
 from mysched.config.loads import build_loads, size
 from mysched.config.downtimes import build_downtimes
 from mysched.config.guarantees import overpromised, sim_farm_slots

@@ -10,7 +10,7 @@ from string import Formatter
 from typing import Any, Callable
 
 from mysched.errors import clip
-from mysched.core.sizes import MAX_NODE_SLOTS  # noqa: F401 - the configuration's bound too
+from mysched.core.model.sizes import MAX_NODE_SLOTS  # noqa: F401 - the configuration's bound too
 
 
 def kind(v: Any) -> str:

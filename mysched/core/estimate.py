@@ -3,7 +3,7 @@
 Pure: running jobs free their cores at start + requested walltime; the jobs ranked ahead of
 the target in the last cycle take the earliest cores first (each for its own walltime); the
 target starts at the earliest time its whole request has room at once on nodes it may use
-(`mysched.core.admission`): each part's cores on as many distinct nodes with its properties
+(`mysched.core.rules.access`): each part's cores on as many distinct nodes with its properties
 (or on the host it names), and ``procs`` cores anywhere, on nodes whose scheduled downtimes
 its walltime would not run into. Memory is not part of it (the nodes' cores are). Without
 walltimes there is no estimate, and the answer says so.
@@ -17,13 +17,13 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from mysched.core.admission import NodeKey, admits, node_key, node_type
-from mysched.core.config import Config
-from mysched.core.downtime import clear_start, windows_by_node
-from mysched.core.model import Job, Node
-from mysched.core.matching import earliest, match_parts
-from mysched.core.request import NodePart
-from mysched.core.reservation import reserved_cores
+from mysched.core.rules.access import NodeKey, admits, node_key, node_type
+from mysched.core.settings import Config
+from mysched.core.model.windows import clear_start, windows_by_node
+from mysched.core.model.batch import Job, Node
+from mysched.core.place.matching import earliest, match_parts
+from mysched.core.model.request import NodePart
+from mysched.core.hold.reservations import reserved_cores
 
 
 @dataclass(frozen=True)

@@ -32,23 +32,23 @@ from __future__ import annotations
 import gc
 import math
 
-from mysched.core.config import Config, PackingClass
-from mysched.core.model import Job, JobState, Snapshot
-from mysched.core.index import NodeIndex
-from mysched.core.limits import Limiting
-from mysched.core.ordering import Ordering
-from mysched.core.placement import Placing, _Loads, _Rules
-from mysched.core.reservation import Reservation, Reserving, wants_reservation
-from mysched.core.runlimits import RunLimits
-from mysched.core.downtime import Downtimes
-from mysched.core.drain import Drain, Draining
-from mysched.core.guarantee import Guaranteeing
-from mysched.core.plan import Plan, Start, Wait
-from mysched.core.tally import DEFAULT_CLASS, Load, Ranking
-from mysched.core.throttle import Throttle, overloaded
-from mysched.core.vofacts import VOFacts, VOTable
-from mysched.core.wholerequest import RequestPlacing
-from mysched.core.usage import Usage
+from mysched.core.settings import Config, PackingClass
+from mysched.core.model.batch import Job, JobState, Snapshot
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.rules.limits import Limiting
+from mysched.core.share.ordering import Ordering
+from mysched.core.place.placement import Placing, _Loads, _Rules
+from mysched.core.hold.reservations import Reservation, Reserving, wants_reservation
+from mysched.core.rules.serverlimits import RunLimits
+from mysched.core.model.windows import Downtimes
+from mysched.core.hold.drains import Drain, Draining
+from mysched.core.hold.pools import Guaranteeing
+from mysched.core.model.plan import Plan, Start, Wait
+from mysched.core.place.tally import DEFAULT_CLASS, Load, Ranking
+from mysched.core.rules.throttle import Throttle, overloaded
+from mysched.core.share.standing import VOFacts, VOTable
+from mysched.core.place.requests import RequestPlacing
+from mysched.core.share.usage import Usage
 
 __all__ = ["POLICIES", "NodeIndex", "plan"]
 
@@ -66,10 +66,10 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
 
     `index` is an optional cache of node facts (see `NodeIndex`); results are the same with
     or without it. `throttles`: what external load allows this cycle
-    (`mysched.core.throttle.throttles`). `reservations`: the last plan's, kept stable
-    (`mysched.core.reservation`); `drains`: the last plan's multi-core partition
-    (`mysched.core.drain`); `pool_gates`: the last plan's guarded and held pool hosts
-    (`mysched.core.guarantee`: held hosts stay held while owners are owed)."""
+    (`mysched.core.rules.throttle.throttles`). `reservations`: the last plan's, kept stable
+    (`mysched.core.hold.reservations`); `drains`: the last plan's multi-core partition
+    (`mysched.core.hold.drains`); `pool_gates`: the last plan's guarded and held pool hosts
+    (`mysched.core.hold.pools`: held hosts stay held while owners are owed)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     # A cycle allocates ~10 objects per job and frees them together; the cyclic collector

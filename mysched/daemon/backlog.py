@@ -23,7 +23,7 @@ import logging
 import time
 from typing import Any, Callable
 
-from mysched.core.model import FinishedJob
+from mysched.core.model.batch import FinishedJob
 from mysched.daemon.metrics import CycleMetrics
 from mysched.errors import StoreError
 from mysched.history.store import StoreLocked

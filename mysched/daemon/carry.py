@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mysched.core.drain import Drain
-from mysched.core.reservation import Reservation
+from mysched.core.hold.drains import Drain
+from mysched.core.hold.reservations import Reservation
 from mysched.daemon.statusfile import read_status
 from mysched.errors import MyschedError
 

@@ -13,19 +13,19 @@ import math
 import time
 from typing import Any, Callable, Protocol
 
-from mysched.core.config import Config
+from mysched.core.settings import Config
 
 from mysched.errors import ConfigError, MyschedError, ServerError, StoreError
-from mysched.core.model import FinishedJob, Snapshot
-from mysched.core.plan import Plan, Start
+from mysched.core.model.batch import FinishedJob, Snapshot
+from mysched.core.model.plan import Plan, Start
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.protocol import BatchServer
 from mysched.daemon.backlog import Backlog
 from mysched.daemon.carry import carried
 from mysched.daemon.outcome import CycleOutcome, Phases
 from mysched.daemon.statusfile import publish_status, with_key, write_status
-from mysched.core.usage import UsageLedger
-from mysched.core.walltimes import believed
+from mysched.core.share.usage import UsageLedger
+from mysched.core.rules.walltimes import believed
 from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics, publish_farm
 from mysched.backends.loads import LoadSources
 from mysched.daemon.loadwatch import LoadWatch

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable
 
-from mysched.core.downtime import Downtime, utc, when, windows_by_node
+from mysched.core.model.windows import Downtime, utc, when, windows_by_node
 
 log = logging.getLogger("mysched")
 

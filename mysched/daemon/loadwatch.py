@@ -8,8 +8,8 @@ import logging
 from typing import Any
 
 from mysched.backends.loads import LoadSources
-from mysched.core.config import Config
-from mysched.core.throttle import Reading, Throttle, levels, throttles
+from mysched.core.settings import Config
+from mysched.core.rules.throttle import Reading, Throttle, levels, throttles
 from mysched.daemon.metrics import CycleMetrics
 
 log = logging.getLogger("mysched")

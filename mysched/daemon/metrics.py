@@ -26,8 +26,8 @@ from prometheus_client.core import GaugeMetricFamily
 from mysched import __version__
 from mysched.errors import ServerError
 from mysched.backends.torque.schedproto import REFUSALS
-from mysched.core.plan import Plan, Start
-from mysched.core.reasons import REASONS
+from mysched.core.model.plan import Plan, Start
+from mysched.core.model.reasons import REASONS
 from mysched.daemon.series import FARM, LOADS
 
 log = logging.getLogger("mysched")

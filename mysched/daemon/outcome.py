@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from mysched.core.plan import Plan
+from mysched.core.model.plan import Plan
 
 
 @dataclass

@@ -8,7 +8,7 @@ from mysched.config import build_config
 from mysched.config.guarantees import overpromised
 from mysched.config.parse import parse_file
 from mysched.errors import ConfigError
-from mysched.core.config import Config
+from mysched.core.settings import Config
 
 log = logging.getLogger("mysched")
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from mysched.daemon.metrics import CycleMetrics
 from mysched.daemon.statusfile import load_json, write_json
-from mysched.core.model import Snapshot
+from mysched.core.model.batch import Snapshot
 from mysched.errors import MyschedError, StoreError
 from mysched.history.leader import Leadership, LeadershipLost, identity
 

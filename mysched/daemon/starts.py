@@ -28,8 +28,8 @@ from typing import Callable, ContextManager
 
 from mysched.backends.protocol import BatchServer
 from mysched.backends.torque.values import array_parent
-from mysched.core.model import JobState, NodeState, Snapshot
-from mysched.core.plan import Plan, Start
+from mysched.core.model.batch import JobState, NodeState, Snapshot
+from mysched.core.model.plan import Plan, Start
 from mysched.daemon.metrics import CycleMetrics
 from mysched.daemon.outcome import CycleOutcome
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,

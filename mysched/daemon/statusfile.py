@@ -14,13 +14,13 @@ import os
 import time
 from typing import Any
 
-from mysched.core.admission import node_type
-from mysched.core.config import Config
+from mysched.core.rules.access import node_type
+from mysched.core.settings import Config
 from mysched.errors import StatusError
 from mysched.files import os_reason, read_capped, temp_prefix, write_atomic
-from mysched.core.model import NodeState, Snapshot
-from mysched.core.plan import Plan
-from mysched.core.reasons import BLOCKING
+from mysched.core.model.batch import NodeState, Snapshot
+from mysched.core.model.plan import Plan
+from mysched.core.model.reasons import BLOCKING
 from mysched.daemon.downtimeclash import WARNINGS
 
 FORMAT = 3

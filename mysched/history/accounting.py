@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Collection
 
-from mysched.core.sizes import digits
-from mysched.core.model import FinishedJob
+from mysched.core.model.sizes import digits
+from mysched.core.model.batch import FinishedJob
 from mysched.backends.torque.values import parse_exec_host, parse_nodes
-from mysched.core.durations import duration_or_none
+from mysched.core.model.durations import duration_or_none
 
 RECORD_TYPES = frozenset("QSRCTEDA")
 """TORQUE's record types (``src/include/acct.h``): queued, started, rerun, checkpointed,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ContextManager, Iterable
 from sqlalchemy import Table, func, insert, inspect, select
 from sqlalchemy.engine import Connection
 
-from mysched.core.model import FinishedJob
+from mysched.core.model.batch import FinishedJob
 from mysched.history.schema import (accounting_starts, cycles, dialect_insert, ingest_positions, start_attempts,
                                     suspect_records)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from mysched.config.parse import parse_file
 from mysched.config.validate import build_config
-from mysched.core.config import Config
+from mysched.core.settings import Config
 from mysched.history.store import mask_url
 
 STATE_DB = "history.db"

@@ -29,7 +29,7 @@ from mysched.history.evidence import AccountingWrites
 from mysched.history.schema import dialect_insert as _dialect_insert
 from mysched.history.schema import (MIGRATIONS, SCHEMA_VERSION, cycles, finished_jobs, ingest_positions, metadata,
                                     schema_version, start_attempts, start_intents, state)
-from mysched.core.model import FinishedJob
+from mysched.core.model.batch import FinishedJob
 from mysched.history.sqlite import WRITE, sqlite_locked, sqlite_setup
 from mysched.history.urls import CREDENTIALS as _CREDENTIALS, in_memory, mask_url, sqlite_file  # noqa: F401 - re-exported
 from mysched.history.urls import read_only_url

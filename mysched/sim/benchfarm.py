@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import random
 
-from mysched.core.config import Config
+from mysched.core.settings import Config
 
 from mysched.config import config_from_text
-from mysched.core.model import Job, JobState, Node, Snapshot
+from mysched.core.model.batch import Job, JobState, Node, Snapshot
 
 N_VOS = 20
 

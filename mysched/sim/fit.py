@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from mysched.core.admission import admits, node_key, node_type, type_admits
-from mysched.core.config import Config
-from mysched.core.index import NodeIndex
-from mysched.core.downtime import utc, when
-from mysched.core.model import Job, Node, TraceJob
-from mysched.core.request import Request
-from mysched.core.wholerequest import unfit
+from mysched.core.rules.access import admits, node_key, node_type, type_admits
+from mysched.core.settings import Config
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.model.windows import utc, when
+from mysched.core.model.batch import Job, Node, TraceJob
+from mysched.core.model.request import Request
+from mysched.core.place.requests import unfit
 
 
 def closed_nodes(config: Config, nodes: tuple[Node, ...], workload: list[TraceJob]) -> dict[str, str]:
@@ -37,7 +37,7 @@ def larger_than_farm(nodes: tuple[Node, ...]) -> Callable[[Job], bool]:
     """A test of whether no set of the farm's nodes, empty, could ever run a job: more cores
     than all of them, a node part wider than the widest node, more nodes than there are, or
     more memory on a node than any node that fits it has -- the planner's own test
-    (`mysched.core.wholerequest.unfit`), so a job left out here is one it reports
+    (`mysched.core.place.requests.unfit`), so a job left out here is one it reports
     `never_fits`. `nodes` as the planner sees them (a node type's `mem` applied)."""
     total = sum(n.slots for n in nodes)
     widest = max((n.slots for n in nodes), default=0)

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from mysched.core.config import Config
-from mysched.core.throttle import Reading, levels, throttles
+from mysched.core.settings import Config
+from mysched.core.rules.throttle import Reading, levels, throttles
 from mysched.errors import InputError, clip
 from mysched.files import open_regular, os_reason, text_lines
 

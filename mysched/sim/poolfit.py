@@ -6,9 +6,9 @@ node type's mem."""
 
 from __future__ import annotations
 
-from mysched.core.config import Config, PoolConfig
-from mysched.core.index import NodeIndex
-from mysched.core.model import Node
+from mysched.core.settings import Config, PoolConfig
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.model.batch import Node
 
 _ANY = 1 << 62
 """Slots or memory no criterion refuses: to test a pool's selection by name, type and properties alone."""

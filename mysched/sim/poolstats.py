@@ -9,8 +9,8 @@ packages within the longest loan duration (loans end by then; nothing is preempt
 
 from __future__ import annotations
 
-from mysched.core.config import Config
-from mysched.core.plan import Plan
+from mysched.core.settings import Config
+from mysched.core.model.plan import Plan
 
 
 class PoolWatch:

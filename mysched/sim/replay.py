@@ -15,11 +15,11 @@ import time
 from bisect import bisect_right
 from typing import Callable
 
-from mysched.core.config import Config
-from mysched.core.model import Job, Node, Request, TraceJob
+from mysched.core.settings import Config
+from mysched.core.model.batch import Job, Node, Request, TraceJob
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.sim.farm import SimulatedFarm
-from mysched.core.usage import UsageLedger
+from mysched.core.share.usage import UsageLedger
 from mysched.sim.result import BelowGuarantee, SimOptions, SimResult
 from mysched.sim.violations import share_violations
 from mysched.sim.poolstats import PoolWatch

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mysched.core.reasons import REASONS
+from mysched.core.model.reasons import REASONS
 from mysched.sim.result import SimResult
 
 

@@ -9,7 +9,7 @@ from itertools import compress
 from operator import itemgetter
 from typing import Callable, Iterable
 
-from mysched.core.plan import Plan
+from mysched.core.model.plan import Plan
 from mysched.sim.waitreasons import OWN_CAPS
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 
 from mysched.backends.sim.farm import SimulatedFarm
-from mysched.core.config import Config
-from mysched.core.index import NodeIndex
-from mysched.core.model import Job
-from mysched.core.plan import Plan
-from mysched.core.reasons import BLOCKING
-from mysched.core.reservation import reserved_cores
+from mysched.core.settings import Config
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.model.batch import Job
+from mysched.core.model.plan import Plan
+from mysched.core.model.reasons import BLOCKING
+from mysched.core.hold.reservations import reserved_cores
 
 
 def _pool_refuses(p: Plan, config: Config, gate: tuple[str, str], j: Job, vo: str, host: str,

@@ -1,5 +1,5 @@
 """What kept jobs waiting in a replay: the job-hours waited, split by the reasons the planner
-gave the waiting jobs (`mysched.core.reasons`), so a run with a low occupancy or long waits
+gave the waiting jobs (`mysched.core.model.reasons`), so a run with a low occupancy or long waits
 names its cause ("vo_limit": the VOs' max_running) instead of leaving the site to guess.
 
 Counting every waiting job's reason at every cycle cost 8 % of the embedded run (4.5 million
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from operator import itemgetter
 
-from mysched.core.config import Config
-from mysched.core.plan import Plan
+from mysched.core.settings import Config
+from mysched.core.model.plan import Plan
 
 SAMPLES = 200
 """Plans sampled over the submission span (more in the drain-out after it)."""

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from mysched.backends.loads import LoadSources, SourceError, read_source
-from mysched.core.config import LoadSource
+from mysched.core.settings import LoadSource
 
 
 def _file(tmp_path, text, key=""):

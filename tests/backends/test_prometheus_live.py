@@ -22,7 +22,7 @@ import pytest
 from mysched.backends.loads import LoadSources
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.config import config_from_text
-from mysched.core.model import Node, TraceJob
+from mysched.core.model.batch import Node, TraceJob
 from mysched.daemon.cycle import Daemon
 
 from ..conftest import queued

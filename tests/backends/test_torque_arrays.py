@@ -140,7 +140,7 @@ def test_a_run_without_privilege_says_so_once_and_exits_non_zero(caplog):
 
 def test_the_simulated_farm_models_a_slot_limit_too():
     from mysched.backends.sim.farm import SimulatedFarm
-    from mysched.core.model import Node, TraceJob
+    from mysched.core.model.batch import Node, TraceJob
     from mysched.errors import ServerError
 
     from ..conftest import queued
@@ -165,7 +165,7 @@ def test_live_an_array_of_401_with_slot_limit_1_takes_no_slot_from_carol(server,
     job starts at the first cycle, the log has at most one line for the array."""
     import subprocess
 
-    from mysched.core.model import JobState
+    from mysched.core.model.batch import JobState
 
     from .test_torque_live import CFG as LIVE_CFG, _quiet_farm, qsub, tool
 

@@ -27,7 +27,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from mysched.backends.torque.home import find_server_home
-from mysched.core.model import JobState
+from mysched.core.model.batch import JobState
 from mysched.history.leader import PG_LEADER_LOCK
 from mysched.history.store import Store
 

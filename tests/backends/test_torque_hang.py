@@ -78,7 +78,7 @@ def test_a_server_that_stops_answering_during_starts_ends_the_starts(local_serve
     and once the server answers again the job is looked at before it is started -- once."""
     from mysched.backends.torque.backend import TorqueServer
     from mysched.config import config_from_text
-    from mysched.core.model import JobState
+    from mysched.core.model.batch import JobState
     from mysched.daemon.cycle import Daemon
     from mysched.history.store import Store
 

@@ -39,7 +39,7 @@ import pytest
 
 from mysched.backends.torque.home import find_server_home
 from mysched.config import config_from_text
-from mysched.core.model import JobState
+from mysched.core.model.batch import JobState
 from mysched.daemon.cycle import Daemon
 from mysched.history.ingest import ingest_accounting
 from mysched.history.store import Store

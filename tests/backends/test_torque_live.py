@@ -25,7 +25,7 @@ from mysched.config import config_from_text
 from mysched.daemon.cycle import Daemon
 from mysched.backends.torque.home import find_server_home
 from mysched.errors import JobGone, JobStateError, MyschedError, ServerTimeout
-from mysched.core.model import JobState, NodeState
+from mysched.core.model.batch import JobState, NodeState
 from mysched.history.ingest import ingest_accounting
 from mysched.history.store import Store
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from mysched.config import config_from_text
-from mysched.core.model import JobState, NodeState
+from mysched.core.model.batch import JobState, NodeState
 from mysched.daemon.cycle import Daemon
 
 from .test_torque_live import cleanup, qsub, server  # noqa: F401 - fixtures

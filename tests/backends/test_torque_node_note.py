@@ -14,7 +14,7 @@ import pytest
 from mysched.backends.torque.backend import TorqueServer
 from mysched.backends.torque.fake import FakeIFL
 from mysched.backends.torque.mapping import node_from_attrs
-from mysched.core.model import NodeState
+from mysched.core.model.batch import NodeState
 from mysched.errors import MyschedError
 
 NOTE = "disk broken, ticket 1234"

@@ -15,9 +15,9 @@ from mysched.backends.torque.backend import TorqueServer, job_from_attrs, node_f
 from mysched.backends.torque.fake import FakeIFL
 from mysched.backends.torque.mapping import array_limits, server_limits_from_attrs
 from mysched.config import config_from_text
-from mysched.core.model import NodeState
+from mysched.core.model.batch import NodeState
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 
 PYTHON_WORDS = re.compile(r"invalid literal|base 10|Traceback|Error\b|NoneType|object has no|could not convert|"
                           r"unsupported operand|not supported between|codec")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from mysched.core.model import JobState
+from mysched.core.model.batch import JobState
 
 from .test_torque_live import cleanup, qsub, server, tool  # noqa: F401 - fixtures
 

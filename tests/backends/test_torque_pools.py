@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mysched.core.model import JobState
+from mysched.core.model.batch import JobState
 
 from .test_torque_live import cleanup, qsub, quiet_four_core_farm, server, start_daemon  # noqa: F401 - fixtures
 

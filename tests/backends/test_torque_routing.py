@@ -6,7 +6,7 @@ from mysched.backends.torque.backend import TorqueServer
 from mysched.backends.torque.fake import FakeIFL
 from mysched.config import config_from_text
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 
 
 def test_a_job_in_a_routing_queue_is_its_owners_not_unknown(monkeypatch):

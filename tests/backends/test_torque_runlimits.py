@@ -7,9 +7,9 @@ from mysched.backends.torque.backend import QUEUE_ATTRS, SERVER_ATTRS, TorqueSer
 from mysched.backends.torque.fake import FakeIFL
 from mysched.backends.torque.mapping import queue_from_attrs, server_limits_from_attrs
 from mysched.config import config_from_text
-from mysched.core.model import ServerLimits
+from mysched.core.model.batch import ServerLimits
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 
 CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };')
 

@@ -12,9 +12,9 @@ import pytest
 
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
                             Unauthorized)
-from mysched.core.model import JobState, NodeState
+from mysched.core.model.batch import JobState, NodeState
 from mysched.backends.torque.values import parse_exec_host, parse_mem, parse_node_jobs, parse_nodes
-from mysched.core.durations import parse_duration
+from mysched.core.model.durations import parse_duration
 from mysched.backends.torque import ifl as ifl_mod
 from mysched.backends.torque.backend import (JobReader, TorqueServer, job_from_attrs, location, node_from_attrs,
                                              queue_from_attrs)
@@ -607,7 +607,7 @@ def test_a_daemon_cycle_against_the_shipped_fake_starts_each_job_once(tmp_path):
 def test_whole_requests_are_read_as_torque_means_them():
     from mysched.backends.torque.backend import request_from_attrs
     from mysched.backends.torque.values import parse_node_parts
-    from mysched.core.request import NodePart
+    from mysched.core.model.request import NodePart
 
     names = frozenset({"wn05", "node01"})
     assert parse_node_parts("2:ppn=4:ib+wn05:ppn=1", names) == (

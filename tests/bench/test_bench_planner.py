@@ -12,7 +12,7 @@ pytest.importorskip("pytest_benchmark")
 
 from mysched.sim.benchfarm import bench_config, bench_snapshot  # noqa: E402
 from mysched.core.planner import NodeIndex, plan  # noqa: E402
-from mysched.core.usage import Usage  # noqa: E402
+from mysched.core.share.usage import Usage  # noqa: E402
 
 pytestmark = pytest.mark.bench
 
@@ -61,7 +61,7 @@ def test_simulator_on_synthetic_day(benchmark):
 def test_simulator_on_lpc_egee(benchmark, traces, policy):
     """The real EGEE trace (first 50,000 jobs) on 70 x 2 cores, 60 s cycles (issue #6 item 3;
     tools/accasim_compare.sh compares the whole trace with AccaSim)."""
-    from mysched.core.config import Config, auto_vos
+    from mysched.core.settings import Config, auto_vos
     from mysched.backends.sim.farm import make_nodes
     from mysched.sim.replay import SimOptions, simulate
     from mysched.sim.workloads import load_trace

@@ -354,7 +354,7 @@ def test_a_status_whose_interval_is_absurd_is_refused_not_fresh_for_ever(tmp_pat
 def test_a_load_file_that_is_a_pipe_or_no_json_is_a_located_error_at_once(tmp_path, make, why):
     """The daemon reads a load source's file every cycle: a named pipe there stalled it."""
     from mysched.backends.loads import SourceError, read_file
-    from mysched.core.config import LoadSource
+    from mysched.core.settings import LoadSource
 
     make(tmp_path / "load")
     with pytest.raises(SourceError) as exc:

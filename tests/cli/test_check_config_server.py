@@ -5,7 +5,7 @@ from __future__ import annotations
 from mysched.cli.check_config import farm_warnings
 from mysched.cli.main import main
 from mysched.config import config_from_text
-from mysched.core.model import Node, Queue, Snapshot
+from mysched.core.model.batch import Node, Queue, Snapshot
 
 CFG = ('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
        'node_types = { big = { properties = ["bigmemx"]; }; };\n'

@@ -8,9 +8,9 @@ import time
 
 from mysched.cli.main import main
 from mysched.config import config_from_text
-from mysched.core.model import JobState, Node
+from mysched.core.model.batch import JobState, Node
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 from mysched.daemon.statusfile import build_status, write_status
 
 from ..conftest import queued, running, snap

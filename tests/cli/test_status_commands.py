@@ -9,10 +9,10 @@ import pytest
 
 from mysched.cli.main import main
 from mysched.config import config_from_text
-from mysched.core.model import JobState, Node, NodeState
+from mysched.core.model.batch import JobState, Node, NodeState
 from mysched.core.planner import plan
 from mysched.daemon.statusfile import FORMAT, build_status, write_status
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 
 from ..conftest import queued, running, snap
 
@@ -161,7 +161,7 @@ def test_free_and_missing_or_stale_status(tmp_path, capsys):
 
 
 def test_usage_from_the_history_store(tmp_path, capsys):
-    from mysched.core.model import FinishedJob
+    from mysched.core.model.batch import FinishedJob
     from mysched.history.store import Store
     url = f"sqlite:///{tmp_path}/h.db"
     Store(url).add_finished([FinishedJob("1", "alice", "atlas", "q", 0.0, 7200.0, 2, cput=7200.0)])
@@ -186,7 +186,7 @@ def test_jobs_table_keeps_reasons_and_nodes_in_their_own_columns(tmp_path, capsy
 
 
 def test_usage_reads_the_history_beside_the_status_file_and_says_so(tmp_path, capsys, monkeypatch):
-    from mysched.core.model import FinishedJob
+    from mysched.core.model.batch import FinishedJob
     from mysched.history.store import Store
     Store(f"sqlite:///{tmp_path}/history.db").add_finished(
         [FinishedJob("1", "alice", "atlas", "q", 0.0, 3600.0, 1, cput=1800.0)])

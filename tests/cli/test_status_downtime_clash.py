@@ -12,9 +12,9 @@ import pytest
 
 from mysched.cli.main import main
 from mysched.config import config_from_text
-from mysched.core.model import Node
+from mysched.core.model.batch import Node
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 from mysched.daemon import downtimeclash, statusfile
 from mysched.daemon.statusfile import build_status, publish_status, write_status
 

@@ -9,9 +9,9 @@ import time
 
 from mysched.cli.main import main
 from mysched.config import config_from_text
-from mysched.core.model import Node
+from mysched.core.model.batch import Node
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 from mysched.daemon.statusfile import build_status, write_status
 
 from ..conftest import queued, snap
@@ -108,7 +108,7 @@ def test_free_counts_a_node_reserved_past_a_window_as_held_by_the_window(tmp_pat
 def test_shares_counts_blocked_jobs_apart_from_those_a_slot_would_start(tmp_path, capsys):
     # atlas below its guarantee with only a held job and one that can never fit: it showed
     # "BELOW yes, QUEUED 2" (highlighted) though no free slot would start either.
-    from mysched.core.model import JobState
+    from mysched.core.model.batch import JobState
 
     s = snap([queued("1.srv", "bob", "atlas", state=JobState.HELD), queued("2.srv", "bob", "atlas", cores=64),
               queued("3.srv", "bob", "cms")], [Node("wn01", 4)])

@@ -7,10 +7,10 @@ import json
 
 from mysched.cli.main import main
 from mysched.config import config_from_text
-from mysched.core.model import Job, JobState, Node, Snapshot
+from mysched.core.model.batch import Job, JobState, Node, Snapshot
 from mysched.core.planner import plan
-from mysched.core.request import Request
-from mysched.core.usage import Usage
+from mysched.core.model.request import Request
+from mysched.core.share.usage import Usage
 from mysched.daemon.statusfile import build_status, write_status
 
 CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };')

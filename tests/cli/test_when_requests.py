@@ -9,10 +9,10 @@ import time
 
 from mysched.cli.main import main
 from mysched.config import config_from_text
-from mysched.core.model import Job, JobState, Node, NodeState
+from mysched.core.model.batch import Job, JobState, Node, NodeState
 from mysched.core.planner import plan
-from mysched.core.request import NodePart, Request
-from mysched.core.usage import Usage
+from mysched.core.model.request import NodePart, Request
+from mysched.core.share.usage import Usage
 from mysched.daemon.statusfile import build_status, rows, write_status
 
 from ..conftest import snap

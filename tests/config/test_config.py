@@ -7,7 +7,7 @@ import math
 import pytest
 
 from mysched.cli.main import main
-from mysched.core.durations import parse_duration
+from mysched.core.model.durations import parse_duration
 from mysched.config import config_from_text, load_config
 from mysched.errors import ConfigError
 

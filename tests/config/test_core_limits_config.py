@@ -6,7 +6,7 @@ import pytest
 
 from mysched.cli.main import main
 from mysched.config import config_from_text, load_config
-from mysched.core.config import UserLimits
+from mysched.core.settings import UserLimits
 from mysched.errors import ConfigError
 
 from ..conftest import REPO

@@ -11,7 +11,7 @@ from mysched.cli.check_config import farm_warnings
 from mysched.cli.main import main
 from mysched.config import config_from_text, in_file_order, validate
 from mysched.config.parse import parse_file, parse_text
-from mysched.core.model import Queue, Snapshot
+from mysched.core.model.batch import Queue, Snapshot
 from mysched.errors import ConfigError
 
 FOUR = '''downtimes = {

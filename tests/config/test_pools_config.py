@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mysched.config import config_from_text
-from mysched.core.config import Consumer, LoanPolicy
+from mysched.core.settings import Consumer, LoanPolicy
 from mysched.errors import ConfigError
 
 BASE = ('vos = { atlas = { groups = ["atlas", "atlasprd"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };\n'

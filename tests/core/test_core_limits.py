@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from mysched.config import config_from_text
-from mysched.core.index import NodeIndex
+from mysched.core.place.nodeindex import NodeIndex
 from mysched.core.planner import plan
-from mysched.core.reasons import BLOCKING, REASONS
-from mysched.core.throttle import Reading, throttles
-from mysched.core.usage import Usage
+from mysched.core.model.reasons import BLOCKING, REASONS
+from mysched.core.rules.throttle import Reading, throttles
+from mysched.core.share.usage import Usage
 
 from ..conftest import nodes, queued, running, snap
 

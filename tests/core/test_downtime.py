@@ -11,9 +11,9 @@ import pytest
 
 from mysched.config import config_from_text
 from mysched.core.estimate import estimate_start
-from mysched.core.model import Job, JobState, Node
+from mysched.core.model.batch import Job, JobState, Node
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 from mysched.errors import ConfigError
 
 from ..conftest import snap
@@ -83,7 +83,7 @@ def test_after_the_window_everything_starts_again():
 
 
 def test_a_whole_request_waits_for_the_window_with_the_reason():
-    from mysched.core.request import NodePart, Request
+    from mysched.core.model.request import NodePart, Request
 
     req = Request((NodePart(2, 2),))
     job = q("mpi", walltime=6 * 3600, cores=4)._replace(request=req)

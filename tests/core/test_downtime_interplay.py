@@ -8,11 +8,11 @@ import calendar
 import time
 
 from mysched.config import config_from_text
-from mysched.core.downtime import Downtime, clear_start, current
-from mysched.core.model import Job, JobState, Node, Snapshot
+from mysched.core.model.windows import Downtime, clear_start, current
+from mysched.core.model.batch import Job, JobState, Node, Snapshot
 from mysched.core.planner import plan
-from mysched.core.request import NodePart, Request
-from mysched.core.usage import Usage
+from mysched.core.model.request import NodePart, Request
+from mysched.core.share.usage import Usage
 
 START = float(calendar.timegm(time.strptime("2026-12-01T08:00", "%Y-%m-%dT%H:%M")))
 END = START + 4 * 3600
@@ -116,7 +116,7 @@ def test_a_whole_request_that_could_never_use_the_closed_node_waits_for_room_not
 
 
 def test_an_offline_node_in_a_window_is_counted_down():
-    from mysched.core.model import NodeState
+    from mysched.core.model.batch import NodeState
 
     nodes = [Node("wn01", 4, NodeState.OFFLINE), Node("wn02", 4)]
     running = [run(f"r{i}", "wn02", 1, START - 600, 9000) for i in range(3)]
@@ -139,7 +139,7 @@ def test_a_guarantee_pool_holds_no_host_in_a_window():
 
 
 def test_windows_naming_hosts_are_found_by_name_and_by_pattern():
-    from mysched.core.downtime import windows_by_node
+    from mysched.core.model.windows import windows_by_node
 
     dts = [Downtime(f"reboot_{i}", 100.0 * i, 100.0 * i + 50, hosts=(f"wn{i:04d}",)) for i in range(300)]
     dts.append(Downtime("rack", 0.0, 10.0, hosts=("wn001*",)))

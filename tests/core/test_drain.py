@@ -5,9 +5,9 @@ gets the drained node; with no multi-core job waiting every drain ends."""
 from __future__ import annotations
 
 from mysched.config import config_from_text
-from mysched.core.model import Job, JobState, Node
+from mysched.core.model.batch import Job, JobState, Node
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 
 from ..conftest import snap
 

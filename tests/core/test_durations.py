@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from mysched.core.config import Config
+from mysched.core.settings import Config
 from mysched.config import config_from_text
-from mysched.core.durations import duration_or_none, parse_duration
+from mysched.core.model.durations import duration_or_none, parse_duration
 
 
 @pytest.mark.parametrize("text, seconds", [

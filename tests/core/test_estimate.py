@@ -6,7 +6,7 @@ import math
 
 from mysched.config import config_from_text
 from mysched.core.estimate import estimate_start
-from mysched.core.model import Job, JobState, Node, NodeState
+from mysched.core.model.batch import Job, JobState, Node, NodeState
 
 NOW = 10_000.0
 CFG = config_from_text('''
@@ -63,7 +63,7 @@ def test_no_estimate_without_walltimes_or_nodes():
 
 
 def test_a_node_running_a_job_that_asked_for_it_alone_has_no_free_core_until_that_job_ends():
-    from mysched.core.request import Request
+    from mysched.core.model.request import Request
     alone = run("x", "wn01", 1, NOW - 100, 1000)._replace(request=Request(exclusive=True))
     other = run("y", "wn02", 2, NOW, 2000)
     est = estimate_start(want(), "atlas", [alone, other], [], NODES, CFG, NOW)
@@ -73,7 +73,7 @@ def test_a_node_running_a_job_that_asked_for_it_alone_has_no_free_core_until_tha
 # -- whole requests: several nodes, named hosts, procs -------------------------------------------
 
 def _part(count, ppn, host=None, props=()):
-    from mysched.core.request import NodePart
+    from mysched.core.model.request import NodePart
     return NodePart(count, ppn, host, frozenset(props))
 
 
@@ -91,8 +91,8 @@ def test_a_part_only_one_node_can_serve_keeps_it_from_the_other_parts():
 
 
 def test_a_downtime_on_one_node_moves_a_two_node_estimate_to_another():
-    from mysched.core.downtime import Downtime
-    from mysched.core.config import Config
+    from mysched.core.model.windows import Downtime
+    from mysched.core.settings import Config
     from mysched.core.estimate import estimate_request
     nodes = [Node("wn01", 2), Node("wn02", 2), Node("wn03", 2)]
     running = [run("a", "wn01", 2, NOW, 100), run("b", "wn02", 2, NOW, 200), run("c", "wn03", 2, NOW, 5000)]

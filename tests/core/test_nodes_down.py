@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mysched.config import config_from_text
-from mysched.core.model import Job, NodeState
+from mysched.core.model.batch import Job, NodeState
 from mysched.core.planner import plan
-from mysched.core.reasons import BLOCKING
-from mysched.core.request import NodePart, Request
-from mysched.core.usage import Usage
+from mysched.core.model.reasons import BLOCKING
+from mysched.core.model.request import NodePart, Request
+from mysched.core.share.usage import Usage
 
 from ..conftest import nodes, snap
 
@@ -56,7 +56,7 @@ def test_a_host_that_does_not_exist_never_fits():
 def test_a_one_node_job_wider_than_every_node_up_waits_for_the_wide_node_that_is_offline():
     """Plain 'N cores' jobs too: the only 16-core node offline makes a 16-core job wait for
     it (nodes_down), not 'too_large' -- which says no node could ever run it."""
-    from mysched.core.model import Node
+    from mysched.core.model.batch import Node
 
     farm = [*_farm(), Node("big", 16, NodeState.OFFLINE)]
     job = Job("w", "q", "bob", "atlas", cores=16)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from mysched.config import config_from_text
-from mysched.core.model import JobState, Node, NodeState, Queue
+from mysched.core.model.batch import JobState, Node, NodeState, Queue
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 
 from ..conftest import nodes, queued, running, snap
 
@@ -232,7 +232,7 @@ def test_baselines_fifo_first_fit_and_least_loaded():
 def test_plan_is_deterministic_and_pure():
     """Same facts, same plan: whatever order the server lists jobs and nodes in, and whatever
     was planned before with the same index (no state leaks between calls)."""
-    from mysched.core.index import NodeIndex
+    from mysched.core.place.nodeindex import NodeIndex
     jobs = [queued(f"j{i}", f"u{i % 4}", "atlas" if i % 2 else "cms", submit=i) for i in range(30)]
     jobs += [running(f"r{i}", f"u{i}", "cms", f"wn0{i % 4 + 1}") for i in range(5)]
     s = snap(jobs, nodes(4, 4))
@@ -288,7 +288,7 @@ def test_random_farms_never_overfill_nodes_or_break_limits():
     reused NodeIndex changes nothing."""
     import random
 
-    from mysched.core.model import Snapshot
+    from mysched.core.model.batch import Snapshot
     from mysched.core.planner import NodeIndex
     c = cfg('groups = { atlassgm = { max_per_node = 1; }; };',
             base='vos = { atlas = { groups = ["atlas", "atlassgm"]; share = 50; max_per_node = 3; }; '

@@ -4,12 +4,12 @@ owners only, idle guarantees are lent under the loan policy, and every wait says
 from __future__ import annotations
 
 from mysched.config import config_from_text
-from mysched.core.config import PoolConfig
-from mysched.core.guarantee import HELD
-from mysched.core.model import Job, JobState, Node, NodeState
+from mysched.core.settings import PoolConfig
+from mysched.core.hold.pools import HELD
+from mysched.core.model.batch import Job, JobState, Node, NodeState
 from mysched.core.planner import plan
-from mysched.core.request import NodePart, Request
-from mysched.core.usage import Usage
+from mysched.core.model.request import NodePart, Request
+from mysched.core.share.usage import Usage
 
 from ..conftest import snap
 

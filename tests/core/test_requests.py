@@ -4,11 +4,11 @@ cores spread over nodes -- and requests the farm can never serve."""
 from __future__ import annotations
 
 from mysched.config import config_from_text
-from mysched.core.index import NodeIndex
-from mysched.core.model import Job, JobState, Node, NodeState
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.model.batch import Job, JobState, Node, NodeState
 from mysched.core.planner import plan
-from mysched.core.request import NodePart, Request
-from mysched.core.usage import Usage
+from mysched.core.model.request import NodePart, Request
+from mysched.core.share.usage import Usage
 
 from ..conftest import queued, running, snap
 

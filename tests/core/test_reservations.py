@@ -4,11 +4,11 @@ nodes that free up first; later jobs use those nodes only if they end before."""
 from __future__ import annotations
 
 from mysched.config import config_from_text
-from mysched.core.model import Job, JobState, Node, NodeState
+from mysched.core.model.batch import Job, JobState, Node, NodeState
 from mysched.core.planner import plan
-from mysched.core.request import NodePart, Request
-from mysched.core.reservation import Reservation
-from mysched.core.usage import Usage
+from mysched.core.model.request import NodePart, Request
+from mysched.core.hold.reservations import Reservation
+from mysched.core.share.usage import Usage
 
 from ..conftest import snap
 
@@ -331,9 +331,9 @@ def test_a_kept_reservation_is_named_in_its_jobs_wait_while_the_farm_is_full():
     # The farm full, the next cycle left the job waiting without a try: the reservation it kept
     # showed in `when` and `nodes` but its wait no longer said "reserved ..." (why).
     from mysched.config import config_from_text
-    from mysched.core.model import Job, JobState, Node, Snapshot
+    from mysched.core.model.batch import Job, JobState, Node, Snapshot
     from mysched.core.planner import plan
-    from mysched.core.usage import Usage
+    from mysched.core.share.usage import Usage
 
     cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };')
     now = 100_000.0

@@ -9,11 +9,11 @@ from dataclasses import replace
 import pytest
 
 from mysched.config import config_from_text
-from mysched.core.index import NodeIndex
-from mysched.core.model import Job, JobState, Queue, ServerLimits
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.model.batch import Job, JobState, Queue, ServerLimits
 from mysched.core.planner import plan
-from mysched.core.reasons import BLOCKING, REASONS
-from mysched.core.usage import Usage
+from mysched.core.model.reasons import BLOCKING, REASONS
+from mysched.core.share.usage import Usage
 
 from ..conftest import nodes, queued, running, snap
 

@@ -10,9 +10,9 @@ import random
 import pytest
 
 from mysched.config import config_from_text
-from mysched.core.model import Job, JobState, Node, NodeState, Queue, Snapshot
+from mysched.core.model.batch import Job, JobState, Node, NodeState, Queue, Snapshot
 from mysched.core.planner import NodeIndex, plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 
 GROUPS = ["atlas", "atlsgm", "mc", "cms", "lhcb", "other"]
 QUEUES = ["grid", "grid", "short", "sw", "ded", "unknown"]
@@ -116,7 +116,7 @@ def test_a_farm_reporting_its_changes_plans_as_a_fresh_index(policy):
     tally then applies only that. Plans must not differ from a fresh index's, also when a
     snapshot the planner never saw comes in between (the change list no longer fits)."""
     from mysched.backends.sim.farm import SimulatedFarm, make_nodes
-    from mysched.core.model import TraceJob
+    from mysched.core.model.batch import TraceJob
 
     rnd = random.Random(5)
     cfg = _config(random.Random(3))

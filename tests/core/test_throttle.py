@@ -4,10 +4,10 @@ hysteresis; overloaded nodes take no new job."""
 from __future__ import annotations
 
 from mysched.config import config_from_text
-from mysched.core.model import Node
+from mysched.core.model.batch import Node
 from mysched.core.planner import plan
-from mysched.core.throttle import Reading, levels, throttles
-from mysched.core.usage import Usage
+from mysched.core.rules.throttle import Reading, levels, throttles
+from mysched.core.share.usage import Usage
 
 from ..conftest import nodes, queued, snap
 

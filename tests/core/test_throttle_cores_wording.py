@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from mysched.config import config_from_text
 from mysched.core.planner import plan
-from mysched.core.throttle import Reading, throttles
-from mysched.core.usage import Usage
+from mysched.core.rules.throttle import Reading, throttles
+from mysched.core.share.usage import Usage
 from mysched.daemon.series import LOADS
 
 from ..conftest import nodes, queued, running, snap

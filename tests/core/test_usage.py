@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mysched.core.model import FinishedJob, Job, JobState
-from mysched.core.usage import UsageLedger, usage_from_records
+from mysched.core.model.batch import FinishedJob, Job, JobState
+from mysched.core.share.usage import UsageLedger, usage_from_records
 
 H = 3600.0
 DAY = 86400.0

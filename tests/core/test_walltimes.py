@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mysched.config import config_from_text
-from mysched.core.model import Job, JobState, Node, Queue
+from mysched.core.model.batch import Job, JobState, Node, Queue
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
-from mysched.core.walltimes import YEAR, believed, horizon
+from mysched.core.share.usage import Usage
+from mysched.core.rules.walltimes import YEAR, believed, horizon
 
 from ..conftest import snap
 

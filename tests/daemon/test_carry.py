@@ -9,7 +9,7 @@ import time
 
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.config import config_from_text
-from mysched.core.model import Job, JobState, Node, TraceJob
+from mysched.core.model.batch import Job, JobState, Node, TraceJob
 from mysched.daemon.carry import carried
 from mysched.daemon.cycle import Daemon
 

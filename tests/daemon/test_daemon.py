@@ -11,7 +11,7 @@ import os
 from mysched.config import config_from_text
 from mysched.daemon.cycle import Daemon
 from mysched.errors import JobGone, RunRefused, ServerTimeout, ServerUnavailable
-from mysched.core.model import JobState, Node, TraceJob
+from mysched.core.model.batch import JobState, Node, TraceJob
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.daemon.statusfile import read_status, rows
 
@@ -310,7 +310,7 @@ def test_the_sim_demo_has_a_queue_from_the_first_cycle(tmp_path):
 
 
 def _finished(i: int):
-    from mysched.core.model import FinishedJob
+    from mysched.core.model.batch import FinishedJob
     return FinishedJob(f"f{i}", "u", "atlas", "q", 10.0 * i, 10.0 * i + 5, 1)
 
 
@@ -452,10 +452,10 @@ def test_a_reload_refuses_an_empty_file_and_names_settings_only_a_restart_applie
 
 def test_a_node_running_a_job_that_asked_for_it_alone_is_published_full():
     from mysched.config import config_from_text
-    from mysched.core.model import Job, JobState, Node, Snapshot
+    from mysched.core.model.batch import Job, JobState, Node, Snapshot
     from mysched.core.planner import plan
-    from mysched.core.request import Request
-    from mysched.core.usage import Usage
+    from mysched.core.model.request import Request
+    from mysched.core.share.usage import Usage
     from mysched.daemon.statusfile import build_status
 
     alone = Job("x", "q", "u", "atlas", 1, JobState.RUNNING, 0.0, 900.0, 3600.0, placement=(("wn01", 1),),

@@ -4,7 +4,7 @@ store instead of being lost for the daemon's lifetime."""
 
 from __future__ import annotations
 
-from mysched.core.model import FinishedJob
+from mysched.core.model.batch import FinishedJob
 from mysched.errors import StoreError
 from mysched.history.store import Store
 

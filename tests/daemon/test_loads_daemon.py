@@ -11,7 +11,7 @@ from mysched.backends.loads import LoadSources
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.cli.main import main
 from mysched.config import config_from_text
-from mysched.core.model import Node, TraceJob
+from mysched.core.model.batch import Node, TraceJob
 from mysched.daemon.cycle import Daemon
 from mysched.daemon.metrics import Metrics
 from prometheus_client import CollectorRegistry

@@ -197,7 +197,7 @@ def test_known_label_values_start_at_zero():
     """A series born at 1 shows no increase: rate() and increase() miss the first failure."""
     m = Metrics(CollectorRegistry())
     value = m.registry.get_sample_value
-    from mysched.core.reasons import START_REASONS
+    from mysched.core.model.reasons import START_REASONS
     from mysched.daemon.cycle import FAILURE_REASONS
     assert set(FAILURE_REASONS.values()) | {"unavailable", "error"} <= set(metrics_module.START_FAILURES)
     assert set(metrics_module.START_REASONS) <= set(START_REASONS)

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from mysched.cli import statusdoc
 from mysched.config import config_from_text
-from mysched.core.model import JobState, Node, TraceJob
+from mysched.core.model.batch import JobState, Node, TraceJob
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.daemon.cycle import Daemon
 from mysched.daemon.metrics import Metrics

@@ -13,7 +13,7 @@ import pytest
 
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.config import config_from_text
-from mysched.core.model import Node, TraceJob
+from mysched.core.model.batch import Node, TraceJob
 from mysched.daemon.cycle import Daemon
 from mysched.daemon.service import Service
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from mysched.core.model import FinishedJob
-from mysched.core.usage import UsageLedger, decayed, usage_from_records
+from mysched.core.model.batch import FinishedJob
+from mysched.core.share.usage import UsageLedger, decayed, usage_from_records
 from mysched.errors import StoreError
 from mysched.history import ingest as ingest_mod
 from mysched.history.ingest import ingest_accounting

@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from mysched.cli.main import main
 from mysched.config import config_from_text
-from mysched.core.model import FinishedJob
+from mysched.core.model.batch import FinishedJob
 from mysched.errors import ConfigError
 from mysched.history.retention import EVERY, Pruner, prune
 from mysched.history.store import Store

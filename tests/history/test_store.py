@@ -9,7 +9,7 @@ from sqlalchemy import (Column, Float, ForeignKey, Integer, MetaData, String, Ta
 
 import mysched.history.store as store_mod
 from mysched.errors import StoreError
-from mysched.core.model import FinishedJob
+from mysched.core.model.batch import FinishedJob
 from mysched.history.ingest import _head, ingest_accounting
 from mysched.history.store import SCHEMA_VERSION, Store, ingest_positions
 

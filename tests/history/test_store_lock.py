@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import pytest
 from sqlalchemy import create_engine, text
 
-from mysched.core.model import FinishedJob
+from mysched.core.model.batch import FinishedJob
 from mysched.history.store import Store, StoreLocked
 
 from .helpers import BACKENDS

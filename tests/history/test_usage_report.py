@@ -8,7 +8,7 @@ import json
 import pytest
 
 from mysched.cli.main import main
-from mysched.core.model import FinishedJob
+from mysched.core.model.batch import FinishedJob
 from mysched.history.ingest import ingest_accounting
 from mysched.history.store import Store
 

@@ -10,7 +10,7 @@ import time
 from mysched.backends.sim import farm as simfarm
 from mysched.backends.sim.farm import make_nodes
 from mysched.config import config_from_text
-from mysched.core.model import Job, TraceJob
+from mysched.core.model.batch import Job, TraceJob
 from mysched.sim.fit import idle_settings
 from mysched.sim.replay import SimOptions, simulate
 from mysched.sim.report import format_result

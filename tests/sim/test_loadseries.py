@@ -12,7 +12,7 @@ from mysched.sim.loadseries import read_load_series
 from mysched.sim.replay import simulate
 from mysched.sim.result import SimOptions
 from mysched.sim.workloads.synthetic import SyntheticSpec, generate
-from mysched.core.model import Node
+from mysched.core.model.batch import Node
 
 from ..conftest import REPO
 

@@ -5,7 +5,7 @@ partition shorten the multi-core waits without share violations."""
 from __future__ import annotations
 
 from mysched.config import config_from_text
-from mysched.core.model import Node
+from mysched.core.model.batch import Node
 from mysched.sim.replay import simulate
 from mysched.sim.result import SimOptions
 from mysched.sim.workloads.synthetic import SyntheticSpec, generate

@@ -48,7 +48,7 @@ def test_the_compare_plots_legend_stays_inside_the_figure():
     pytest.importorskip("matplotlib")
     from mysched.backends.sim.farm import make_nodes
     from mysched.config import config_from_text
-    from mysched.core.model import Job, TraceJob
+    from mysched.core.model.batch import Job, TraceJob
     from mysched.core.planner import POLICIES
     from mysched.sim.plot import result_figure
     from mysched.sim.replay import SimOptions, simulate

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from mysched.config import config_from_text
-from mysched.core.model import Job, TraceJob
+from mysched.core.model.batch import Job, TraceJob
 from mysched.core.planner import plan
 from mysched.backends.sim.farm import make_nodes
 from mysched.sim.replay import SimOptions, simulate
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 
 from ..conftest import nodes, queued, running, snap
 

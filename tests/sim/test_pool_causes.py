@@ -12,7 +12,7 @@ import pytest
 from mysched.backends.sim.farm import make_nodes
 from mysched.cli.main import main
 from mysched.config import config_from_text
-from mysched.core.model import Job, TraceJob
+from mysched.core.model.batch import Job, TraceJob
 from mysched.sim.replay import SimOptions, simulate
 from mysched.sim.report import format_result
 

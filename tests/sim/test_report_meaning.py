@@ -7,8 +7,8 @@ import random
 
 from mysched.backends.sim.farm import make_nodes
 from mysched.config import config_from_text
-from mysched.core.model import Job, TraceJob
-from mysched.core.request import NodePart, Request
+from mysched.core.model.batch import Job, TraceJob
+from mysched.core.model.request import NodePart, Request
 from mysched.sim.replay import SimOptions, simulate
 from mysched.sim.report import format_comparison, format_result
 

@@ -9,7 +9,7 @@ import pytest
 
 from mysched.cli.main import main
 from mysched.config import config_from_text
-from mysched.core.model import Job, TraceJob
+from mysched.core.model.batch import Job, TraceJob
 from mysched.backends.sim.farm import make_nodes
 from mysched.sim.replay import SimOptions, simulate
 from mysched.sim.workloads.swf import read_swf

@@ -6,10 +6,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from mysched.config import config_from_text
-from mysched.core.index import NodeIndex
-from mysched.core.model import Job, JobState, Node, Snapshot
-from mysched.core.plan import Plan, Start, Wait
-from mysched.core.reservation import Reservation
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.model.batch import Job, JobState, Node, Snapshot
+from mysched.core.model.plan import Plan, Start, Wait
+from mysched.core.hold.reservations import Reservation
 from mysched.sim.violations import share_violations
 
 NOW = 1000.0

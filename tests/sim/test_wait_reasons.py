@@ -55,7 +55,7 @@ def test_waits_on_a_farm_that_is_seldom_full_keep_their_reason():
     # LPC-EGEE on 70 x 2: the ~200 samples seldom caught a full farm, and 57 % of the job-hours
     # waited had no reason ("unsampled"); now the first cycle with waits after a sample that saw
     # none is sampled: what remains is the wait for the next cycle, which started them
-    from mysched.core.model import Job, TraceJob
+    from mysched.core.model.batch import Job, TraceJob
     t0 = 1_700_000_000.0
     wl = []
     for k in range(60):  # every 2 h a burst of 5 one-hour jobs on 4 slots: one waits an hour

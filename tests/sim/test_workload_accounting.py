@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mysched.backends.sim.farm import make_nodes
 from mysched.config import config_from_text
-from mysched.core.model import NodePart
+from mysched.core.model.batch import NodePart
 from mysched.sim.replay import SimOptions, simulate
 from mysched.sim.workloads.acctrace import read_accounting_trace
 

@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 from mysched.config.values import MAX_FARM_SLOTS, MAX_WORKLOAD_HOURS  # noqa: F401 - re-exported to the simulator
 from mysched.errors import JobGone, JobStateError, RunRefused, ServerError
-from mysched.core.model import Changes, FinishedJob, Job, JobState, Node, NodeState, Placement, Queue, Snapshot, TraceJob
+from mysched.core.model.batch import Changes, FinishedJob, Job, JobState, Node, NodeState, Placement, Queue, Snapshot, TraceJob
 
 
 class SimulatedFarm:

@@ -17,9 +17,9 @@ from typing import Callable
 from mysched.config.parse import clip
 from mysched.config.servers import MAX_SPEED, sim_params
 from mysched.config.values import check_name_format
-from mysched.core.config import Config
+from mysched.core.settings import Config
 from mysched.errors import UsageError
-from mysched.core.model import FinishedJob, Job, Placement, Snapshot
+from mysched.core.model.batch import FinishedJob, Job, Placement, Snapshot
 from mysched.backends.sim.farm import SimulatedFarm, make_nodes
 
 __all__ = ["MAX_SPEED", "SimServer", "sim_server_from_url"]

@@ -18,7 +18,7 @@ from typing import Callable
 
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
                       Unauthorized)
-from mysched.core.model import Job, Placement, Snapshot
+from mysched.core.model.batch import Job, Placement, Snapshot
 from mysched.backends.torque import connsocket
 from mysched.backends.torque.ifl import IFL, PackedRows, StatResult, load_ifl, pack
 from mysched.backends.torque.mapping import (JobReader, array_limits, job_from_attrs, node_from_attrs,

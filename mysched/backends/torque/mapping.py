@@ -11,10 +11,10 @@ import sys
 from mysched.backends.torque.ifl import PackedRows, StatResult, unpack
 from mysched.backends.torque.values import (array_parent, parse_exec_host, parse_mem, parse_node_jobs, parse_node_parts,
                                             parse_nodes, parse_slot_limit, status_field)
-from mysched.core.durations import parse_duration
-from mysched.core.model import Job, JobState, Node, NodeState, Placement, Queue, ServerLimits
-from mysched.core.request import NodePart, Request
-from mysched.core.sizes import MAX_NODE_SLOTS, digits
+from mysched.core.model.durations import parse_duration
+from mysched.core.model.batch import Job, JobState, Node, NodeState, Placement, Queue, ServerLimits
+from mysched.core.model.request import NodePart, Request
+from mysched.core.model.sizes import MAX_NODE_SLOTS, digits
 
 ACCOUNTING_FIELD_MAX = 4000
 """The longest job name or account string pbs_server can start a job with: TORQUE 6.1 writes

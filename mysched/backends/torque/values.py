@@ -1,14 +1,14 @@
 """Values as TORQUE writes them (server replies and accounting logs): sizes, nodes specs
-exec_host and node job lists (durations: `mysched.core.durations`). One parser each, shared by the IFL adapter and the
+exec_host and node job lists (durations: `mysched.core.model.durations`). One parser each, shared by the IFL adapter and the
 accounting reader; malformed values raise `ValueError`."""
 
 from __future__ import annotations
 
 import re
 
-from mysched.core.model import Placement
-from mysched.core.request import NodePart
-from mysched.core.sizes import digits, parse_mem
+from mysched.core.model.batch import Placement
+from mysched.core.model.request import NodePart
+from mysched.core.model.sizes import digits, parse_mem
 
 __all__ = ["parse_mem"]  # sizes are parsed in the core (the config reads them too)
 

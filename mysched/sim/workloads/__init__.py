@@ -6,7 +6,7 @@ import re
 from typing import Callable, Mapping
 
 from mysched.errors import InputError
-from mysched.core.model import TraceJob
+from mysched.core.model.batch import TraceJob
 from mysched.sim.workloads.swf import MAX_COMMENTS, read_swf
 from mysched.sim.workloads.textfile import READ_ERRORS, open_text, read_failure
 

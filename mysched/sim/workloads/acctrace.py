@@ -14,9 +14,9 @@ from typing import Callable, Mapping
 
 from mysched.backends.torque.values import parse_node_parts
 from mysched.history.accounting import NotRun, Spliced, parse_line, to_finished_job
-from mysched.core.durations import duration_or_none
+from mysched.core.model.durations import duration_or_none
 from mysched.errors import InputError, clip
-from mysched.core.model import Job, JobState, NodePart, Request, TraceJob
+from mysched.core.model.batch import Job, JobState, NodePart, Request, TraceJob
 from mysched.sim.workloads.textfile import READ_ERRORS, open_text, read_failure
 
 MAX_PROBLEMS = 20

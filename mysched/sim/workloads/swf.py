@@ -48,7 +48,7 @@ from operator import attrgetter
 from typing import Callable, Mapping
 
 from mysched.errors import InputError, clip
-from mysched.core.model import Job, JobState, TraceJob
+from mysched.core.model.batch import Job, JobState, TraceJob
 from mysched.sim.workloads.textfile import READ_ERRORS, open_text, read_failure
 
 LPC_QUEUES: dict[int, str] = {1: "test", 2: "short", 3: "long", 4: "day", 5: "infinite", 6: "batch"}

@@ -27,8 +27,8 @@ import random
 from dataclasses import dataclass
 
 from mysched.backends.sim.farm import MAX_WORKLOAD_HOURS
-from mysched.core.model import Job, JobState, TraceJob
-from mysched.core.request import NodePart, Request
+from mysched.core.model.batch import Job, JobState, TraceJob
+from mysched.core.model.request import NodePart, Request
 
 EPOCH = 1_767_571_200.0
 """2026-01-05 00:00 UTC, a Monday: fixed so that runs are reproducible."""

@@ -15,7 +15,7 @@ other job limits count, plus the jobs the plan starts.
 
 from __future__ import annotations
 
-from mysched.core.model import Job, Snapshot
+from mysched.core.model.batch import Job, Snapshot
 
 __all__ = ["RunLimits"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mysched.core.model import Queue, Snapshot
+from mysched.core.model.batch import Queue, Snapshot
 
 __all__ = ["YEAR", "believed", "horizon"]
 

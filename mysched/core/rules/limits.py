@@ -15,9 +15,9 @@ factor (max_running from the farm's slots where neither is set); closed, nothing
 
 from __future__ import annotations
 
-from mysched.core.config import UserLimits
-from mysched.core.model import Job
-from mysched.core.tally import Tally
+from mysched.core.settings import UserLimits
+from mysched.core.model.batch import Job
+from mysched.core.place.tally import Tally
 
 __all__ = ["Limiting"]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from mysched.core.model import Node
+from mysched.core.model.batch import Node
 
 if TYPE_CHECKING:
-    from mysched.core.config import Config
-    from mysched.core.tally import Load
+    from mysched.core.settings import Config
+    from mysched.core.place.tally import Load
 
 
 def keeps_whole(cfg: Config) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Iterable
 
-from mysched.core.model import Job
+from mysched.core.model.batch import Job
 
 
 @dataclass(frozen=True)

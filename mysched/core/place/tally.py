@@ -2,7 +2,7 @@
 
 A farm changes little between two cycles: a few jobs end, a few start. Re-deriving
 per-node counts and node rankings from every running job in every cycle would make a
-cycle cost what runs, not what changed. So a `NodeIndex` (`mysched.core.index`) keeps node
+cycle cost what runs, not what changed. So a `NodeIndex` (`mysched.core.place.nodeindex`) keeps node
 facts and a `Tally` of the running jobs; each plan brings the tally up to
 date with its snapshot -- adding the jobs it has not counted, removing those that are
 gone -- and works on copies of the parts it changes. Results are the same as from a
@@ -15,11 +15,11 @@ import bisect
 import math
 from typing import TYPE_CHECKING, Iterable
 
-from mysched.core.model import Changes, Job, JobState, Node, NodeState, Snapshot
-from mysched.core.nodescore import key_fn, keeps_whole
+from mysched.core.model.batch import Changes, Job, JobState, Node, NodeState, Snapshot
+from mysched.core.place.score import key_fn, keeps_whole
 
 if TYPE_CHECKING:
-    from mysched.core.index import NodeIndex
+    from mysched.core.place.nodeindex import NodeIndex
 
 DEFAULT_CLASS = "default"
 RUNNING = (JobState.RUNNING, JobState.EXITING, JobState.SUSPENDED)

@@ -1,5 +1,5 @@
 """Choosing a reservation's nodes: the set that has room for a waiting request earliest, by the
-requested walltimes of what runs there (a mixin of `mysched.core.reservation.Reserving`).
+requested walltimes of what runs there (a mixin of `mysched.core.hold.reservations.Reserving`).
 
 Several parts (``nodes=1:ppn=2+1:ppn=2:gpu``) get distinct nodes by a matching at the earliest
 time one exists: taken part by part, the plain part took the gpu node that freed first, the gpu
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
-from mysched.core.matching import earliest, match_parts
-from mysched.core.request import NodePart
+from mysched.core.place.matching import earliest, match_parts
+from mysched.core.model.request import NodePart
 
 
 class Picking:

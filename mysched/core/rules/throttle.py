@@ -16,8 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from mysched.core.config import Config, LoadRule, LoadSource, NodeLoadLimits
-from mysched.core.model import Node
+from mysched.core.settings import Config, LoadRule, LoadSource, NodeLoadLimits
+from mysched.core.model.batch import Node
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Placement: which node a job goes to, and, when none will do, why each node was refused.
 
-The planner's pools keep nodes ranked by score (`mysched.core.tally`), so a placement scans
+The planner's pools keep nodes ranked by score (`mysched.core.place.tally`), so a placement scans
 from the best node and usually stops at the first: for mysched the first node without a
 job of the user (highest diversity after placement, then fewest used slots); failing that,
 the node with the fewest of the user's jobs.
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from mysched.core.admission import refusal
-from mysched.core.config import PackingClass
-from mysched.core.index import NodeIndex
-from mysched.core.model import Job, JobState
-from mysched.core.plan import Wait
-from mysched.core.reasons import NODE_REJECTIONS
-from mysched.core.tally import Load, Pool, Tally
+from mysched.core.rules.access import refusal
+from mysched.core.settings import PackingClass
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.model.batch import Job, JobState
+from mysched.core.model.plan import Wait
+from mysched.core.model.reasons import NODE_REJECTIONS
+from mysched.core.place.tally import Load, Pool, Tally
 
 
 class _Loads(dict):

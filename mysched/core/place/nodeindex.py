@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from mysched.core.admission import admits, consumer_admits, node_key, node_type
-from mysched.core.config import Config, PackingClass
-from mysched.core.downtime import windows_by_node
-from mysched.core.model import Node, NodeState
-from mysched.core.nodescore import empty_key, keeps_whole
-from mysched.core.tally import Ranking, Tally
+from mysched.core.rules.access import admits, consumer_admits, node_key, node_type
+from mysched.core.settings import Config, PackingClass
+from mysched.core.model.windows import windows_by_node
+from mysched.core.model.batch import Node, NodeState
+from mysched.core.place.score import empty_key, keeps_whole
+from mysched.core.place.tally import Ranking, Tally
 
 
 def _same_facts(a: tuple[Node, ...], b: tuple[Node, ...] | None) -> bool:
@@ -97,7 +97,7 @@ class NodeIndex:
             self.downtimes = self._dt
         else:
             self.downtimes = {}
-        """Node -> its scheduled downtimes, soonest first (`mysched.core.downtime`)."""
+        """Node -> its scheduled downtimes, soonest first (`mysched.core.model.windows`)."""
         limited = (*config.queues.values(), *config.vos.values(), *config.groups.values())
         self.core_limits = any(x.max_cores is not None for x in limited)
         """Whether the configuration caps running cores per queue, VO or group anywhere."""

@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from mysched.core.model import Job
+from mysched.core.model.batch import Job
 
 HOUR = 3600.0
 ROOM_REASONS = frozenset({"no_free_slot", "reserved", "draining", "packing", "node_load", "downtime"})

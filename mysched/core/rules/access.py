@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 from typing import NamedTuple
 
-from mysched.core.config import Config
+from mysched.core.settings import Config
 
 
 class NodeKey(NamedTuple):

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from mysched.core.model import FinishedJob, Job
+from mysched.core.model.batch import FinishedJob, Job
 
 Key = tuple[int, str]
 VO, GROUP, USER = 0, 1, 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from mysched.core.request import NodePart
+from mysched.core.model.request import NodePart
 
 
 def match_parts(parts: Sequence[NodePart], serve: list[list[str]], free: dict[str, int]) -> list[str] | None:

@@ -2,7 +2,7 @@
 of one's own, and cores spread over nodes (``procs``).
 
 Jobs whose request is just "N cores on one node" take the planner's fast path
-(`mysched.core.placement`); the others come here. Their nodes are taken best first in the
+(`mysched.core.place.placement`); the others come here. Their nodes are taken best first in the
 same ranking (diversity, then fewest used slots), so they share the farm on the same terms.
 A request that no set of nodes of the farm could ever serve -- whatever ran there -- waits
 with `never_fits` and the numbers, instead of waiting for ever in silence; one that only
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import heapq
 
-from mysched.core.config import PackingClass
-from mysched.core.matching import augment, match_parts
-from mysched.core.model import Job
-from mysched.core.plan import Wait
-from mysched.core.request import NodePart, Request
-from mysched.core.tally import Load
+from mysched.core.settings import PackingClass
+from mysched.core.place.matching import augment, match_parts
+from mysched.core.model.batch import Job
+from mysched.core.model.plan import Wait
+from mysched.core.model.request import NodePart, Request
+from mysched.core.place.tally import Load
 
 
 class RequestPlacing:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from mysched.core.config import Config
-from mysched.core.plan import VOStatus
-from mysched.core.usage import Usage
+from mysched.core.settings import Config
+from mysched.core.model.plan import VOStatus
+from mysched.core.share.usage import Usage
 
 
 class VOFact(NamedTuple):

@@ -14,8 +14,8 @@ import heapq
 from collections import deque
 from typing import Iterable
 
-from mysched.core.model import Job
-from mysched.core.plan import Wait
+from mysched.core.model.batch import Job
+from mysched.core.model.plan import Wait
 
 _new_wait = Wait._make
 

@@ -1,7 +1,7 @@
 """What a scheduling cycle decided: the `Plan` and its parts.
 
 Every start carries why it was chosen (`hot`, `share`, `fairshare`, or the baseline's
-`fifo`), every waiting job a machine-readable reason (`mysched.core.reasons`).
+`fifo`), every waiting job a machine-readable reason (`mysched.core.model.reasons`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, NamedTuple
 
-from mysched.core.model import Placement
+from mysched.core.model.batch import Placement
 
 class Start(NamedTuple):
     """Start `job_id` on `placement`; `rank` is its position in this cycle's order.
@@ -77,20 +77,20 @@ class Plan:
     """Earliest time the same snapshot could plan differently (an exclusive reservation's
     TTL running out); lets an event-driven caller sleep until then."""
     throttles: tuple = ()
-    """External load this cycle (`mysched.core.throttle.Throttle`, open ones included)."""
+    """External load this cycle (`mysched.core.rules.throttle.Throttle`, open ones included)."""
     reservations: dict = field(default_factory=dict)
-    """job id -> `mysched.core.reservation.Reservation` (start, nodes) made this cycle."""
+    """job id -> `mysched.core.hold.reservations.Reservation` (start, nodes) made this cycle."""
     drains: dict = field(default_factory=dict)
-    """node -> `mysched.core.drain.Drain`: the multi-core partition after this cycle."""
+    """node -> `mysched.core.hold.drains.Drain`: the multi-core partition after this cycle."""
     draining_now: frozenset = frozenset()
     """The nodes that took only multi-core jobs (and smaller ones ending in time) in this plan (the partition it began with)."""
     drain_horizons: dict = field(default_factory=dict)
     """Per node of `draining_now`: smaller jobs that end by then (requested walltime) may
-    start there (see `mysched.core.drain`)."""
+    start there (see `mysched.core.hold.drains`)."""
     held_free: int = 0
     """Free slots left on draining or reserved nodes after `starts` (what holding them costs now)."""
     pools: dict[str, dict] = field(default_factory=dict)
-    """Package guarantees after this cycle: pool -> figures (`mysched.core.guarantee.PoolBook.status`)."""
+    """Package guarantees after this cycle: pool -> figures (`mysched.core.hold.pools.PoolBook.status`)."""
     pool_gates: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Host -> (pool, "guarded" or "held") in this plan."""
     pool_horizons: dict[str, float] = field(default_factory=dict)
@@ -106,7 +106,7 @@ class Plan:
     downtimes: dict[str, tuple[float, float, str, float]] = field(default_factory=dict)
     """Node -> (begin, end, name, start) of the scheduled downtime in force or next on it:
     before `begin` (its start less its margin) it takes only jobs ending by then, until `end`
-    none (`mysched.core.downtime`)."""
+    none (`mysched.core.model.windows`)."""
     vo_table: Callable[[], dict[str, VOStatus]] | None = field(default=None, repr=False, compare=False)
     """Makes `vos` on first read."""
     _vos: dict[str, VOStatus] | None = field(default=None, repr=False, compare=False)

@@ -11,7 +11,7 @@ import fnmatch
 import math
 from dataclasses import dataclass, field, replace
 
-from mysched.core.downtime import Downtime
+from mysched.core.model.windows import Downtime
 
 PACKING_POLICIES = ("none", "relaxed", "exclusive")
 
@@ -201,7 +201,7 @@ class NodeLoadLimits:
 
 @dataclass(frozen=True)
 class DrainConfig:
-    """The dynamic multi-core partition (`mysched.core.drain`); rate 0: off."""
+    """The dynamic multi-core partition (`mysched.core.hold.drains`); rate 0: off."""
 
     rate: float = 0.0
     """Nodes that may start draining per hour."""
@@ -355,10 +355,10 @@ class Config:
     (selective reservation); 0: at once."""
     max_walltime: float | None = None
     """Requested walltimes above this are taken as unknown, and no reservation lies further
-    ahead (`mysched.core.walltimes`); None: each queue's resources_max.walltime, else a year."""
+    ahead (`mysched.core.rules.walltimes`); None: each queue's resources_max.walltime, else a year."""
     drain: DrainConfig = DrainConfig()
     downtimes: tuple[Downtime, ...] = ()
-    """Scheduled maintenance windows (`mysched.core.downtime`)."""
+    """Scheduled maintenance windows (`mysched.core.model.windows`)."""
     pools: tuple[PoolConfig, ...] = ()
     """Package guarantees, in configuration order (a host belongs to the first that selects it)."""
     history_window: float = 2 * 86400.0

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-from mysched.core.request import NodePart, Request
+from mysched.core.model.request import NodePart, Request
 
 __all__ = ["Changes", "FinishedJob", "HOLDS_SLOTS", "Job", "JobState", "Node", "NodePart", "NodeState", "Placement",
            "Queue", "Request", "ServerLimits", "Snapshot", "TraceJob"]

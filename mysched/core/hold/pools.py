@@ -22,9 +22,9 @@ reorder jobs: an owner past its guarantee competes as usual, and no job is preem
 
 from __future__ import annotations
 
-from mysched.core.config import Consumer, PoolConfig
-from mysched.core.model import Job
-from mysched.core.tally import RUNNING
+from mysched.core.settings import Consumer, PoolConfig
+from mysched.core.model.batch import Job
+from mysched.core.place.tally import RUNNING
 
 HELD = "held"
 GUARDED = "guarded"

@@ -35,10 +35,10 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from mysched.core.model import Job
-from mysched.core.resvpick import Picking
-from mysched.core.tally import Load
-from mysched.core.walltimes import horizon
+from mysched.core.model.batch import Job
+from mysched.core.hold.picking import Picking
+from mysched.core.place.tally import Load
+from mysched.core.rules.walltimes import horizon
 
 
 _CAPACITY = ("no_free_slot", "reserved", "packing", "node_load", "downtime")
@@ -96,7 +96,7 @@ class Reserving(Picking):
         self._resv_line: list[str] | None = None
         self._resv_factor = self.cfg.reservation_wait_factor
         self._resv_horizon = self.now + horizon(self.cfg.max_walltime, self.snap.queues)
-        """No reservation starts later (`mysched.core.walltimes`)."""
+        """No reservation starts later (`mysched.core.rules.walltimes`)."""
 
     def _resv_due(self, job: Job) -> bool:
         """Has `job` waited long enough for a reservation (`scheduler.reservation_wait_factor`
