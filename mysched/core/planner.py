@@ -16,38 +16,44 @@ group may not use, at a per-node VO/group limit, or reserved for another packing
 take the node with (packing preference, fewest jobs of the user, highest diversity after
 placement, fewest used slots, name). Diversity = distinct users / jobs on the node.
 
-Cost: candidate nodes are grouped in pools (same node type and queue assignment) and kept
-sorted by their score, so a placement looks at few nodes; a job class (queue, VO, group,
-cores, packing class) that found no node is not tried again in the same cycle, because
-starts only ever take capacity away. A caller that plans again and again on one farm passes
-a `NodeIndex`: it keeps the running jobs' per-node counts and rankings (`tally.Tally`) from
-cycle to cycle, so a cycle pays for the jobs that started and ended since the last one.
+A plan is composed of components that own their state for the cycle -- the limits
+(`rules.limits`), the share order (`share.ordering`), the nodes (`place.board`), and what
+keeps room back (`hold`: downtimes, reservations, drains, guarantee pools) -- around one
+read-only `Cycle`. Whether a node takes a job is asked of one list of checks
+(`place.admission`), by the scan, the explanation and whole-request placement alike.
 
-Modules: `ordering` (the share tree), `placement` (node choice and refusals), `vofacts`
-(VO standing), `tally` and `index` (what is kept between cycles), `admission` (static rules).
+Cost: candidate nodes are grouped (same node type and queue assignment) and kept sorted by
+their score, so a placement looks at few nodes; a job class (queue, VO, group, cores,
+packing class) that found no node is not tried again in the same cycle, because starts only
+ever take capacity away. A caller that plans again and again on one farm passes a
+`NodeIndex`: it keeps the running jobs' per-node counts and rankings from cycle to cycle.
 """
 
 from __future__ import annotations
 
-import gc
-import math
+from typing import Iterable
 
-from mysched.core.settings import Config, PackingClass
+from mysched.core.cycle import Cycle
+from mysched.core.hold.downtimes import Downtimes
+from mysched.core.hold.drains import Drain, Drains
+from mysched.core.hold.ends import Ends
+from mysched.core.hold.pools import Pools
+from mysched.core.hold.reservations import Reservation, Reservations, wants_reservation
 from mysched.core.model.batch import Job, JobState, Snapshot
-from mysched.core.place.nodeindex import NodeIndex
-from mysched.core.rules.limits import Limiting
-from mysched.core.share.ordering import Ordering
-from mysched.core.place.placement import Placing, _Loads, _Rules
-from mysched.core.hold.reservations import Reservation, Reserving, wants_reservation
-from mysched.core.rules.serverlimits import RunLimits
-from mysched.core.model.windows import Downtimes
-from mysched.core.hold.drains import Drain, Draining
-from mysched.core.hold.pools import Guaranteeing
 from mysched.core.model.plan import Plan, Start, Wait
-from mysched.core.place.tally import DEFAULT_CLASS, Load, Ranking
-from mysched.core.rules.throttle import Throttle, overloaded
+from mysched.core.model.reasons import NODE_REJECTIONS
+from mysched.core.place.admission import Admission, Ask, Gates
+from mysched.core.place.board import Board
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.place.nodeusage import NodeUsage
+from mysched.core.place.placement import Explainer, place
+from mysched.core.place.requests import RequestPlacer
+from mysched.core.rules.access import refusal
+from mysched.core.rules.limits import JobRules, Limits
+from mysched.core.rules.throttle import Throttle
+from mysched.core.settings import Config, PackingClass
+from mysched.core.share.ordering import ShareOrder
 from mysched.core.share.standing import VOFacts, VOTable
-from mysched.core.place.requests import RequestPlacing
 from mysched.core.share.usage import Usage
 
 __all__ = ["POLICIES", "NodeIndex", "plan"]
@@ -69,341 +75,339 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
     (`mysched.core.rules.throttle.throttles`). `reservations`: the last plan's, kept stable
     (`mysched.core.hold.reservations`); `drains`: the last plan's multi-core partition
     (`mysched.core.hold.drains`); `pool_gates`: the last plan's guarded and held pool hosts
-    (`mysched.core.hold.pools`: held hosts stay held while owners are owed)."""
+    (`mysched.core.hold.pools`: held hosts stay held while owners are owed).
+
+    A cycle allocates ~10 objects per job and frees them together: callers that plan often
+    pause the cyclic garbage collector around it (the core leaves the process's gc alone)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
-    # A cycle allocates ~10 objects per job and frees them together; the cyclic collector
-    # would scan them over and over (a third of the time at 50k jobs). Nothing here makes cycles.
-    enabled = gc.isenabled()
-    gc.disable()
     idx = index or NodeIndex()
     try:
-        return _Planner(snapshot, config, usage, now, policy, idx.get(config, snapshot.nodes), throttles,
-                        reservations, drains, pool_gates).run()
+        return Planner(snapshot, config, usage, now, policy, idx.get(config, snapshot.nodes), throttles,
+                       reservations, drains, pool_gates).run()
     finally:
         if index is None:
             idx.clear()  # a one-off index: free its tally now, not at some later collection
-        if enabled:
-            gc.enable()
 
 
-class _Planner(Ordering, Placing, RequestPlacing, Reserving, Draining, Guaranteeing, Downtimes, Limiting):
-    """One plan: set-up from the tally, screening, the start/wait bookkeeping; ordering and
-    placement come from the mixins."""
+class Planner:
+    """One plan: composes the components, screens the queue, tries jobs in the order's
+    sequence and keeps the start/wait bookkeeping (`Trier` for the order)."""
 
     def __init__(self, snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str,
                  index: NodeIndex, throttles: tuple[Throttle, ...] = (),
                  reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None,
                  pool_gates: dict[str, tuple[str, str]] | None = None) -> None:
-        self.index = index
-        self.snap = snapshot
-        self.cfg = config
-        self.usage = usage
-        self.now = now
-        self.policy = policy
+        t = index.tally(policy)
+        self.queued, self.vo_queued = t.sync(snapshot)
+        cy = self.cy = Cycle(snapshot, config, usage, now, policy, index, t, index.packing,
+                             any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing),
+                             index.total_slots + t.off_used, index.max_slots)
         self.out = Plan(now=now, policy=policy, throttles=throttles)
-        self.throttles = tuple(t for t in throttles if t.factor < 1.0)
-        self._resv_setup(reservations)
-        self.resv_on = self.resv_depth > 0
-        self._drain_setup(drains)
         self.rank = 0
-        self._class_cache: dict[tuple, Wait] = {}
-        self._drain_memo: dict[tuple, str] = {}
-        self._never_memo: dict[tuple, tuple[str, str] | None] = {}
-        self.packing = index.packing
-        self.pool_on = False
-        self.pool_gate: dict = {}
-        self._gates_prev = pool_gates or {}
-        self._only: set[str] | None = None
-        self._pool_refused: dict[str, int] = {}
-        self.exclusive_packing = any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing)
-
-    # -- set-up ---------------------------------------------------------------------------
-    def _setup(self) -> None:
-        """Bring the index's tally of running jobs up to date and take this plan's copies:
-        counters to change, pools ranking on copy-on-write views, loads copied on first use."""
-        idx = self.index
-        t = self.tally = idx.tally(self.policy)
-        self.queued, self.vo_queued = t.sync(self.snap)
-        self.track = t.track
-        self.keyf = t.keyf
-        self.total_slots = idx.total_slots + t.off_used
-        self.max_slots = idx.max_slots
-        pools = t.pools
-        for k, pool in pools.items():  # this plan's scratch rankings
-            pool.ranking = t.rankings[k].view()
-            classes = t.by_class[k]
-            pool.by_class = {c: r.view() for c, r in classes.items()} if classes else {}
-        self.pools = list(pools.values())
-        self.pool_by_key = pools
+        board = self.board = Board(index, t, now)
         # Rules of a (queue, VO, group) stay the same while the server's queue limits do.
-        qsig = tuple((q.name, q.max_running) for q in self.snap.queues if q.max_running is not None)
-        self._rules_for, self._pools_for = t.scratch(qsig)
-        self.loads = _Loads(idx, t.loads, pools)
-        # Running counts this plan changes as it starts jobs, copied only where read:
-        # slots per VO, group and user order the shares; jobs and cores per queue, VO,
-        # group and user meet the total limits (`limits`).
-        self.shares = self.policy == "mysched"
-        self.runlim = RunLimits.of(self.snap)  # the server's and its queues' max_user_run ...
-        self.limits = idx.total_limits or bool(qsig) or bool(self.throttles) or self.runlim is not None
-        if self.shares:
-            self.vo_slots = dict(t.vo_slots)
-            self.group_slots = dict(t.group_slots)
-            self.user_slots = dict(t.user_slots)
-        self._limits_setup(t)
+        qsig = tuple((q.name, q.max_running) for q in snapshot.queues if q.max_running is not None)
+        self._rules_for, self._groups_for = t.scratch(qsig)
+        self.qstate = {q.name: q for q in snapshot.queues}
+        self.limits = Limits(config, snapshot, t, index.core_limits, index.total_limits,
+                             tuple(x for x in throttles if x.factor < 1.0), cy.total_slots, bool(qsig), self.rules)
         self.used_before = t.used + t.off_used
-        self.free_total = t.free
-        self._reservations(t)
-        self.overloaded: dict[str, str] = {}
-        if self.cfg.node_load:
-            self._skip_loaded()
-        self._downtime_setup()
+        self.vo_facts = VOFacts(config, cy.total_slots, index.vo_fixed if not t.off_used else {}, usage,
+                                config.fairshare_eps, dict(t.vo_slots))
+        self.order = ShareOrder(config, usage, cy.total_slots, self.vo_facts, t, self, policy == "mysched")
+        self.started_by_vo: dict[str, int] = {}
+        if cy.exclusive_packing:
+            for end in board.hold_classes(self.queued):
+                cy.wake(end)
+        if config.node_load:
+            board.skip_loaded(snapshot.nodes, config.node_load)
+            self.out.node_load = dict(board.overloaded)
+        self.dt = Downtimes(cy, board)
+        self.ends = Ends(snapshot, now)
+        self.resv = Reservations(cy, board, self.dt, self.ends, policy == "mysched", reservations)
+        self.drains = Drains(cy, board, self.ends, self.resv, self.dt, drains)
+        self.pools = Pools(cy, board, self.ends, self.dt, pool_gates)
+        cfg = config
+        self.admission = Admission(Gates(
+            index.by_name, board.overloaded, self.dt.closed, self.dt.ahead, self.dt.shuts, self.resv.nodes,
+            self.resv.refuses, self.drains.draining, self.drains.blocks, self.pools.gate, self.pools.refuses,
+            lambda key, queue: refusal(cfg, key, queue)))
+        self.explainer = Explainer(board, self.admission, {
+            "downtime": lambda job, vo, names: self.dt.detail(job, names),
+            "pool_held": lambda job, vo, names: self.pools.detail(job, vo, "pool_held"),
+            "loan_refused": lambda job, vo, names: self.pools.detail(job, vo, "loan_refused")},
+            self.resv.holder)
+        self.requests = RequestPlacer(index, board, self.admission, cy.keys_of)
+        self._class_cache: dict[tuple, Wait] = {}
+        self._explained: dict[tuple, tuple[Wait, Ask]] = {}
+        """Class key -> the explanation its jobs got when tried, and the ask to explain again."""
+        self._class_of: dict[str, tuple] = {}
+        """Job id -> class key, for the jobs whose wait an explanation gives."""
 
-    def _skip_loaded(self) -> None:
-        """Nodes whose pbs_mom reports too much load or too little free memory take no new
-        job this cycle (LSF's loadSched)."""
-        limits, by_name = self.cfg.node_load, self.index.by_name
-        for node in self.snap.nodes:
-            why = overloaded(node, limits)
-            if why is None or node.name not in by_name:
-                continue
-            self.overloaded[node.name] = why
-            self._close_node(node.name)
-        self.out.node_load = dict(self.overloaded)
+    # -- Trier: what the order asks ---------------------------------------------------------
+    def started(self) -> int:
+        return len(self.out.starts)
 
-    def _wake(self, t: float) -> None:
-        """Ask for a plan at `t`, when time alone could change this one. Not for now or
-        earlier: this plan saw now (a reservation held by jobs running past their walltime
-        starts "now" until they end, and asked for a cycle every min_interval meanwhile)."""
-        if math.isfinite(t) and t > self.now and (self.out.wake_at is None or t < self.out.wake_at):
-            self.out.wake_at = t
+    def free_total(self) -> int:
+        return self.board.free_total
 
-    # -- main -----------------------------------------------------------------------------
+    def holds_reservation(self, job_id: str) -> bool:
+        return self.resv.holds(job_id)
+
+    def cores_left(self, reason: str, job: Job, vo: str) -> int:
+        return self.limits.cores_left(reason, job, vo)
+
+    def wait_all(self, jobs: Iterable[tuple[Job, str]], reason: str) -> None:
+        """Everything left waits: for a limit it hits, else for `reason` (nothing starts any more)."""
+        waits = self.out.waits
+        facts = self.vo_facts
+        rank = self.rank
+        why = self.limits.drain_reason
+        for job, vo in jobs:
+            rank += 1
+            r, detail = why(job, vo, reason)
+            waits[job.id] = _new_wait((job.id, r, rank, facts[vo].priority, detail, None))
+        self.rank = rank
+
+    def wait(self, job: Job, reason: str, vo: str, detail: str = "", nodes_rejected=None) -> None:  # noqa: ANN001
+        self.rank += 1
+        if (reason == "no_free_slot" or reason == "downtime") and wants_reservation(job):
+            more = self.resv.on_refusal(job, vo, self.out.waits)
+            if more:
+                detail = detail + more if detail else more[2:]
+        self.out.waits[job.id] = Wait(job.id, reason, self.rank, self.vo_facts[vo].priority, detail, nodes_rejected)
+
+    # -- main -------------------------------------------------------------------------------
     def run(self) -> Plan:
-        self._setup()
-        self._setup_vos()
+        cfg, out = self.cy.cfg, self.out
         eligible = self._screen()
-        self._resv_restore(eligible)
-        self._drain_restore(eligible)
-        self._pool_setup(eligible)
-        hot_jobs: list[tuple[Job, str]] = []
-        if self.policy == "mysched":
-            hot = self.cfg.hot
+        self.resv.restore(eligible)
+        self.drains.restore(eligible)
+        self.pools.setup(eligible)
+        if self.cy.policy == "mysched":
+            hot = cfg.hot
             hot_jobs = [(j, vo) for j, vo in eligible if j.queue in hot.queues or vo in hot.vos
                         or j.group in hot.groups or j.user in hot.users] if hot else []
             if hot_jobs:
                 hot_ids = {j.id for j, _ in hot_jobs}
                 eligible = [(j, vo) for j, vo in eligible if j.id not in hot_ids]
-            self._resv_order = hot_jobs + eligible
-            stopped = self._run_list(hot_jobs, "hot")
+            self.resv.set_order(hot_jobs + eligible)
+            stopped = self.order.run_list(hot_jobs, "hot")
             if stopped:
-                self._drain_list(eligible, stopped)
+                self.wait_all(eligible, stopped)
             else:
-                self._run_shares(eligible)
+                self.order.run_shares(eligible)
+            self.resv.longest_waiting(hot_jobs + eligible, out.waits)
         else:
-            self._run_list(eligible, "easy" if self.policy == "easy" else "fifo")
-        if self.shares:
-            self._resv_longest_waiting(self._resv_order)
-        if self.out.reservations:
-            self._resv_check()
-        self._drain_update()
-        self._pool_finish()
+            self.order.run_list(eligible, "easy" if self.cy.policy == "easy" else "fifo")
+        if self.resv.made:
+            self.resv.check(out.waits)
+        self.drains.update(out.waits)
+        self._reexplain()
         self._finish()
-        return self.out
-
-    def _setup_vos(self) -> None:
-        self.total_usage = self.usage.total
-        self.vo_slots0 = dict(self.tally.vo_slots)
-        self.vo_facts = VOFacts(self.cfg, self.total_slots,
-                                 self.index.vo_fixed if not self.tally.off_used else {}, self.usage,
-                                 self.cfg.fairshare_eps, self.vo_slots0)
-        self.started_by_vo: dict[str, int] = {}
-
-    def _vo_priority(self, vo: str) -> float:
-        """``share / (eps + u_hist + u_run)`` with the slots running now (this cycle's starts too)."""
-        f = self.vo_facts[vo]
-        ts = self.total_slots
-        return f.share / (f.base + (self.vo_slots.get(vo, 0) / ts if ts else 0.0))  # (shares only)
+        return out
 
     def _screen(self) -> list[tuple[Job, str]]:
         """Jobs that could start at all, in submit order; the rest get their reason now."""
-        qstate = {q.name: q for q in self.snap.queues}
-        self.qstate = qstate
-        closed = {q.name for q in self.snap.queues if not q.started}  # enabled: submissions only
-        max_slots = self.max_slots
+        qstate = self.qstate
+        closed = {q.name for q in self.cy.snap.queues if not q.started}  # enabled: submissions only
+        max_slots = self.cy.max_slots
         queued_state = JobState.QUEUED
         held = JobState.HELD
         out = []
         for job, vo in self.queued:
             st = job.state
             if st is not queued_state:
-                self._wait(job, "held" if st is held else "not_queued", vo)
+                self.wait(job, "held" if st is held else "not_queued", vo)
             elif closed and job.queue in closed:
-                self._wait(job, "queue_disabled", vo)
+                self.wait(job, "queue_disabled", vo)
             elif qstate and job.queue not in qstate:
-                self._wait(job, "not_execution_queue", vo, detail=f"queue {job.queue} is not an execution queue "
-                           "of the server")
+                self.wait(job, "not_execution_queue", vo, detail=f"queue {job.queue} is not an execution queue "
+                          "of the server")
             elif job.hazard:
-                self._wait(job, "unsafe_request", vo, detail=job.hazard)
+                self.wait(job, "unsafe_request", vo, detail=job.hazard)
             elif job.request is not None and not job.request.simple:
-                why = self._never_fits(job, vo, job.request)
+                why = self.requests.never_fits(job, vo, job.request)
                 if why is not None:
-                    self._wait(job, why[0], vo, detail=why[1])  # never_fits, or nodes_down
+                    self.wait(job, why[0], vo, detail=why[1])  # never_fits, or nodes_down
                 else:
                     out.append((job.submit_time, job.id, job, vo))
             elif job.cores > max_slots:  # too_large, or nodes_down when a node down or offline is wide enough
-                self._wait(job, *self._too_large(job, vo))
+                self.wait(job, *self.requests.too_large(job, vo))
             else:
                 out.append((job.submit_time, job.id, job, vo))
         out.sort()
         return [(j, vo) for _, _, j, vo in out]
 
-    # -- bookkeeping ------------------------------------------------------------------------
-    def _wait(self, job: Job, reason: str, vo: str, detail: str = "", nodes_rejected=None) -> None:
-        self.rank += 1
-        if (reason == "no_free_slot" or reason == "downtime") and wants_reservation(job):
-            more = self._resv_on_refusal(job, vo)
-            if more:
-                detail = detail + more if detail else more[2:]
-        self.out.waits[job.id] = Wait(job.id, reason, self.rank, self.vo_facts[vo].priority, detail, nodes_rejected)
-
-    def _rules(self, queue: str, vo: str, group: str) -> _Rules:
-        """The limits and candidate pools of a (queue, VO, group), worked out once (kept by
-        the tally while the configuration and the server's queue limits stay the same)."""
+    def rules(self, queue: str, vo: str, group: str) -> JobRules:
+        """The limits and candidate node groups of a (queue, VO, group), worked out once (kept
+        by the tally while the configuration and the server's queue limits stay the same)."""
         k = (queue, vo, group)
         got = self._rules_for.get(k)
         if got is not None:
             return got
-        qmax, vmax, gmax, vnode, gnode, keys = self.index.rules(queue, vo, group)
+        r = self.cy.index.rules(queue, vo, group)
+        qmax = r.queue_max
         q = self.qstate.get(queue)
         if q is not None and q.max_running is not None:
             qmax = q.max_running if qmax is None else min(qmax, q.max_running)
-        got = self._rules_for[k] = _Rules(qmax, vmax, gmax, vnode, gnode, self._pools(queue, vo, group))
+        groups = self._groups_for.get(k)
+        if groups is None:
+            groups = self._groups_for[k] = [self.board.groups[key] for key in r.keys]
+        got = self._rules_for[k] = JobRules(qmax, r.vo_max, r.group_max, r.vo_node_max, r.group_node_max, groups)
         return got
 
-    def _try(self, job: Job, vo: str, reason: str) -> str | None:
+    def try_job(self, job: Job, vo: str, reason: str) -> str | None:
         """Place and record one job; return None if it starts, else its wait reason."""
         queue, group = job.queue, job.group
-        rules = self._rules_for.get((queue, vo, group)) or self._rules(queue, vo, group)
-        if self.limits:
-            lim = self._limit_why(job, vo, rules)
+        rules = self._rules_for.get((queue, vo, group)) or self.rules(queue, vo, group)
+        if self.limits.on:
+            lim = self.limits.refusal(job, vo, rules)
             if lim is not None:
-                self._wait(job, lim[0], vo, lim[1])
+                self.wait(job, lim[0], vo, lim[1])
                 return lim[0]
-            if self.throttles:
-                why = self._throttled(job, vo, rules)
-                if why is not None:
-                    self._wait(job, "external_load", vo, why)
-                    return "external_load"
-        pc = self.index.job_class(queue, vo, group, job.user) if self.packing else None
+        pc = self.cy.index.job_class(queue, vo, group, job.user) if self.cy.packing else None
+        cls = pc.name if pc else None
         if job.request is not None and not job.request.simple:
             return self._try_request(job, vo, reason, rules, pc)
         # with reservations, draining nodes or downtimes, whether a node takes it depends on its walltime too
-        ckey = (queue, vo, group, job.cores, pc.name if pc else None,
-                job.walltime if self.resv_nodes or self.draining or self.pool_on or self.dt_ahead else None)
+        timed = self.resv.nodes or self.drains.draining or self.pools.on or self.dt.ahead
+        ckey = (queue, vo, group, job.cores, cls, job.walltime if timed else None)
         # a job's own reservation opens nodes to it alone: no wait of its class stands for it
-        mine = job.id in self.out.reservations
+        mine = self.resv.holds(job.id)
         if self._class_cache and not mine:
             cached = self._class_cache.get(ckey)
             if cached is not None:
-                self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
+                self._class_of[job.id] = ckey
+                self.wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
                 return cached.reason
+        ask = Ask(job, vo, cls, job.cores, rules.groups, rules.vo_node_max, rules.group_node_max)
+        usages, diverse = self.board.usages, self.cy.policy == "mysched"
         ld = None
-        if self.pool_on:  # an owner within its guarantee goes to its pool's guarded hosts first
-            self._only = self._pool_prefer(job, vo)
-            if self._only:
-                ld = self._place(job, vo, pc, rules)
-            self._only = None
+        if self.pools.on:  # an owner within its guarantee goes to its pool's guarded hosts first
+            only = self.pools.prefer(job, vo)
+            if only:
+                ld = place(self.admission, usages, ask, pc, rules, diverse, only)
         if ld is None:
-            ld = self._place(job, vo, pc, rules)
+            ld = place(self.admission, usages, ask, pc, rules, diverse)
         if ld is None:
-            w = self._explain(job, vo, pc)
+            w = self.explainer.explain(job, vo, ask)
             if not mine:
                 self._class_cache[ckey] = w
-            self._wait(job, w.reason, vo, w.detail, w.nodes_rejected)
+                self._explained[ckey] = (w, ask)
+                self._class_of[job.id] = ckey
+            self.wait(job, w.reason, vo, w.detail, w.nodes_rejected)
             return w.reason
-        self._commit(job, vo, pc, ld, reason)
+        self._take(job, vo, pc, ld, job.cores)
+        self._count_start(job, vo, ((ld.name, job.cores),), reason)
         return None
 
-    def _commit(self, job: Job, vo: str, pc: PackingClass | None, ld: Load, reason: str) -> None:
-        self._take_node(job, vo, pc, ld, job.cores, 0, False)
-        self._count_start(job, vo, ((ld.name, job.cores),), reason)
-
-    def _commit_places(self, job: Job, vo: str, pc: PackingClass | None, places: list[tuple[Load, int]],
-                       reason: str) -> None:
-        """Start a whole request on its nodes."""
+    def _try_request(self, job: Job, vo: str, reason: str, rules: JobRules, pc: PackingClass | None) -> str | None:
+        """`try_job` for a whole request: place it on its nodes, or wait with why."""
         req = job.request
+        cls = pc.name if pc else None
+        key = (job.queue, vo, job.group, req, cls,
+               job.walltime if self.resv.nodes or self.drains.draining or self.pools.on or self.dt.ahead else None)
+        mine = self.resv.holds(job.id)  # its own reserved nodes: the class's wait is not its
+        cached = None if mine else self._class_cache.get(key)
+        if cached is not None:
+            self.wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
+            return cached.reason
+        got = None
+        placer = self.requests
+        placer.refused.clear()
+        placer.refused_nodes.clear()
+        if self.pools.on:  # an owner within its guarantee: its pool's guarded hosts first
+            only = self.pools.prefer(job, vo)
+            if only:
+                got = placer.place(job, vo, cls, rules, req, only)
+        if got is None or isinstance(got, str):
+            got = placer.place(job, vo, cls, rules, req)
+        if isinstance(got, str):
+            reason = "no_free_slot"
+            refused = placer.refused
+            shut = placer.refused_nodes.get("downtime", set()) | placer.serving(
+                req, self.dt.closed_with_room(job, vo, min((p.ppn for p in req.parts), default=1)))
+            if shut:  # room there was, or will be, but a scheduled downtime comes first
+                reason = "downtime"
+                got += f"; {len(shut)} node(s) refused it: {self.dt.detail(job, shut)}"
+            else:
+                pooled = {r: n for r, n in refused.items() if r in ("pool_held", "loan_refused")}
+                if pooled:  # room there was, but a guarantee pool kept it
+                    reason = max(sorted(pooled), key=pooled.get)
+                    got += (f"; {pooled[reason]} node(s) with room refused it "
+                            f"({self.pools.detail(job, vo, reason)})")
+            w = Wait(job.id, reason, 0, 0.0, got, None)
+            if not mine:
+                self._class_cache[key] = w
+            self.wait(job, w.reason, vo, w.detail)
+            return w.reason
         total = job.cores
-        for ld, cores in places:
-            self._take_node(job, vo, pc, ld, cores, req.mem_for(cores, total), req.exclusive,
-                            req.vmem_for(cores, total))
-        self._count_start(job, vo, tuple((ld.name, cores) for ld, cores in places), reason)
+        for ld, cores in got:
+            self._take(job, vo, pc, ld, cores, req.mem_for(cores, total), req.exclusive, req.vmem_for(cores, total))
+        self._count_start(job, vo, tuple((ld.name, cores) for ld, cores in got), reason)
+        return None
 
-    def _take_node(self, job: Job, vo: str, pc: PackingClass | None, ld: Load, cores: int, mem: int,
-                   excl: bool, vmem: int = 0) -> None:
-        """Book `cores` of node `ld` for the job: its counts, packing reservation and rank."""
-        packing = self.packing
-        cls = (pc.name if pc else DEFAULT_CLASS) if packing else None
-        t_users, t_vos, t_groups = self.track
-        before = ld.free
-        ld.add(job.user if t_users else None, vo if t_vos else None, job.group if t_groups else None, cls, cores,
-               self.now, mem, excl, vmem)
-        self.free_total -= before - ld.free
-        name = ld.name
-        if self.pool_on:
-            self._pool_take(job, vo, name, cores, mem)
-        if pc is not None and pc.policy == "exclusive" and pc.ttl > 0:
-            ld.reserved = cls
-            self.out.node_classes[name] = cls
-            self._wake(self.now + pc.ttl)
-        pool = ld.pool
-        if ld.free > 0:
-            k = self.keyf(ld)
-            pool.ranking.put(name, k)
-            if packing:
-                for c, n in ld.classes.items():
-                    if n and c in packing:
-                        pool.by_class.setdefault(c, Ranking()).put(name, k)
-        else:
-            pool.ranking.drop(name)
-            if packing:
-                for c in ld.classes:
-                    r = pool.by_class.get(c)
-                    if r is not None:
-                        r.drop(name)
+    def _take(self, job: Job, vo: str, pc: PackingClass | None, ld: NodeUsage, cores: int, mem: int = 0,
+              excl: bool = False, vmem: int = 0) -> None:
+        """Book `cores` of node `ld` for the job, on the board and in its guarantee pool."""
+        ttl_end = self.board.take(job, vo, pc, ld, cores, mem, excl, vmem)
+        if ttl_end is not None:
+            self.cy.wake(ttl_end)
+        if self.pools.on:
+            self.pools.take(job, vo, ld.name, cores, mem)
 
     def _count_start(self, job: Job, vo: str, placement: tuple, reason: str) -> None:
-        """The running counts the order reads, and the `Start` itself."""
-        cores, group, user, queue = job.cores, job.group, job.user, job.queue
-        if self.shares:
-            d = self.vo_slots
-            d[vo] = d.get(vo, 0) + cores
-            d = self.group_slots
-            d[group] = d.get(group, 0) + cores
-            d = self.user_slots
-            d[user] = d.get(user, 0) + cores
-        if self.limits:
-            self._count_limits(job, vo)
+        """The running counts the order and the limits read, and the `Start` itself."""
+        self.order.count(job, vo)
+        self.limits.count(job, vo)
         d = self.started_by_vo
         d[vo] = d.get(vo, 0) + 1
-        if job.id in self.out.reservations:
-            self._release(job.id)
-        if self.resv_on:  # what a reservation must wait for
-            end = self.now + job.walltime if job.walltime is not None else math.inf
-            self._started_ends.extend((name, end, c) for name, c in placement)
-            self._started_ids.add(job.id)
+        self.resv.started(job, placement)
         self.rank = rank = self.rank + 1
-        self.out.starts.append(_new_start((job.id, placement, reason, vo, group, user, queue, cores, rank,
-                                           self.vo_facts[vo].priority)))
+        self.out.starts.append(_new_start((job.id, placement, reason, vo, job.group, job.user, job.queue, job.cores,
+                                           rank, self.vo_facts[vo].priority)))
+
+    def _reexplain(self) -> None:
+        """Explain again, against the nodes as the cycle left them, the waits of jobs that a
+        node-level reason kept off nodes with room when they were tried: later starts may have
+        taken that room (a node type blamed while every slot is taken was such a stale
+        explanation). The reason in force at the end of the cycle is the one reported."""
+        if not self._explained:
+            return
+        fresh: dict[tuple, Wait] = {}
+        for ckey, (w, ask) in self._explained.items():
+            if w.reason in NODE_REJECTIONS:
+                fresh[ckey] = self.explainer.explain(ask.job, ask.vo, ask)
+        if not fresh:
+            return
+        waits = self.out.waits
+        for jid, ckey in self._class_of.items():
+            new = fresh.get(ckey)
+            cur = waits.get(jid)
+            if new is None or cur is None:
+                continue
+            old = self._explained[ckey][0]
+            if cur.reason != old.reason or not cur.detail.startswith(old.detail):
+                continue  # its wait was set by something else since
+            waits[jid] = cur._replace(reason=new.reason, detail=new.detail + cur.detail[len(old.detail):],
+                                      nodes_rejected=new.nodes_rejected)
 
     def _finish(self) -> None:
-        out = self.out
+        out, board, cy = self.out, self.board, self.cy
+        out.reservations = self.resv.made
+        out.drains = self.drains.made
+        out.node_classes = board.node_classes
+        out.downtimes = self.dt.windows
+        self.pools.fill(out)
         held = set(out.drains) | {n for r in out.reservations.values() for n in r.nodes}
-        out.held_free = sum(self.loads[n].free for n in held)
-        out.draining_now = frozenset(self.draining)
-        out.drain_horizons = dict(self._drain_horizons()) if self.draining else {}
-        out.total_slots = self.total_slots
-        out.free_slots = max(0, self.free_total)
+        out.held_free = sum(board.usages[n].free for n in held)
+        out.draining_now = frozenset(self.drains.draining)
+        out.drain_horizons = dict(self.drains.horizons()) if self.drains.draining else {}
+        out.total_slots = cy.total_slots
+        out.free_slots = max(0, board.free_total)
         out.used_slots = self.used_before
-        names = set(self.cfg.vos) | set(self.vo_slots0) | set(self.vo_queued)
-        out.vo_table = VOTable(names, self.vo_facts, dict(self.tally.vo_jobs), self.vo_queued, self.started_by_vo)
+        out.wake_at = cy.wake_at
+        names = set(cy.cfg.vos) | set(cy.tally.vo_slots) | set(self.vo_queued)
+        out.vo_table = VOTable(names, self.vo_facts, dict(cy.tally.vo_jobs), self.vo_queued, self.started_by_vo)

@@ -47,7 +47,13 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from mysched.core.cycle import Cycle
+from mysched.core.hold.downtimes import Downtimes
+from mysched.core.hold.ends import Ends
+from mysched.core.hold.reservations import Reservations
 from mysched.core.model.batch import Job
+from mysched.core.model.plan import Wait
+from mysched.core.place.board import Board
 
 HOUR = 3600.0
 ROOM_REASONS = frozenset({"no_free_slot", "reserved", "draining", "packing", "node_load", "downtime"})
@@ -63,37 +69,46 @@ class Drain(NamedTuple):
     None while it has none (draining, or running multi-core jobs)."""
 
 
-class Draining:
-    """The planner's draining steps (a mixin of `mysched.core.planner._Planner`)."""
+class Drains:
+    """One plan's multi-core partition: the nodes draining, and the drains it hands on."""
 
-    def _drain_setup(self, previous: dict[str, Drain] | None) -> None:
-        d = self.cfg.drain
-        self.drain_on = d.on and self.policy != "fifo"
+    def __init__(self, cy: Cycle, board: Board, ends: Ends, resv: Reservations, dt: Downtimes,
+                 previous: dict[str, Drain] | None) -> None:
+        self.cy = cy
+        self.board = board
+        self.ends = ends
+        self.resv = resv
+        self.dt = dt
+        d = cy.cfg.drain
+        self.on = d.on and cy.policy != "fifo"
         self.mc_min = d.min_cores
         self.draining: dict[str, Drain] = {}
+        self.made: dict[str, Drain] = {}
+        """The partition after this plan (`Plan.drains`)."""
+        self.mc_waiting: list[tuple[Job, str]] = []
         self._drain_prev = previous or {}
         self._horizons: dict[str, float] | None = None
         self._expect: list[tuple[tuple[tuple[str, int], ...], float]] | None = None
 
-    def _drain_restore(self, eligible: list[tuple[Job, str]]) -> None:
+    def restore(self, eligible: list[tuple[Job, str]]) -> None:
         """Keep the last plan's drains while multi-core jobs wait (all go when none does)."""
-        if not self.drain_on:
+        if not self.on:
             return
-        self._mc_waiting = [(j, vo) for j, vo in eligible if j.cores >= self.mc_min]
-        if not self._mc_waiting:
+        self.mc_waiting = [(j, vo) for j, vo in eligible if j.cores >= self.mc_min]
+        if not self.mc_waiting:
             return
-        keep = self.cfg.drain.keep
-        by_name = self.index.by_name
+        keep = self.cy.cfg.drain.keep
+        by_name = self.cy.index.by_name
         for name, d in self._drain_prev.items():
             e = by_name.get(name)
             if e is None or not e[3]:
                 continue  # gone, down or offline
-            if d.ready is not None and self.now >= d.ready + keep:
+            if d.ready is not None and self.cy.now >= d.ready + keep:
                 continue  # kept long enough without a multi-core job
             self.draining[name] = d
-        self._drain_horizons()  # before any placement: every job of this plan sees the same
+        self.horizons()  # before any placement: every job of this plan sees the same
 
-    def _drain_blocks(self, job: Job, name: str) -> bool:
+    def blocks(self, job: Job, name: str) -> bool:
         """Does a draining node refuse this job? It takes multi-core jobs, and a smaller job
         only if that ends -- by its requested walltime -- before the jobs already there end
         (`_drain_horizons`): such a job delays the drain by nothing (EASY backfill inside the
@@ -103,10 +118,10 @@ class Draining:
             return False
         if job.walltime is None:
             return True
-        horizon = self._drain_horizons().get(name, self.now)
-        return self.now + job.walltime > horizon
+        horizon = self.horizons().get(name, self.cy.now)
+        return self.cy.now + job.walltime > horizon
 
-    def _drain_horizons(self) -> dict[str, float]:
+    def horizons(self) -> dict[str, float]:
         """Per draining node, when its current jobs are expected to end (`drain.backfill =
         "expected"`, the default) or end by their requested walltimes ("requested"); now for
         a node that has room for a waiting multi-core job. Worked out once per plan, before
@@ -114,62 +129,61 @@ class Draining:
         h = self._horizons
         if h is None:
             h = self._horizons = {}
-            ends = self._expected_ends() if self.cfg.drain.backfill == "expected" else self._node_ends()
-            waiting = getattr(self, "_mc_waiting", ())
+            ends = self._expected_ends() if self.cy.cfg.drain.backfill == "expected" else self.ends.by_node()
+            waiting = self.mc_waiting
             need = min((j.cores for j, _ in waiting), default=self.mc_min)
             for name in self.draining:
                 mine = ends.get(name, ())
-                last = max((e for e, _ in mine), default=self.now)
-                if self.loads[name].free >= need or not math.isfinite(last):
-                    last = self.now
+                last = max((e for e, _ in mine), default=self.cy.now)
+                if self.board.usages[name].free >= need or not math.isfinite(last):
+                    last = self.cy.now
                 h[name] = last
         return h
 
-    def _drain_update(self) -> None:
+    def update(self, waits: dict[str, Wait]) -> None:
         """After the cycle's starts: drop served nodes, mark ready ones, start new drains."""
-        if not self.drain_on:
+        if not self.on:
             return
-        out = self.out.drains
-        waits = self.out.waits
-        waiting = [(j, vo) for j, vo in getattr(self, "_mc_waiting", ())
+        out = self.made
+        waiting = [(j, vo) for j, vo in self.mc_waiting
                    if j.id in waits and waits[j.id].reason in ROOM_REASONS]
         if not waiting:
             return  # nobody needs the partition: every drain ends
         need = min(j.cores for j, _ in waiting)
-        keep = self.cfg.drain.keep
+        keep = self.cy.cfg.drain.keep
         with_room = 0
         for name, d in self.draining.items():
-            if self.loads[name].free >= need:  # room for a waiting multi-core job now
-                d = d._replace(ready=d.ready if d.ready is not None else self.now)
+            if self.board.usages[name].free >= need:  # room for a waiting multi-core job now
+                d = d._replace(ready=d.ready if d.ready is not None else self.cy.now)
                 with_room += 1
-                self._wake(d.ready + keep)
+                self.cy.wake(d.ready + keep)
             else:  # still draining, or running multi-core jobs: it stays in the partition
                 d = d._replace(ready=None)
             out[name] = d
-        cfg = self.cfg.drain
-        recent = sum(1 for d in out.values() if self.now - d.since < HOUR)
+        cfg = self.cy.cfg.drain
+        recent = sum(1 for d in out.values() if self.cy.now - d.since < HOUR)
         room = min(cfg.max_draining - len(out), math.floor(cfg.rate) - recent, len(waiting) - with_room)
         if room <= 0:
             return
         for name in self._drain_candidates(waiting, need)[:room]:
-            out[name] = Drain(name, self.now)
+            out[name] = Drain(name, self.cy.now)
 
     def _drain_candidates(self, waiting: list[tuple[Job, str]], need: int) -> list[str]:
         """Nodes the waiting multi-core jobs may use, least expected waste first."""
         keys: set = set()
         for j, vo in waiting:
-            keys |= set(self.index.rules(j.queue, vo, j.group)[5])
+            keys |= set(self.cy.index.rules(j.queue, vo, j.group)[5])
         left = self._expected_left()
         # a node even the shortest waiting job would run into a downtime on drains for nothing
         shortest = min((j.walltime if j.walltime is not None else math.inf for j, _ in waiting), default=math.inf)
         scored = []
-        for e in self.index.entries:
+        for e in self.cy.index.entries:
             node, _ntype, key, usable, _counted = e
             name = node.name
-            if not usable or key not in keys or name in self.out.drains or node.slots < need:
+            if not usable or key not in keys or name in self.made or node.slots < need:
                 continue
-            ld = self.loads.get(name) or self.tally.loads.get(name)
-            if ld is None or ld.free >= need or name in self.resv_nodes or self._downtime_shuts(name, shortest):
+            ld = self.board.usages.get(name) or self.board.usages.base.get(name)
+            if ld is None or ld.free >= need or self.resv.holding(name) or self.dt.shuts(name, shortest):
                 continue  # idle enough already, held by a reservation, or in (or before) a downtime
             scored.append((left.get(name, 0.0), ld.used, name))
         scored.sort()
@@ -181,9 +195,9 @@ class Draining:
         neither). Worked out once per plan."""
         out = self._expect
         if out is None:
-            now = self.now
+            now = self.cy.now
             out = self._expect = []
-            for j in self.snap.jobs:
+            for j in self.cy.snap.jobs:
                 if not j.state.holds_slots or not j.placement:
                     continue
                 start = j.start_time
@@ -208,5 +222,5 @@ class Draining:
         ends: dict[str, list[tuple[float, int]]] = {}
         for placement, est in self._expected():
             for name, cores in placement:
-                ends.setdefault(name, []).append((self.now + est, cores))
+                ends.setdefault(name, []).append((self.cy.now + est, cores))
         return ends

@@ -1,5 +1,5 @@
 """Choosing a reservation's nodes: the set that has room for a waiting request earliest, by the
-requested walltimes of what runs there (a mixin of `mysched.core.hold.reservations.Reserving`).
+requested walltimes of what runs there (for `mysched.core.hold.reservations`).
 
 Several parts (``nodes=1:ppn=2+1:ppn=2:gpu``) get distinct nodes by a matching at the earliest
 time one exists: taken part by part, the plain part took the gpu node that freed first, the gpu
@@ -10,31 +10,64 @@ from __future__ import annotations
 
 import math
 
-from mysched.core.place.matching import earliest, match_parts
+from mysched.core.cycle import Cycle
+from mysched.core.hold.downtimes import Downtimes
+from mysched.core.model.batch import Job
 from mysched.core.model.request import NodePart
+from mysched.core.place.board import Board
+from mysched.core.place.matching import earliest, match_parts
 
 
-class Picking:
-    """Node choice for reservations; `_room_at` and the loads come from the planner."""
+def job_parts(job: Job) -> list[tuple[int, int, str | None, frozenset]]:
+    """A job's node parts as (count, ppn, host, properties): one part of its cores for a plain job."""
+    req = job.request
+    if req is not None and not req.simple:
+        return [(p.count, p.ppn, p.host, p.properties) for p in req.parts]
+    return [(1, job.cores, None, frozenset())]
 
-    def _better(self, a: tuple[float, list[str]], b: tuple[float, list[str]]) -> bool:
+
+class Picker:
+    """Node choice for reservations, on one plan's nodes and downtimes."""
+
+    def __init__(self, cy: Cycle, board: Board, dt: Downtimes) -> None:
+        self.cy = cy
+        self.board = board
+        self.dt = dt
+
+    def room_at(self, name: str, cores: int, ends: dict[str, list[tuple[float, int]]],
+                 wall: float | None) -> float:
+        """The earliest time node `name` has `cores` free for a job of walltime `wall` (inf:
+        never, by what is known), past any scheduled downtime the job would run into."""
+        ld = self.board.usages[name]
+        if name in self.dt.closed:  # closed for a downtime now: as if open, then past the window
+            ld.usable = True
+            try:
+                t = ld.room_at(cores, ends.get(name, ()), self.cy.now)
+            finally:
+                ld.usable = False
+            return self.dt.room(name, t, wall)
+        t = ld.room_at(cores, ends.get(name, ()), self.cy.now)
+        return self.dt.room(name, t, wall) if self.dt.ahead else t
+
+
+    def better(self, a: tuple[float, list[str]], b: tuple[float, list[str]]) -> bool:
         """Is reservation `a` (start, nodes) better than `b`: it starts the job earlier, or as
         early and holds fewer cores free now (EASY: those left out take backfill of any length)?
         Even a second counts: jobs of one size often end within seconds, and the set that frees
         a second later may leave all the cores free now to long backfill jobs."""
         if a[0] != b[0]:
             return a[0] < b[0]
-        loads = self.loads
+        loads = self.board.usages
         return sum(loads[n].free for n in a[1]) < sum(loads[n].free for n in b[1])
 
-    def _pick(self, parts: list[tuple[int, int, str | None, frozenset]], names: list[str],
+    def pick(self, parts: list[tuple[int, int, str | None, frozenset]], names: list[str],
               ends: dict[str, list[tuple[float, int]]], procs: int = 0,
               wall: float | None = None) -> tuple[float, list[str]] | None:
         """The nodes that serve every part (and `procs` cores anywhere) earliest for a job of
         walltime `wall`, and when (the latest of them)."""
-        by_name = self.index.by_name
+        by_name = self.cy.index.by_name
         chosen: list[str] = []
-        start = self.now
+        start = self.cy.now
         if len(parts) > 1:
             got = self._pick_matched(parts, names, ends, wall)
             if got is None:
@@ -43,9 +76,9 @@ class Picking:
             parts = []
         for count, ppn, host, props in parts:
             if host is not None:
-                cand = [(self._room_at(host, ppn, ends, wall), host)] if host in names and host not in chosen else []
+                cand = [(self.room_at(host, ppn, ends, wall), host)] if host in names and host not in chosen else []
             else:
-                cand = sorted((self._room_at(n, ppn, ends, wall), n) for n in names
+                cand = sorted((self.room_at(n, ppn, ends, wall), n) for n in names
                               if n not in chosen and (not props or props <= by_name[n][0].properties))
             if len(cand) < count:
                 return None
@@ -64,14 +97,14 @@ class Picking:
                           wall: float | None) -> tuple[float, list[str]] | None:
         """`_pick_procs` on nodes where the job, started when the cores are free, runs into no
         scheduled downtime: a node it would is left out and the pick made again."""
-        if not self.index.downtimes:
+        if not self.cy.index.downtimes:
             return self._pick_procs(procs, names, ends)
-        names = [n for n in names if n not in self.dt_closed]
+        names = [n for n in names if n not in self.dt.closed]
         for _ in range(8):
             got = self._pick_procs(procs, names, ends)
             if got is None:
                 return None
-            bad = {n for n in got[1] if self._downtime_room(n, got[0], wall) > got[0]}
+            bad = {n for n in got[1] if self.dt.room(n, got[0], wall) > got[0]}
             if not bad:
                 return got
             names = [n for n in names if n not in bad]
@@ -84,7 +117,7 @@ class Picking:
         ended: dict[str, int] = {}
         events: list[tuple[float, int, str]] = []
         have = 0
-        loads = self.loads
+        loads = self.board.usages
         for n in names:
             ld = loads[n]
             if not ld.usable or ld.slots <= 0:
@@ -92,7 +125,7 @@ class Picking:
             free[n], ended[n] = ld.free, 0
             have += ld.free
             events.extend((end, c, n) for end, c in ends.get(n, ()) if math.isfinite(end))
-        t = self.now
+        t = self.cy.now
         if have < procs:
             events.sort()
             t = math.inf
@@ -122,13 +155,13 @@ class Picking:
                       ) -> tuple[float, list[str]] | None:
         """Distinct nodes for all `parts` at the earliest time a matching of them exists (the
         nodes in the parts' order), or None."""
-        by_name = self.index.by_name
+        by_name = self.cy.index.by_name
         lists = []
         for count, ppn, host, props in parts:
             if host is not None:
-                cand = [(self._room_at(host, ppn, ends, wall), host)] if host in names else []
+                cand = [(self.room_at(host, ppn, ends, wall), host)] if host in names else []
             else:
-                cand = sorted((self._room_at(n, ppn, ends, wall), n) for n in names
+                cand = sorted((self.room_at(n, ppn, ends, wall), n) for n in names
                               if not props or props <= by_name[n][0].properties)
             if len(cand) < count:
                 return None

@@ -22,9 +22,14 @@ reorder jobs: an owner past its guarantee competes as usual, and no job is preem
 
 from __future__ import annotations
 
-from mysched.core.settings import Consumer, PoolConfig
+from mysched.core.cycle import Cycle
+from mysched.core.hold.downtimes import Downtimes
+from mysched.core.hold.ends import Ends
 from mysched.core.model.batch import Job
+from mysched.core.model.plan import Plan
+from mysched.core.place.board import Board
 from mysched.core.place.tally import RUNNING
+from mysched.core.settings import Consumer, PoolConfig
 
 HELD = "held"
 GUARDED = "guarded"
@@ -131,23 +136,35 @@ def gate_refusal(book: PoolBook, gate: str, job: Job, vo: str, cores: int, mem: 
     return None
 
 
-class Guaranteeing:
-    """The planner's package-guarantee steps (a mixin of `mysched.core.planner._Planner`)."""
+class Pools:
+    """One plan's guarantee pools: each pool's book, and the hosts guarded or held."""
 
-    def _pool_setup(self, eligible: list[tuple[Job, str]]) -> None:
+    def __init__(self, cy: Cycle, board: Board, ends: Ends, dt: Downtimes,
+                 previous: dict[str, tuple[str, str]] | None) -> None:
+        self.cy = cy
+        self.board = board
+        self.ends = ends
+        self.dt = dt
+        self._gates_prev = previous or {}
         self.books: dict[str, PoolBook] = {}
-        self.pool_gate: dict[str, PoolBook] = {}
-        self.pool_on = bool(self.cfg.pools) and bool(self.index.pool_of)
-        if not self.pool_on:
+        self.gate: dict[str, PoolBook] = {}
+        """Guarded or held host -> its pool's book."""
+        self.loans: dict[str, str] = {}
+        """Job id -> the pool that lent it packages (`Plan.pool_loans`)."""
+        self.on = bool(cy.cfg.pools) and bool(cy.index.pool_of)
+
+    def setup(self, eligible: list[tuple[Job, str]]) -> None:
+        """Book what runs, what waits, and which hosts are guarded and held this plan."""
+        if not self.on:
             return
-        idx = self.index
+        idx = self.cy.index
         pool_of, by_name, vo_of = idx.pool_of, idx.by_name, idx.vo_of
-        books = self.books = {p.name: PoolBook(p) for p in self.cfg.pools}
+        books = self.books = {p.name: PoolBook(p) for p in self.cy.cfg.pools}
         owners: dict[str, list[int]] = {}
         stuck: set[str] = set()
         """Hosts running others' jobs no loan could be: they may run longer than a loan may,
         so such a host is guarded only when the hosts without them do not suffice."""
-        for job in self.snap.jobs:
+        for job in self.cy.snap.jobs:
             if job.state not in RUNNING or not job.placement:
                 continue
             vo = job.vo or vo_of(job.group)
@@ -175,13 +192,13 @@ class Guaranteeing:
         potential: dict[str, int] = {}
         """Packages a host gives once the others' jobs there end (owners' jobs stay), counting
         only slots that free within the pool's longest loan."""
-        ends = self._node_ends() if any(p.loan.max_walltime is not None for p in self.cfg.pools) else {}
+        ends = self.ends.by_node() if any(p.loan.max_walltime is not None for p in self.cy.cfg.pools) else {}
         for host in sorted(pool_of):
-            if not by_name[host][3] or host in self.dt_closed:
+            if not by_name[host][3] or host in self.dt.closed:
                 continue  # down, offline or in a downtime: not part of the pool now
             pool = pool_of[host]
             b = books[pool.name]
-            ld = self.loads[host]
+            ld = self.board.usages[host]
             b.hosts.append(host)
             b.total += pool.fit(ld.slots, ld.mem)
             f = b.hfree[host] = pool.fit(ld.free, ld.mem_free())
@@ -192,7 +209,7 @@ class Guaranteeing:
             if pot and limit is not None and pool.slots:
                 # only what frees within the longest loan counts: an owner is not promised a
                 # package under a job that may run for days
-                soon = ld.free + sum(c for end, c in ends.get(host, ()) if end <= self.now + limit)
+                soon = ld.free + sum(c for end, c in ends.get(host, ()) if end <= self.cy.now + limit)
                 pot = min(pot, pool.fit(soon, None))
             potential[host] = pot
         for b in books.values():
@@ -203,7 +220,7 @@ class Guaranteeing:
                 idle += room
                 b.owed[c] = min(room, b.pending[c])
             got = 0
-            guardable = self.index.pool_guardable
+            guardable = self.cy.index.pool_guardable
             # guarded: what the idle guarantees need -- the last plan's first, then hosts that
             # run no job longer than a loan, in name order (so the set keeps still)
             last = {h: g for h, (pn, g) in self._gates_prev.items() if pn == b.cfg.name}
@@ -217,7 +234,7 @@ class Guaranteeing:
             if owed:  # held: the guarded hosts nearest to a free package, for what is owed now
                 got = 0
                 slots = b.cfg.slots
-                soon = {h: self._package_at(h, slots) if slots else self.now for h in b.gates}
+                soon = {h: self._package_at(h, slots) if slots else self.cy.now for h in b.gates}
                 # hosts held in the last plan stay held while anything is owed: a host let go
                 # would take loans again, and needed again (an owner's job ends early) it could
                 # keep the owners waiting longer than a loan may run
@@ -228,27 +245,27 @@ class Guaranteeing:
                     b.gates[host] = HELD
                     b.need[host] = max(1, min(potential[host], owed - got))
                     got += potential[host]
-            b.now = self.now
+            b.now = self.cy.now
             for host, g in b.gates.items():
-                self.pool_gate[host] = b
+                self.gate[host] = b
                 if g == HELD and b.hfree[host] < b.need[host] and b.cfg.slots:
                     t = self._package_at(host, b.cfg.slots * b.need[host])
-                    if self.now < t < float("inf"):
+                    if self.cy.now < t < float("inf"):
                         b.horizon[host] = t
 
     def _package_at(self, host: str, cores: int) -> float:
         """When held host `host` has `cores` free, by the requested walltimes of what runs
         there (inf: never, by what is known): a loan ending by then delays no package."""
-        return self.loads[host].room_at(cores, self._node_ends().get(host, ()), self.now)
+        return self.board.usages[host].room_at(cores, self.ends.by_node().get(host, ()), self.cy.now)
 
-    def _pool_refuses(self, job: Job, vo: str, name: str, cores: int, mem: int = 0) -> str | None:
-        b = self.pool_gate.get(name)
+    def refuses(self, job: Job, vo: str, name: str, cores: int, mem: int = 0) -> str | None:
+        b = self.gate.get(name)
         if b is None:
             return None
-        spare = self.loads[name].free - b.cfg.slots * b.need.get(name, 0)
+        spare = self.board.usages[name].free - b.cfg.slots * b.need.get(name, 0)
         return gate_refusal(b, b.gates[name], job, vo, cores, mem, name, spare)
 
-    def _pool_prefer(self, job: Job, vo: str) -> set[str] | None:
+    def prefer(self, job: Job, vo: str) -> set[str] | None:
         """The guarded hosts of the pools where `job` is an owner within its guarantee: it
         goes there first, so it does not take room others could use. (Sending loans there
         first, too, was tried: on 20 x 32 it cost occupancy and let a burst wait longer.)"""
@@ -258,15 +275,15 @@ class Guaranteeing:
                 out = (out or set()) | set(b.gates)
         return out
 
-    def _pool_take(self, job: Job, vo: str, name: str, cores: int, mem: int) -> None:
+    def take(self, job: Job, vo: str, name: str, cores: int, mem: int) -> None:
         """Book a start on pool host `name`: owner use, loans, free packages."""
-        pool = self.index.pool_of.get(name)
+        pool = self.cy.index.pool_of.get(name)
         if pool is None:
             return
         b = self.books[pool.name]
         if name not in b.hfree:
             return
-        ld = self.loads[name]
+        ld = self.board.usages[name]
         f = pool.fit(ld.free, ld.mem_free())
         b.free += f - b.hfree[name]
         b.hfree[name] = f
@@ -278,9 +295,9 @@ class Guaranteeing:
             b.pending[c] = max(0, b.pending[c] - k)
         elif name in b.gates:
             b.loans += k
-            self.out.pool_loans[job.id] = pool.name
+            self.loans[job.id] = pool.name
 
-    def _pool_detail(self, job: Job, vo: str, reason: str) -> str:
+    def detail(self, job: Job, vo: str, reason: str) -> str:
         """The pool figures behind a `pool_held` or `loan_refused` wait."""
         parts = []
         for b in self.books.values():
@@ -298,9 +315,11 @@ class Guaranteeing:
                              + ("; restricted loans: none while owners wait" if b.cfg.loan.restricted else ""))
         return "; ".join(parts)
 
-    def _pool_finish(self) -> None:
-        if self.pool_on:
-            self.out.pools = {name: b.status() for name, b in self.books.items()}
-            self.out.pool_gates = {h: (b.cfg.name, g) for b in self.books.values() for h, g in b.gates.items()}
-            self.out.pool_horizons = {h: t for b in self.books.values() for h, t in b.horizon.items()}
-            self.out.pool_need = {h: (n, b.cfg.slots) for b in self.books.values() for h, n in b.need.items()}
+    def fill(self, out: Plan) -> None:
+        """The plan's pool figures, gates, horizons and held packages."""
+        out.pool_loans = self.loans
+        if self.on:
+            out.pools = {name: b.status() for name, b in self.books.items()}
+            out.pool_gates = {h: (b.cfg.name, g) for b in self.books.values() for h, g in b.gates.items()}
+            out.pool_horizons = {h: t for b in self.books.values() for h, t in b.horizon.items()}
+            out.pool_need = {h: (n, b.cfg.slots) for b in self.books.values() for h, n in b.need.items()}

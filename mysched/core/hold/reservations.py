@@ -35,9 +35,14 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from mysched.core.cycle import Cycle
+from mysched.core.hold.downtimes import Downtimes
+from mysched.core.hold.ends import Ends
+from mysched.core.hold.picking import Picker, job_parts
 from mysched.core.model.batch import Job
-from mysched.core.hold.picking import Picking
-from mysched.core.place.tally import Load
+from mysched.core.model.plan import Wait
+from mysched.core.place.board import Board
+from mysched.core.place.nodeusage import NodeUsage
 from mysched.core.rules.walltimes import horizon
 
 
@@ -74,17 +79,25 @@ class Reservation(NamedTuple):
     nodes: tuple[str, ...]
 
 
-class Reserving(Picking):
-    """The planner's reservation steps (a mixin of `mysched.core.planner._Planner`)."""
+class Reservations:
+    """One plan's reservations: the nodes they hold, the depth left, and the jobs that got one."""
 
-    def _resv_setup(self, previous: dict[str, Reservation] | None) -> None:
-        self.resv_depth = self.cfg.reservation_depth if self.policy != "fifo" else 0
-        self.resv_nodes: dict[str, tuple[float, str, int | None, str | None, str | None]] = {}
+    def __init__(self, cy: Cycle, board: Board, dt: Downtimes, ends: Ends, shares: bool,
+                 previous: dict[str, Reservation] | None) -> None:
+        self.cy = cy
+        self.board = board
+        self.dt = dt
+        self.ends = ends
+        self.shares = shares
+        self.picker = Picker(cy, board, dt)
+        self.made: dict[str, Reservation] = {}
+        """Job id -> its reservation in this plan (`Plan.reservations`)."""
+        self.depth = cy.cfg.reservation_depth if cy.policy != "fifo" else 0
+        self.on = self.depth > 0
+        self.nodes: dict[str, tuple[float, str, int | None, str | None, str | None]] = {}
         """node -> (start, job id, cores it needs there -- None: the whole node --, VO, group) of
         the reservation holding it"""
         self._resv_prev = previous or {}
-        self._ends: dict[str, list[tuple[float, int]]] | None = None
-        self._started_ends: list[tuple[str, float, int]] = []
         self._released: set[str] = set()
         self._resv_never: set[tuple] = set()
         """(pools, parts, procs) no open node could serve by what is known, this cycle."""
@@ -94,18 +107,41 @@ class Reserving(Picking):
         """Share order only: the jobs in the order the depth goes by (hot list, then the rest,
         each in submit order); `_resv_line` the multi-core ones without a reservation."""
         self._resv_line: list[str] | None = None
-        self._resv_factor = self.cfg.reservation_wait_factor
-        self._resv_horizon = self.now + horizon(self.cfg.max_walltime, self.snap.queues)
+        self._resv_factor = self.cy.cfg.reservation_wait_factor
+        self._resv_horizon = self.cy.now + horizon(self.cy.cfg.max_walltime, self.cy.snap.queues)
         """No reservation starts later (`mysched.core.rules.walltimes`)."""
+
+    def set_order(self, jobs: list[tuple[Job, str]]) -> None:
+        """The jobs in the order the depth goes by under the share order (hot list, then the
+        rest, each in submit order)."""
+        self._resv_order = jobs
+
+    def holds(self, job_id: str) -> bool:
+        """Does `job_id` hold a reservation in this plan?"""
+        return job_id in self.made
+
+    def holder(self, name: str) -> str | None:
+        """The job whose reservation holds node `name`, if any."""
+        held = self.nodes.get(name)
+        return held[1] if held is not None else None
+
+    def holding(self, name: str) -> bool:
+        """Does a reservation hold node `name`?"""
+        return name in self.nodes
+
+    def refuses(self, job: Job, ld: NodeUsage, cores: int | None = None) -> bool:
+        """Does a reservation on node `ld` keep `job` (`cores` of it) off it now?"""
+        held = self.nodes.get(ld.name)
+        return held is not None and not self._fits_before(job, held, ld, cores)
 
     def _resv_due(self, job: Job) -> bool:
         """Has `job` waited long enough for a reservation (`scheduler.reservation_wait_factor`
         times its requested walltime: selective reservation, so short wide jobs backfill first
         and only the ones that wait long hold nodes back)?"""
         f = self._resv_factor
-        return f <= 0 or job.walltime is None or self.now - job.submit_time >= f * job.walltime
+        return f <= 0 or job.walltime is None or self.cy.now - job.submit_time >= f * job.walltime
 
-    def _fits_before(self, job: Job, held: tuple, ld: Load, cores: int | None = None) -> bool:
+    def _fits_before(self, job: Job, held: tuple, ld: NodeUsage, cores: int | None = None) -> bool:
         """May `job` start now (`cores` of it, all by default) on node `ld`, `held` (start, job
         id, cores needed there, VO, group) by a reservation? Its owner may; another job if it
         ends before the reservation starts, or if the node still has the cores the reservation
@@ -117,55 +153,55 @@ class Reserving(Picking):
         past its requested walltime may hold some yet): refusing every job there then kept its
         nodes' spare cores idle for the cycle, the reserved job started or not (seen live: a job of
         a VO below its guarantee waited a cycle on an empty farm beside a 5-core reservation)."""
-        if held[1] == job.id or (job.walltime is not None and self.now + job.walltime <= held[0]):
+        if held[1] == job.id or (job.walltime is not None and self.cy.now + job.walltime <= held[0]):
             return True
         need = held[2]
-        if need is None or self.exclusive_packing or (job.request is not None and job.request.exclusive):
+        if need is None or self.cy.exclusive_packing or (job.request is not None and job.request.exclusive):
             return False
         if self._same_node_limit(job, held[3], held[4]):
             return False
-        free = ld.free if held[0] <= self.now else self._free_at(ld, held[0])
+        free = ld.free if held[0] <= self.cy.now else self._free_at(ld, held[0])
         return free - (job.cores if cores is None else cores) >= need
 
     def _same_node_limit(self, job: Job, vo: str | None, group: str | None) -> bool:
         """Does `job` count against a per-node limit (max_per_node) of VO `vo` or group `group`?"""
-        if job.group == group and (g := self.cfg.groups.get(group)) is not None and g.max_per_node is not None:
+        if job.group == group and (g := self.cy.cfg.groups.get(group)) is not None and g.max_per_node is not None:
             return True
-        v = self.cfg.vos.get(vo) if vo is not None and (job.vo or self.index.vo_of(job.group)) == vo else None
+        v = self.cy.cfg.vos.get(vo) if vo is not None and (job.vo or self.cy.index.vo_of(job.group)) == vo else None
         return v is not None and v.max_per_node is not None
 
-    def _free_at(self, ld: Load, t: float) -> int:
+    def _free_at(self, ld: NodeUsage, t: float) -> int:
         """Cores node `ld` has free at `t`, by the requested walltimes of what runs there now
         (the jobs this cycle started included)."""
         ended = 0
-        for end, c in self._node_ends().get(ld.name, ()):
+        for end, c in self.ends.by_node().get(ld.name, ()):
             if end > t:
                 break
             ended += c
         return ld.free_after(ended)
 
 
-    def _resv_restore(self, eligible: list[tuple[Job, str]]) -> None:
+    def restore(self, eligible: list[tuple[Job, str]]) -> None:
         """The last plan's reservations of jobs still waiting hold their nodes again (before
         any job of this cycle is placed, so none can take them)."""
-        if not self._resv_prev or self.resv_depth <= 0:
+        if not self._resv_prev or self.depth <= 0:
             return
         waiting = {j.id: (j, vo) for j, vo in eligible}
         kept = {n: r.job_id for r in self._resv_prev.values() if r.job_id in waiting for n in r.nodes}
         for prev in sorted(self._resv_prev.values(), key=lambda r: r.start):
             got = waiting.get(prev.job_id)
-            if got is None or self.resv_depth <= 0:
+            if got is None or self.depth <= 0:
                 continue
             job, vo = got
             keys = self._keys_of(job, vo)
-            by_name = self.index.by_name
-            if not all(n in by_name and by_name[n][2] in keys and n not in self.resv_nodes for n in prev.nodes):
+            by_name = self.cy.index.by_name
+            if not all(n in by_name and by_name[n][2] in keys and n not in self.nodes for n in prev.nodes):
                 continue
             req = job.request
-            parts, ends, procs = self._parts(job), self._node_ends(), (req.procs or 0) if req is not None else 0
-            pick = self._pick(parts, list(prev.nodes), ends, procs, job.walltime)
-            if pick is not None and self.index.downtimes and \
-                    any(self._downtime_room(n, prev.start, job.walltime) > prev.start for n in prev.nodes):
+            parts, ends, procs = job_parts(job), self.ends.by_node(), (req.procs or 0) if req is not None else 0
+            pick = self.picker.pick(parts, list(prev.nodes), ends, procs, job.walltime)
+            if pick is not None and self.cy.index.downtimes and \
+                    any(self.dt.room(n, prev.start, job.walltime) > prev.start for n in prev.nodes):
                 continue  # a downtime now lies in its way there: it is reserved afresh
             if procs and not parts:
                 # Cores anywhere: the promise is a number of cores (EASY's shadow time and extra
@@ -173,28 +209,28 @@ class Reserving(Picking):
                 # its nodes: one part-drained for it is not left for one that only looks earlier.
                 # (not onto the nodes another kept reservation holds: restored after this one, it
                 # lost them, and the job it was kept for waited a cycle unprotected)
-                fresh = self._pick(parts, [n for n in self._open_nodes(keys) if kept.get(n, job.id) == job.id],
+                fresh = self.picker.pick(parts, [n for n in self._open_nodes(keys) if kept.get(n, job.id) == job.id],
                                    ends, procs, job.walltime)
-                if fresh is not None and (pick is None or self._better(fresh, pick)):
+                if fresh is not None and (pick is None or self.picker.better(fresh, pick)):
                     pick = fresh
             if pick is not None and pick[0] <= self._resv_horizon:
-                self._hold(job, max(self.now, pick[0]), pick[1])
+                self._hold(job, max(self.cy.now, pick[0]), pick[1])
 
-    def _resv_on_refusal(self, job: Job, vo: str) -> str:
+    def on_refusal(self, job: Job, vo: str, waits: dict[str, Wait]) -> str:
         """A multi-core job found no room: what to add to its wait. In submit order (easy,
         least-loaded) it takes a reservation if the depth allows. Under the share order only
         if no older multi-core job that has neither started nor a reservation (nor waits for
         something else) could take that depth first."""
-        if job.id in self.out.reservations:  # kept from the last cycle: it already took its depth
+        if job.id in self.made:  # kept from the last cycle: it already took its depth
             return self._reserve(job, vo)
-        if self.resv_depth <= 0:
+        if self.depth <= 0:
             return ""
         if self.shares and self._resv_due(job):
             if self._resv_line is None:
-                self._resv_line = [j.id for j, _ in self._resv_order if j.id not in self.out.reservations
+                self._resv_line = [j.id for j, _ in self._resv_order if j.id not in self.made
                                    and wants_reservation(j) and self._resv_due(j)]
                 self._resv_line.reverse()  # oldest last: popped as they start or get a reservation
-            line, started, resv, waits = self._resv_line, self._started_ids, self.out.reservations, self.out.waits
+            line, started, resv = self._resv_line, self._started_ids, self.made
             while line and (line[-1] in started or line[-1] in resv):
                 line.pop()
             ahead = 0
@@ -204,20 +240,19 @@ class Reserving(Picking):
                 if jid in started or jid in resv or (jid in waits and waits[jid].reason not in _CAPACITY):
                     continue
                 ahead += 1
-                if ahead >= self.resv_depth:
+                if ahead >= self.depth:
                     return ""
         return self._reserve(job, vo)
 
-    def _resv_longest_waiting(self, jobs: list[tuple[Job, str]]) -> None:
+    def longest_waiting(self, jobs: list[tuple[Job, str]], waits: dict[str, Wait]) -> None:
         """After the cycle's starts (share order): the depth left goes to the jobs of `jobs`
         (hot-list jobs, then the rest, each in submit order) that ask for more than one core
         and wait for capacity, longest-waiting first. Kept from cycle to cycle, such a
         reservation protects its job until it starts, whatever the share order says."""
-        waits = self.out.waits
         for job, vo in jobs:
-            if self.resv_depth <= 0:
+            if self.depth <= 0:
                 return
-            if job.id in self.out.reservations or not wants_reservation(job):
+            if job.id in self.made or not wants_reservation(job):
                 continue
             w = waits.get(job.id)
             if w is None or w.reason not in _CAPACITY:
@@ -226,31 +261,39 @@ class Reserving(Picking):
             if more:
                 waits[job.id] = w._replace(detail=w.detail + more if w.detail else more[2:])
 
-    def _resv_check(self) -> None:
+    def check(self, waits: dict[str, Wait]) -> None:
         """Drop reservations whose job waits for something capacity will not end (a limit):
         they would keep nodes idle for nothing. The others are named in their job's wait -- a
         job left waiting without a try (the farm full, the cycle's start limit) had none, so a
         kept reservation showed in `when` and `nodes` but not in `why`."""
-        waits = self.out.waits
-        for jid, r in list(self.out.reservations.items()):
+        for jid, r in list(self.made.items()):
             w = waits.get(jid)
             if w is not None and w.reason not in _CAPACITY:
-                del self.out.reservations[jid]
+                del self.made[jid]
             elif w is not None and "reserved " not in w.detail:
-                more = f"reserved {'+'.join(r.nodes)} in {r.start - self.now:.0f} s"
+                more = f"reserved {'+'.join(r.nodes)} in {r.start - self.cy.now:.0f} s"
                 waits[jid] = w._replace(detail=f"{w.detail}; {more}" if w.detail else more)
 
     def _hold(self, job: Job, start: float, nodes: list[str]) -> None:
-        self.out.reservations[job.id] = Reservation(job.id, start, tuple(nodes))
-        held = self.resv_nodes
-        vo = job.vo or self.index.vo_of(job.group)
+        self.made[job.id] = Reservation(job.id, start, tuple(nodes))
+        held = self.nodes
+        vo = job.vo or self.cy.index.vo_of(job.group)
         for n, need in zip(nodes, reserved_cores(job, nodes)):  # a released node stays closed this cycle
             held[n] = (-math.inf, job.id, None, vo, job.group) if held.get(n, (0.0,))[0] == -math.inf else \
                 (start, job.id, need, vo, job.group)
-        self.resv_depth -= 1
-        self._wake(start)
+        self.depth -= 1
+        self.cy.wake(start)
 
-    def _release(self, job_id: str) -> None:
+    def started(self, job: Job, placement: tuple[tuple[str, int], ...]) -> None:
+        """A job the plan starts: a reserved one gives its depth back; while reservations are
+        made, its cores free at its requested end (what later reservations wait for)."""
+        if job.id in self.made:
+            self.release(job.id)
+        if self.on:
+            self.ends.add(job, placement)
+            self._started_ids.add(job.id)
+
+    def release(self, job_id: str) -> None:
         """A reserved job that starts gives its place in the depth to the next job that does
         not fit (EASY: the new head of the queue, else unprotected for a cycle while later jobs
         backfill). Its nodes left free stay closed for the rest of the cycle -- room that opened
@@ -258,98 +301,51 @@ class Reserving(Picking):
         violation) -- but the next reservation may take them (from the next cycle on: this
         one they stay closed, to backfill too). The plan still shows the reservation."""
         self._released.add(job_id)
-        self.resv_depth += 1
-        for n, held in list(self.resv_nodes.items()):
+        self.depth += 1
+        for n, held in list(self.nodes.items()):
             if held[1] == job_id:
-                self.resv_nodes[n] = (-math.inf, job_id, None, held[3], held[4])
-
-    @staticmethod
-    def _parts(job: Job) -> list[tuple[int, int, str | None, frozenset]]:
-        req = job.request
-        if req is not None and not req.simple:
-            return [(p.count, p.ppn, p.host, p.properties) for p in req.parts]
-        return [(1, job.cores, None, frozenset())]
-
-    def _node_ends(self) -> dict[str, list[tuple[float, int]]]:
-        """Per node, (requested end, cores) of what runs there, soonest first (built once)."""
-        if self._ends is None:
-            ends: dict[str, list[tuple[float, int]]] = {}
-            now = self.now
-            for j in self.snap.jobs:
-                if not j.state.holds_slots or not j.placement:
-                    continue
-                end = (j.start_time + j.walltime) if j.start_time is not None and j.walltime is not None else math.inf
-                end = max(end, now)  # overran its walltime: it may end any moment
-                for name, cores in j.placement:
-                    ends.setdefault(name, []).append((end, cores))
-            self._ends = ends
-            for lst in ends.values():
-                lst.sort()
-        if self._started_ends:
-            touched = set()
-            for name, end, cores in self._started_ends:
-                self._ends.setdefault(name, []).append((end, cores))
-                touched.add(name)
-            self._started_ends = []
-            for name in touched:
-                self._ends[name].sort()
-        return self._ends
-
-    def _room_at(self, name: str, cores: int, ends: dict[str, list[tuple[float, int]]],
-                 wall: float | None) -> float:
-        """The earliest time node `name` has `cores` free for a job of walltime `wall` (inf:
-        never, by what is known), past any scheduled downtime the job would run into."""
-        ld = self.loads[name]
-        if name in self.dt_closed:  # closed for a downtime now: as if open, then past the window
-            ld.usable = True
-            try:
-                t = ld.room_at(cores, ends.get(name, ()), self.now)
-            finally:
-                ld.usable = False
-            return self._downtime_room(name, t, wall)
-        t = ld.room_at(cores, ends.get(name, ()), self.now)
-        return self._downtime_room(name, t, wall) if self.dt_ahead else t
+                self.nodes[n] = (-math.inf, job_id, None, held[3], held[4])
 
     def _reserve(self, job: Job, vo: str) -> str:
         """Reserve nodes for a job that does not fit now; return what to add to its wait."""
         req = job.request
         procs = req.procs or 0 if req is not None else 0
-        have = self.out.reservations.get(job.id)
+        have = self.made.get(job.id)
         if have is not None:  # kept from the last cycle
-            return f"; reserved {'+'.join(have.nodes)} in {have.start - self.now:.0f} s"
+            return f"; reserved {'+'.join(have.nodes)} in {have.start - self.cy.now:.0f} s"
         if not self._resv_due(job):
-            due = job.submit_time + self._resv_factor * (job.walltime or 0.0) - self.now
+            due = job.submit_time + self._resv_factor * (job.walltime or 0.0) - self.cy.now
             return f"; no reservation for {due:.0f} s yet (reservation_wait_factor)"
-        parts = self._parts(job)
+        parts = job_parts(job)
         # A request no open node could serve in time (all nodes down, say) is not tried again for
         # each such job this cycle: nodes only close during it, but for those a started reserved
         # job releases -- a reservation missed so waits a cycle. With downtimes the walltime counts.
-        sig = (self.index.rules(job.queue, vo, job.group)[5], tuple(parts), procs,
-               job.walltime if self.index.downtimes else None)
+        sig = (self.cy.index.rules(job.queue, vo, job.group)[5], tuple(parts), procs,
+               job.walltime if self.cy.index.downtimes else None)
         if sig in self._resv_never:
             return ""
-        ends = self._node_ends()
+        ends = self.ends.by_node()
         names = self._open_nodes(self._keys_of(job, vo))
         prev = self._resv_prev.get(job.id)
-        got = self._pick(parts, names, ends, procs, job.walltime)
+        got = self.picker.pick(parts, names, ends, procs, job.walltime)
         if got is None or not math.isfinite(got[0]):
             self._resv_never.add(sig)
             return ""
         start, nodes = got
         if prev is not None and set(prev.nodes) <= set(names):
-            again = self._pick(parts, list(prev.nodes), ends, procs, job.walltime)
+            again = self.picker.pick(parts, list(prev.nodes), ends, procs, job.walltime)
             if again is not None and again[0] <= start + 1.0:
                 start, nodes = again  # the same nodes, unless another set starts it earlier
-        if start <= self.now or start > self._resv_horizon:  # (inf too) never further ahead than a walltime believed
+        if start <= self.cy.now or start > self._resv_horizon:  # (inf too) never further ahead than a walltime believed
             return ""
         self._hold(job, start, nodes)
-        return f"; reserved {'+'.join(nodes)} in {start - self.now:.0f} s"
+        return f"; reserved {'+'.join(nodes)} in {start - self.cy.now:.0f} s"
 
     def _open_nodes(self, keys: set) -> list[str]:
         """The nodes of pools `keys` no other waiting job's reservation holds."""
-        held, released = self.resv_nodes, self._released
-        return [e[0].name for e in self.index.entries if e[2] in keys
+        held, released = self.nodes, self._released
+        return [e[0].name for e in self.cy.index.entries if e[2] in keys
                 and (e[0].name not in held or held[e[0].name][1] in released)]
 
     def _keys_of(self, job: Job, vo: str) -> set:
-        return set(self.index.rules(job.queue, vo, job.group)[5])
+        return set(self.cy.index.rules(job.queue, vo, job.group)[5])

@@ -12,13 +12,11 @@ stopped a queue's maximum walltime ahead. A job such windows keep waiting waits 
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Iterable
 
-from mysched.core.model.batch import Job
 
 
 @dataclass(frozen=True)
@@ -102,56 +100,3 @@ def when(w: Downtime) -> str:
     """A window as admins write it: 'NAME (YYYY-MM-DD HH:MM to ... UTC)'."""
     margin = f"; jobs end {w.margin / 60:g} min before" if w.margin else ""
     return f"{w.name} ({utc(w.start)} to {utc(w.end)} UTC{margin})"
-
-
-class Downtimes:
-    """The planner's downtime steps (a mixin of `mysched.core.planner._Planner`)."""
-
-    def _downtime_setup(self) -> None:
-        """Nodes within a window take nothing this cycle (dropped from the rankings, as
-        overloaded nodes are); nodes with one ahead take only jobs that end before it."""
-        now = self.now
-        self.dt_closed: dict[str, Downtime] = {}
-        self.dt_ahead: dict[str, Downtime] = {}
-        for name, windows in self.index.downtimes.items():
-            w = current(windows, now)
-            if w is None:
-                continue
-            self._wake(w.end)  # the node reopens (or its next window comes into force)
-            self.out.downtimes[name] = (w.begin, w.end, w.name, w.start)
-            if w.begin > now:
-                self.dt_ahead[name] = w
-                continue
-            self.dt_closed[name] = w
-            self._close_node(name)
-
-    def _downtime_shuts(self, name: str, walltime: float | None) -> bool:
-        """Would a job of `walltime` started now on node `name` run into a window (or is the
-        node within one)?"""
-        w = self.dt_ahead.get(name)
-        if w is None:
-            return name in self.dt_closed
-        return walltime is None or self.now + walltime > w.begin
-
-    def _downtime_closed(self, job: Job, vo: str, cores: int) -> set[str]:
-        """The nodes `job` may use that are within a window now with `cores` free."""
-        if not self.dt_closed:
-            return set()
-        keys = set(self.index.rules(job.queue, vo, job.group)[5])
-        by_name, loads = self.index.by_name, self.loads
-        return {n for n in self.dt_closed if by_name[n][2] in keys and loads[n].free >= cores}
-
-    def _downtime_room(self, name: str, t: float, walltime: float | None) -> float:
-        """When a job of `walltime` could start on node `name` that has room at `t`."""
-        windows = self.index.downtimes.get(name)
-        return clear_start(windows, t, walltime) if windows and math.isfinite(t) else t
-
-    def _downtime_detail(self, job: Job, names: Iterable[str]) -> str:
-        """The windows that kept `job` off nodes `names`, for its wait's detail."""
-        seen = {}
-        for n in names:
-            w = self.dt_closed.get(n) or self.dt_ahead.get(n)
-            if w is not None:
-                seen.setdefault(w.name, w)
-        wall = "no walltime" if job.walltime is None else f"walltime {job.walltime / 3600:.1f} h"
-        return "downtime " + ", ".join(when(w) for w in seen.values()) + f"; the job asks for {wall}"

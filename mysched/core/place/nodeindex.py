@@ -9,13 +9,40 @@ daemon, the simulator) pays for what changed.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
-from mysched.core.rules.access import admits, consumer_admits, node_key, node_type
+from mysched.core.rules.access import NodeKey, admits, consumer_admits, node_key, node_type
 from mysched.core.settings import Config, PackingClass
 from mysched.core.model.windows import windows_by_node
 from mysched.core.model.batch import Node, NodeState
 from mysched.core.place.score import empty_key, keeps_whole
-from mysched.core.place.tally import Ranking, Tally
+from mysched.core.place.ranking import Ranking
+from mysched.core.place.tally import Tally
+
+
+class NodeEntry(NamedTuple):
+    """What the index knows of one node."""
+
+    node: Node
+    ntype: str | None
+    key: NodeKey
+    """Its node group's key (type and queue assignment)."""
+    usable: bool
+    """Up, and not offline: it may take jobs."""
+    counted: bool
+    """Not down or offline: its slots count in the farm."""
+
+
+class KindRules(NamedTuple):
+    """What the configuration says of a (queue, VO, group)."""
+
+    queue_max: int | None
+    vo_max: int | None
+    group_max: int | None
+    vo_node_max: int | None
+    group_node_max: int | None
+    keys: tuple[NodeKey, ...]
+    """Keys of the node groups it may use (queue assignment and node type)."""
 
 
 def _same_facts(a: tuple[Node, ...], b: tuple[Node, ...] | None) -> bool:
@@ -71,14 +98,14 @@ class NodeIndex:
                         guardable.add(node.name)
                     break
             keys[key] = None
-            entries.append((node, ntype, key, usable, counted))
+            entries.append(NodeEntry(node, ntype, key, usable, counted))
             if counted:
                 total += node.slots
             if usable:
                 max_slots = max(max_slots, node.slots)
         self.config = config
         self.entries = entries
-        self.by_name = {e[0].name: e for e in entries}
+        self.by_name: dict[str, NodeEntry] = {e.node.name: e for e in entries}
         self.pool_of = pool_of
         """Host -> the guarantee pool (`PoolConfig`) it belongs to."""
         self.pool_guardable = guardable
@@ -86,12 +113,12 @@ class NodeIndex:
         self.pool_keys = list(keys)
         self.total_slots = total
         self.max_slots = max_slots
-        self.usable_free = {e[0].name: e[0].slots for e in entries if e[3] and e[0].state is NodeState.FREE}
+        self.usable_free = {e.node.name: e.node.slots for e in entries if e.usable and e.node.state is NodeState.FREE}
         self.idle_free = sum(self.usable_free.values())
         """Free slots of the farm if no job ran."""
         self.packing = {pc.name: pc for pc in config.packing}
         if config.downtimes:  # kept while the windows and the node names and types are (not their states)
-            dkey = (config.downtimes, tuple((e[0].name, e[1]) for e in entries))
+            dkey = (config.downtimes, tuple((e.node.name, e.ntype) for e in entries))
             if getattr(self, "_dt_key", None) != dkey:
                 self._dt_key, self._dt = dkey, windows_by_node(config.downtimes, dkey[1])
             self.downtimes = self._dt
@@ -105,7 +132,7 @@ class NodeIndex:
                              or bool(config.users))
         """Whether the configuration caps running jobs or cores per queue, VO, group or user anywhere."""
         self._pclass: dict[tuple[str, str, str, str], PackingClass | None] = {}
-        self._rules: dict[tuple[str, str, str], tuple] = {}
+        self._rules: dict[tuple[str, str, str], KindRules] = {}
         self.group_vo: dict[str, str] = {}
         self.vo_fixed: dict[str, tuple[float, int]] = {}
         """VO -> (share fraction, guaranteed slots) on this farm."""
@@ -117,7 +144,7 @@ class NodeIndex:
         self._tallies.clear()
         self._config = self._nodes = None
 
-    def rules(self, queue: str, vo: str, group: str) -> tuple:
+    def rules(self, queue: str, vo: str, group: str) -> KindRules:
         """What the configuration says of a (queue, VO, group): (queue max running, VO max
         running, group max running, VO per-node max, group per-node max, keys of the pools
         it may use -- by queue assignment and node type)."""
@@ -129,9 +156,9 @@ class NodeIndex:
             v = cfg.vos.get(vo)
             g = cfg.groups.get(group)
             keys = [key for key in self.pool_keys if admits(cfg, key, queue, vo, group)]
-            got = self._rules[k] = (qc.max_running if qc else None, v.max_running if v else None,
-                                    g.max_running if g else None, v.max_per_node if v else None,
-                                    g.max_per_node if g else None, tuple(keys))
+            got = self._rules[k] = KindRules(qc.max_running if qc else None, v.max_running if v else None,
+                                             g.max_running if g else None, v.max_per_node if v else None,
+                                             g.max_per_node if g else None, tuple(keys))
         return got
 
     def job_class(self, queue: str, vo: str, group: str, user: str) -> PackingClass | None:
@@ -159,6 +186,6 @@ class NodeIndex:
     def empty_ranking(self, policy: str, pool_key: tuple) -> Ranking:
         """The pool's usable nodes ranked as if no job ran anywhere."""
         whole = keeps_whole(self.config)
-        items = [empty_key(policy, e[0], whole) for e in self.entries
-                 if e[2] == pool_key and e[0].name in self.usable_free and e[0].slots > 0]
+        items = [empty_key(policy, e.node, whole) for e in self.entries
+                 if e.key == pool_key and e.node.name in self.usable_free and e.node.slots > 0]
         return Ranking(sorted(items), {k[-1]: k for k in items})

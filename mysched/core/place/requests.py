@@ -13,26 +13,41 @@ from __future__ import annotations
 
 import heapq
 
-from mysched.core.settings import PackingClass
-from mysched.core.place.matching import augment, match_parts
+from typing import Callable
+
 from mysched.core.model.batch import Job
-from mysched.core.model.plan import Wait
 from mysched.core.model.request import NodePart, Request
-from mysched.core.place.tally import Load
+from mysched.core.place.admission import Admission, Ask
+from mysched.core.place.board import Board
+from mysched.core.place.matching import augment, match_parts
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.place.nodeusage import NodeUsage
+from mysched.core.rules.limits import JobRules
 
 
-class RequestPlacing:
-    """The planner's steps for whole requests (a mixin of `mysched.core.planner._Planner`)."""
+class RequestPlacer:
+    """Places whole requests on one plan's nodes, asking the checks of `admission` node by node."""
 
-    def _too_large(self, job: Job, vo: str) -> tuple[str, str, str]:
+    def __init__(self, index: NodeIndex, board: Board, admission: Admission,
+                 keys_of: Callable[[str, str, str], tuple]) -> None:
+        self.index = index
+        self.board = board
+        self.admission = admission
+        self.keys_of = keys_of
+        self._never_memo: dict[tuple, tuple[str, str] | None] = {}
+        self.refused: dict[str, int] = {}
+        """Reason -> nodes with room that refused the last request placed (downtime, pools)."""
+        self.refused_nodes: dict[str, set[str]] = {}
+
+    def too_large(self, job: Job, vo: str) -> tuple[str, str, str]:
         """(reason, vo, detail) for a job on one node wider than every usable node: it waits
         `nodes_down` for a node it may use that is down or offline now, else `too_large`."""
-        why = self._never_fits(job, vo, Request((NodePart(1, job.cores),)))
+        why = self.never_fits(job, vo, Request((NodePart(1, job.cores),)))
         if why is not None and why[0] == "nodes_down":
             return why[0], vo, why[1]
-        return "too_large", vo, f"asks for {job.cores} cores; largest usable node has {self.max_slots}"
+        return "too_large", vo, f"asks for {job.cores} cores; largest usable node has {self.index.max_slots}"
 
-    def _never_fits(self, job: Job, vo: str, req: Request) -> tuple[str, str] | None:
+    def never_fits(self, job: Job, vo: str, req: Request) -> tuple[str, str] | None:
         """Why no set of the farm's nodes could serve `req` now whatever ran there, as (reason,
         detail): `never_fits`, or `nodes_down` when nodes that are down or offline could (a
         request naming an offline host waits for it, it is not impossible). None if some could."""
@@ -40,13 +55,13 @@ class RequestPlacing:
         memo = self._never_memo
         if key in memo:
             return memo[key]
-        allowed = set(self.index.rules(job.queue, vo, job.group)[5])
-        mine = [e for e in self.index.entries if e[2] in allowed]
-        up = [e[0] for e in mine if e[4]]
+        allowed = set(self.keys_of(job.queue, vo, job.group))
+        mine = [e for e in self.index.entries if e.key in allowed]
+        up = [e.node for e in mine if e.counted]
         why = unfit(req, up)
         if why is not None:
-            away = [e[0] for e in mine if not e[4]]
-            if away and unfit(req, [e[0] for e in mine]) is None:
+            away = [e.node for e in mine if not e.counted]
+            if away and unfit(req, [e.node for e in mine]) is None:
                 serving = {n.name for pn in _needs(req) for n in _fitting(away, *pn)}
                 names = [n.name for n in away if req.procs or n.name in serving]
                 shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
@@ -56,65 +71,50 @@ class RequestPlacing:
         memo[key] = why
         return why
 
-    def _closed_for(self, job: Job, vo: str, req: Request) -> set[str]:
-        """The nodes within a downtime now, with room, that could serve a part of `req`."""
-        closed = self._downtime_closed(job, vo, min((p.ppn for p in req.parts), default=1))
-        if not closed or req.procs:
-            return closed
-        nodes = [self.index.by_name[n][0] for n in closed]
+    def serving(self, req: Request, names: set[str]) -> set[str]:
+        """The nodes of `names` that could serve a part of `req`, were they free."""
+        if not names or req.procs:
+            return names
+        nodes = [self.index.by_name[n].node for n in names]
         return {n.name for part, need, vneed in _needs(req) for n in _fitting(nodes, part, need, vneed)}
 
-    def _candidates(self, rules) -> list[tuple]:  # noqa: ANN001 - the planner's _Rules
-        """Nodes with room the job may use, best first (pools merged by their ranking)."""
-        pools = rules.pools
-        keys = pools[0].ranking.keys if len(pools) == 1 else list(heapq.merge(*(p.ranking.keys for p in pools)))
-        only = self._only
+    def _candidates(self, rules: JobRules, only: set[str] | None) -> list[tuple]:
+        """Nodes with room the job may use, best first (node groups merged by their ranking)."""
+        groups = rules.groups
+        keys = groups[0].ranking.keys if len(groups) == 1 else list(heapq.merge(*(g.ranking.keys for g in groups)))
         if only is not None:
             return [k for k in keys if k[-1] in only]
         return keys
 
-    def _place_request(self, job: Job, vo: str, pc: PackingClass | None, rules,  # noqa: ANN001
-                       req: Request) -> list[tuple[Load, int]] | str:
-        """Loads and cores per node for `req`, or why it does not fit now."""
-        loads = self.loads
+    def place(self, job: Job, vo: str, cls: str | None, rules: JobRules, req: Request,
+              only: set[str] | None = None) -> list[tuple[NodeUsage, int]] | str:
+        """Usages and cores per node for `req`, or why it does not fit now. The nodes that
+        refused it for a reason a component gives (downtime, pools) are in `refused`."""
+        usages = self.board.usages
         by_name = self.index.by_name
-        cls = pc.name if pc else None
-        vmax, gmax = rules.vo_node_max, rules.group_node_max
+        first = self.admission.first
         total = req.cores
         chosen: dict[str, int] = {}
         cands = None
-        short_mem = set()
+        short_mem: set[str] = set()
         """Nodes that had all else the job asks for there, but not the memory."""
+        refused, refused_nodes = self.refused, self.refused_nodes
+        base = Ask(job, vo, cls, 0, rules.groups, rules.vo_node_max, rules.group_node_max, 0, 0, req.exclusive)
 
-        def ok(ld: Load, cores: int, part: NodePart | None) -> bool:
-            if ld.name in chosen or not ld.usable or ld.free < cores:
+        def ok(ld: NodeUsage, cores: int, part: NodePart | None) -> bool:
+            if ld.name in chosen:
                 return False
-            if req.exclusive and ld.njobs:
-                return False
-            if ld.reserved is not None and ld.reserved != cls:
-                return False
-            if ld.name in self.resv_nodes and not self._fits_before(job, self.resv_nodes[ld.name], ld, cores):
-                return False
-            if self._drain_blocks(job, ld.name):
-                return False
-            if ld.name in self.dt_ahead and self._downtime_shuts(ld.name, job.walltime):
-                self._dt_refused.add(ld.name)
-                return False
-            if ld.name in self.pool_gate:
-                why = self._pool_refuses(job, vo, ld.name, cores, req.mem_for(cores, total))
-                if why is not None:
-                    self._pool_refused[why] = self._pool_refused.get(why, 0) + 1
-                    return False
-            if vmax is not None and ld.vos.get(vo, 0) >= vmax:
-                return False
-            if gmax is not None and ld.groups.get(job.group, 0) >= gmax:
-                return False
-            if part is not None and part.properties and not part.properties <= by_name[ld.name][0].properties:
-                return False
-            if ld.mem_free() < req.mem_for(cores, total) or ld.vmem_free() < req.vmem_for(cores, total):
+            a = base._replace(cores=cores, mem=req.mem_for(cores, total), vmem=req.vmem_for(cores, total),
+                              props=part.properties if part is not None else frozenset())
+            r = first(ld, a)
+            if r is None:
+                return True
+            if r == "node_memory":
                 short_mem.add(ld.name)
-                return False
-            return True
+            elif r in ("downtime", "pool_held", "loan_refused"):
+                refused[r] = refused.get(r, 0) + 1
+                refused_nodes.setdefault(r, set()).add(ld.name)
+            return False
 
         def lacking() -> str:
             n = len(short_mem - chosen.keys())
@@ -131,15 +131,15 @@ class RequestPlacing:
         for part in parts:
             if part.host is not None:
                 e = by_name.get(part.host)
-                if e is None or self.pool_by_key[e[2]] not in rules.pools or not ok(loads[part.host], part.ppn, part):
+                if e is None or self.board.groups[e.key] not in rules.groups or not ok(usages[part.host], part.ppn, part):
                     return f"{part}: host {part.host} has no room for it now{lacking()}"
                 fit.append([part.host])
                 continue
             if cands is None:
-                cands = self._candidates(rules)
+                cands = self._candidates(rules, only)
             names = []
             for key in cands:
-                ld = loads[key[-1]]
+                ld = usages[key[-1]]
                 if ok(ld, part.ppn, part):
                     names.append(ld.name)
                     if len(names) == wanted:
@@ -158,10 +158,10 @@ class RequestPlacing:
             chosen[name] = parts[i].ppn
         if req.procs:
             if cands is None:
-                cands = self._candidates(rules)
+                cands = self._candidates(rules, only)
             left = req.procs
             for key in cands:
-                ld = loads[key[-1]]
+                ld = usages[key[-1]]
                 take = min(ld.free, left)
                 while take and not ok(ld, take, None):
                     take -= 1
@@ -172,44 +172,7 @@ class RequestPlacing:
                         break
             if left:
                 return f"procs={req.procs}: {req.procs - left} core(s) free now on the nodes it may use{lacking()}"
-        return [(loads[name], cores) for name, cores in chosen.items()]
-
-    def _try_request(self, job: Job, vo: str, reason: str, rules, pc: PackingClass | None) -> str | None:  # noqa: ANN001
-        """`_try` for a whole request: place it on its nodes, or wait with why."""
-        req = job.request
-        key = (job.queue, vo, job.group, req, pc.name if pc else None,
-               job.walltime if self.resv_nodes or self.draining or self.pool_on or self.dt_ahead else None)
-        mine = job.id in self.out.reservations  # its own reserved nodes: the class's wait is not its
-        cached = None if mine else self._class_cache.get(key)
-        if cached is not None:
-            self._wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
-            return cached.reason
-        got = None
-        self._pool_refused.clear()
-        self._dt_refused = set()
-        if self.pool_on:  # an owner within its guarantee: its pool's guarded hosts first
-            self._only = self._pool_prefer(job, vo)
-            if self._only:
-                got = self._place_request(job, vo, pc, rules, req)
-            self._only = None
-        if got is None or isinstance(got, str):
-            got = self._place_request(job, vo, pc, rules, req)
-        if isinstance(got, str):
-            reason = "no_free_slot"
-            shut = self._dt_refused | self._closed_for(job, vo, req)
-            if shut:  # room there was, or will be, but a scheduled downtime comes first
-                reason = "downtime"
-                got += f"; {len(shut)} node(s) refused it: {self._downtime_detail(job, shut)}"
-            elif self._pool_refused:  # room there was, but a guarantee pool kept it
-                reason = max(sorted(self._pool_refused), key=self._pool_refused.get)
-                got += f"; {self._pool_refused[reason]} node(s) with room refused it ({self._pool_detail(job, vo, reason)})"
-            w = Wait(job.id, reason, 0, 0.0, got, None)
-            if not mine:
-                self._class_cache[key] = w
-            self._wait(job, w.reason, vo, w.detail)
-            return w.reason
-        self._commit_places(job, vo, pc, got, reason)
-        return None
+        return [(usages[name], cores) for name, cores in chosen.items()]
 
 
 def _fitting(nodes: list, part: NodePart, need: int, vneed: int) -> list:

@@ -8,7 +8,7 @@ from mysched.core.model.batch import Node
 
 if TYPE_CHECKING:
     from mysched.core.settings import Config
-    from mysched.core.place.tally import Load
+    from mysched.core.place.nodeusage import NodeUsage
 
 
 def keeps_whole(cfg: Config) -> bool:
@@ -22,7 +22,7 @@ def keeps_whole(cfg: Config) -> bool:
     return cfg.drain.on
 
 
-def key_fn(policy: str, whole: bool = False) -> Callable[[Load], tuple]:
+def key_fn(policy: str, whole: bool = False) -> Callable[[NodeUsage], tuple]:
     """A node's placement score (lower is better); the last item is always the name.
     `whole`: empty nodes last (`keeps_whole`)."""
     if policy in ("fifo", "easy"):

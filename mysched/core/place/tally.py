@@ -11,15 +11,13 @@ fresh index (tests check it on random sequences of snapshots).
 
 from __future__ import annotations
 
-import bisect
-import math
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable, Protocol
 
-from mysched.core.model.batch import Changes, Job, JobState, Node, NodeState, Snapshot
+from mysched.core.model.batch import Changes, Job, JobState, Snapshot
+from mysched.core.place.nodeusage import NodeUsage, _take
+from mysched.core.place.ranking import NodeGroup, Ranking
 from mysched.core.place.score import key_fn, keeps_whole
-
-if TYPE_CHECKING:
-    from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.settings import Config, PackingClass
 
 DEFAULT_CLASS = "default"
 RUNNING = (JobState.RUNNING, JobState.EXITING, JobState.SUSPENDED)
@@ -27,182 +25,22 @@ RUNNING = (JobState.RUNNING, JobState.EXITING, JobState.SUSPENDED)
 WAITING = (JobState.QUEUED, JobState.HELD, JobState.WAITING, JobState.TRANSIT)
 
 
-class Load:
-    """Counts of the jobs on one node. A None user, VO, group or class is one nothing
-    reads in this plan (no diversity score, no per-node limit, no packing): not counted."""
+class NodeFacts(Protocol):
+    """What a tally reads of its node index (`mysched.core.place.nodeindex.NodeIndex`)."""
 
-    __slots__ = ("name", "slots", "cap", "free", "used", "njobs", "users", "vos", "groups", "classes",
-                 "class_times", "key", "pool", "reserved", "usable", "mem", "mem_used", "excl", "vmem", "vmem_used")
+    config: Config
+    by_name: dict[str, tuple]
+    usable_free: dict[str, int]
+    idle_free: int
+    pool_keys: list[tuple]
+    packing: dict[str, PackingClass]
+    group_vo: dict[str, str]
 
-    def __init__(self, node: Node, key: tuple, usable: bool) -> None:
-        self.name = node.name
-        self.slots = node.slots
-        self.cap = node.slots if node.state is NodeState.FREE else 0
-        """Slots the scheduler may fill when the node runs nothing."""
-        self.free = self.cap
-        self.used = 0
-        self.njobs = 0
-        self.users: dict[str, int] = {}
-        self.vos: dict[str, int] = {}
-        self.groups: dict[str, int] = {}
-        self.classes: dict[str, int] = {}
-        self.class_times: dict[str, list[float]] = {}
-        """Start times of the class jobs (exclusive packing reservations follow the latest)."""
-        self.key = key
-        self.pool = None
-        self.reserved: str | None = None
-        self.usable = usable
-        self.mem = node.mem
-        """Physical memory in bytes (None: unknown, not checked)."""
-        self.mem_used = 0
-        """Memory the jobs here asked for."""
-        self.excl = 0
-        """Jobs here that asked for their nodes alone: while one runs, nothing else fits."""
-        self.vmem = node.vmem
-        """Memory plus swap in bytes (None: unknown, not checked)."""
-        self.vmem_used = 0
+    def job_class(self, queue: str, vo: str, group: str, user: str) -> PackingClass | None: ...
 
-    def copy(self) -> "Load":
-        c = Load.__new__(Load)
-        c.name, c.slots, c.cap, c.free, c.used, c.njobs = self.name, self.slots, self.cap, self.free, self.used, self.njobs
-        c.users, c.vos, c.groups, c.classes = dict(self.users), dict(self.vos), dict(self.groups), dict(self.classes)
-        c.class_times = {k: list(v) for k, v in self.class_times.items()} if self.class_times else {}
-        c.key, c.pool, c.reserved, c.usable = self.key, None, None, self.usable
-        c.mem, c.mem_used, c.excl = self.mem, self.mem_used, self.excl
-        c.vmem, c.vmem_used = self.vmem, self.vmem_used
-        return c
+    def vo_of(self, group: str) -> str: ...
 
-    def mem_free(self) -> float:
-        """Memory not yet asked for (infinite where the node's memory is unknown)."""
-        return float("inf") if self.mem is None else self.mem - self.mem_used
-
-    def vmem_free(self) -> float:
-        """Virtual memory not yet asked for (infinite where unknown)."""
-        return float("inf") if self.vmem is None else self.vmem - self.vmem_used
-
-    def add(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
-            start: float | None, mem: int = 0, excl: bool = False, vmem: int = 0) -> None:
-        self.used += cores
-        self.njobs += 1
-        if mem:
-            self.mem_used += mem
-        if vmem:
-            self.vmem_used += vmem
-        if excl:
-            self.excl += 1
-        self.free = 0 if self.excl else max(0, self.cap - self.used)
-        if user is not None:
-            self.users[user] = self.users.get(user, 0) + 1
-        if vo is not None:
-            self.vos[vo] = self.vos.get(vo, 0) + 1
-        if group is not None:
-            self.groups[group] = self.groups.get(group, 0) + 1
-        if cls is not None:
-            self.classes[cls] = self.classes.get(cls, 0) + 1
-            if start is not None:
-                self.class_times.setdefault(cls, []).append(start)
-
-    def remove(self, user: str | None, vo: str | None, group: str | None, cls: str | None, cores: int,
-               start: float | None, mem: int = 0, excl: bool = False, vmem: int = 0) -> None:
-        """Undo an `add` with the same arguments."""
-        self.used -= cores
-        self.njobs -= 1
-        if mem:
-            self.mem_used -= mem
-        if vmem:
-            self.vmem_used -= vmem
-        if excl:
-            self.excl -= 1
-        self.free = 0 if self.excl else max(0, self.cap - self.used)
-        for d, k in ((self.users, user), (self.vos, vo), (self.groups, group), (self.classes, cls)):
-            if k is not None:
-                _take(d, k, 1)
-        if cls is not None and start is not None:
-            times = self.class_times[cls]
-            times.remove(start)
-            if not times:
-                del self.class_times[cls]
-
-    def free_after(self, ended: int) -> int:
-        """Cores free once jobs holding `ended` of its used cores have ended. The node's
-        slots count, whatever TORQUE's state says now: a node it reports ``job-exclusive``
-        (every core assigned, `cap` 0) frees its cores as its jobs end like any other; one
-        running a job that asked for its node alone frees them only when all have ended."""
-        left = self.used - ended
-        if self.excl and left > 0:
-            return 0
-        return max(0, self.slots - left) if self.usable else 0
-
-    def room_at(self, cores: int, ends: Iterable[tuple[float, int]], now: float) -> float:
-        """The earliest time it has `cores` free, by `ends` -- (end, cores) of what runs here,
-        soonest first (inf: never, by what is known)."""
-        if not self.usable or self.slots < cores:
-            return math.inf
-        if self.free >= cores:
-            return now
-        ended = 0
-        for end, c in ends:
-            ended += c
-            if self.free_after(ended) >= cores:
-                return end
-        return math.inf
-
-    def class_start(self, cls: str) -> float | None:
-        times = self.class_times.get(cls)
-        return max(times) if times else None
-
-
-class Ranking:
-    """Node names kept sorted by a score tuple whose last item is the node name.
-
-    A plan ranks on a `view` of the tally's ranking and copies it only when it changes it."""
-
-    __slots__ = ("keys", "of", "owned")
-
-    def __init__(self, keys: list[tuple] | None = None, of: dict[str, tuple] | None = None,
-                 owned: bool = True) -> None:
-        self.keys: list[tuple] = keys if keys is not None else []
-        self.of: dict[str, tuple] = of if of is not None else {}
-        self.owned = owned
-
-    def view(self) -> "Ranking":
-        return Ranking(self.keys, self.of, owned=False)
-
-    def _own(self) -> None:
-        self.keys = list(self.keys)
-        self.of = dict(self.of)
-        self.owned = True
-
-    def put(self, name: str, key: tuple) -> None:
-        old = self.of.get(name)
-        if old == key:
-            return
-        if not self.owned:
-            self._own()
-        if old is not None:
-            del self.keys[bisect.bisect_left(self.keys, old)]
-        self.of[name] = key
-        bisect.insort(self.keys, key)
-
-    def drop(self, name: str) -> None:
-        if name not in self.of:
-            return
-        if not self.owned:
-            self._own()
-        old = self.of.pop(name)
-        del self.keys[bisect.bisect_left(self.keys, old)]
-
-
-class Pool:
-    """Nodes alike for eligibility: same type, same queue assignment. A plan ranks its
-    nodes on views of the tally's rankings (`ranking`, `by_class` are its scratch)."""
-
-    __slots__ = ("ntype", "queues", "owners", "ranking", "by_class")
-
-    def __init__(self, key: tuple) -> None:
-        self.ntype, self.queues, self.owners = key
-        self.ranking = Ranking()
-        self.by_class: dict[str, Ranking] = {}
+    def empty_ranking(self, policy: str, pool_key: tuple) -> Ranking: ...
 
 
 class Tally:
@@ -213,7 +51,7 @@ class Tally:
     `sync` brings it up to date with a snapshot. Plans never change it: they copy the
     loads they touch and rank on copy-on-write views."""
 
-    def __init__(self, index: NodeIndex, policy: str) -> None:
+    def __init__(self, index: NodeFacts, policy: str) -> None:
         cfg = index.config
         self.index = index
         self.policy = policy
@@ -229,7 +67,7 @@ class Tally:
         self.gen = 0
         self.token: object = None
         """`Snapshot.token` of the snapshot synced last."""
-        self.loads: dict[str, Load] = {}
+        self.loads: dict[str, NodeUsage] = {}
         self.vo_slots: dict[str, int] = {}
         self.vo_jobs: dict[str, int] = {}
         self.group_jobs: dict[str, int] = {}
@@ -240,7 +78,7 @@ class Tally:
         self.user_jobs: dict[str, int] = {}
         self.rankings = {k: index.empty_ranking(policy, k) for k in index.pool_keys}
         self.by_class: dict[tuple, dict[str, Ranking]] = {k: {} for k in index.pool_keys}
-        self.pools = {k: Pool(k) for k in index.pool_keys}
+        self.pools = {k: NodeGroup(k) for k in index.pool_keys}
         self._scratch: dict[tuple, tuple[dict, dict]] = {}
         self.used = 0
         """Slots in use on counted nodes."""
@@ -348,7 +186,7 @@ class Tally:
         by_name = self.index.by_name
         idle = self.index.usable_free
         t_users, t_vos, t_groups = self.track
-        touched: dict[str, Load] = {}
+        touched: dict[str, NodeUsage] = {}
         loads = self.loads
         vo_slots, vo_jobs, group_jobs = self.vo_slots, self.vo_jobs, self.group_jobs
         group_slots, user_slots, queue_jobs = self.group_slots, self.user_slots, self.queue_jobs
@@ -385,7 +223,7 @@ class Tally:
                         e = by_name.get(name)
                         if e is None:
                             continue  # a node the server does not list
-                        ld = loads[name] = Load(e[0], e[2], e[3])
+                        ld = loads[name] = NodeUsage(e[0], e[2], e[3])
                     touched[name] = ld
                     # take the node's part out of the totals; put it back once changed
                     if by_name[name][4]:
@@ -416,7 +254,7 @@ class Tally:
                 del loads[name]
         self.used, self.free, self.off_used = used, free, off
 
-    def _rank(self, ld: Load) -> None:
+    def _rank(self, ld: NodeUsage) -> None:
         """Put a node where its new counts rank it (or take it out when it has no room)."""
         ranking = self.rankings[ld.key]
         classes = self.by_class[ld.key]
@@ -435,12 +273,3 @@ class Tally:
             ranking.drop(ld.name)
             for r in classes.values():
                 r.drop(ld.name)
-
-
-def _take(d: dict[str, int], k: str, n: int) -> None:
-    """Subtract, dropping keys that reach zero (a fresh count would not have them)."""
-    v = d[k] - n
-    if v:
-        d[k] = v
-    else:
-        del d[k]

@@ -1,5 +1,5 @@
 """Total limits: the running jobs and cores a queue, VO, group or user may have, and what
-external load leaves of them (a mixin of `mysched.core.planner._Planner`).
+external load leaves of them.
 
 `max_running` counts jobs; `max_cores` counts the cores (slots) they hold, as MAUI's MAXPROC
 does, so a cap written for single-core jobs keeps meaning cores when pilots take 8. A job waits
@@ -15,11 +15,26 @@ factor (max_running from the farm's slots where neither is set); closed, nothing
 
 from __future__ import annotations
 
-from mysched.core.settings import UserLimits
-from mysched.core.model.batch import Job
-from mysched.core.place.tally import Tally
+from typing import Callable, NamedTuple
 
-__all__ = ["Limiting"]
+from mysched.core.model.batch import Job, Snapshot
+from mysched.core.rules.serverlimits import RunLimits
+from mysched.core.rules.throttle import Throttle
+from mysched.core.settings import Config, UserLimits
+
+__all__ = ["JobRules", "Limits"]
+
+
+class JobRules(NamedTuple):
+    """Limits and candidate node groups shared by the jobs of one (queue, VO, group)."""
+
+    queue_max: int | None
+    vo_max: int | None
+    group_max: int | None
+    vo_node_max: int | None
+    group_node_max: int | None
+    groups: list
+    """The `NodeGroup`s it may use."""
 
 _NONE = (None, None, None)
 
@@ -29,15 +44,25 @@ def _cores(kind: str, name: str, jobs: int, held: int, cap: int, asks: int, limi
             f"the job asks {asks}")
 
 
-class Limiting:
-    """The planner's total limits, with the running counts they read."""
+class Limits:
+    """One plan's total limits, server run limits and load throttles, with the running counts
+    they read (copied from the tally where some limit reads them, counted up as jobs start)."""
 
-    def _limits_setup(self, t: Tally) -> None:
-        """This plan's copies of the counts its limits read (only where some limit reads them)."""
-        cfg = self.cfg
-        self.caps = self.index.core_limits or bool(cfg.users)
+    def __init__(self, cfg: Config, snap: Snapshot, t, core_limits: bool, total_limits: bool,  # noqa: ANN001
+                 throttles: tuple[Throttle, ...], total_slots: int, queue_limited: bool,
+                 rules_for: Callable[[str, str, str], JobRules]) -> None:
+        self.cfg = cfg
+        self.throttles = throttles
+        self.total_slots = total_slots
+        self.rules_for = rules_for
+        self.core_limits = core_limits
+        self.runlim = RunLimits.of(snap)  # the server's and its queues' max_user_run ...
+        self.on = total_limits or queue_limited or bool(throttles) or self.runlim is not None
+        """Whether any limit applies this plan (the counts are kept only then)."""
+        self.caps = core_limits or bool(cfg.users)
         """Whether core or user limits apply (their counts are kept)."""
-        if self.limits:
+        self._drain_memo: dict[tuple, tuple[str, str]] = {}
+        if self.on:
             self.vo_jobs = dict(t.vo_jobs)
             self.group_jobs = dict(t.group_jobs)
             self.queue_jobs = dict(t.queue_jobs)
@@ -55,7 +80,7 @@ class Limiting:
         k = (queue, vo, group)
         got = self._caps_for.get(k)
         if got is None:
-            if self.index.core_limits:
+            if self.core_limits:
                 cfg = self.cfg
                 q, v, g = cfg.queues.get(queue), cfg.vos.get(vo), cfg.groups.get(group)
                 got = (q.max_cores if q else None, v.max_cores if v else None, g.max_cores if g else None)
@@ -72,16 +97,24 @@ class Limiting:
             got = self._user_caps[user] = self.cfg.user_limits(user)
             return got
 
-    def _limit(self, job: Job, vo: str, rules=None) -> str | None:  # noqa: ANN001 - placement._Rules
-        """A total limit the job would exceed, or None."""
-        got = self._limit_why(job, vo, rules) if self.limits else None
-        return got[0] if got is not None else None
+    def refusal(self, job: Job, vo: str, rules: JobRules) -> tuple[str, str] | None:
+        """(reason, detail) of a limit or throttle the job's start would pass, or None."""
+        if not self.on:
+            return None
+        lim = self.why(job, vo, rules)
+        if lim is not None:
+            return lim
+        if self.throttles:
+            why = self._throttled(job, vo, rules)
+            if why is not None:
+                return "external_load", why
+        return None
 
-    def _limit_why(self, job: Job, vo: str, rules=None) -> tuple[str, str] | None:  # noqa: ANN001
+    def why(self, job: Job, vo: str, rules: JobRules | None = None) -> tuple[str, str] | None:
         """(reason, detail) of a total limit the job's start would pass, or None."""
         if self.runlim is not None and (why := self.runlim.refuse(job)) is not None:
             return why, self.runlim.detail(job, why)
-        r = rules or self._rules(job.queue, vo, job.group)
+        r = rules or self.rules_for(job.queue, vo, job.group)
         if r.queue_max is not None and self.queue_jobs.get(job.queue, 0) >= r.queue_max:
             return "queue_max_running", ""
         if r.vo_max is not None and self.vo_jobs.get(vo, 0) >= r.vo_max:
@@ -110,7 +143,21 @@ class Limiting:
                 return "user_core_limit", _cores("user", user, jobs, n, lim.max_cores, cores, f"{key} max_cores")
         return None
 
-    def _cores_left(self, reason: str, job: Job, vo: str) -> int:
+    def drain_reason(self, job: Job, vo: str, reason: str) -> tuple[str, str]:
+        """A limit the job hits, with its detail, else `reason`; memoised, since nothing that
+        would change the answer for the job's kind starts any more (its VO or group is left)."""
+        if not self.on:
+            return reason, ""
+        key = (job.queue, vo, job.group,
+               job.user if (self.runlim is not None and self.runlim.by_user) or self.cfg.users else "",
+               job.cores if self.caps else 0, job.array)
+        memo = self._drain_memo
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = self.why(job, vo) or ("", "")
+        return got if got[0] else (reason, "")
+
+    def cores_left(self, reason: str, job: Job, vo: str) -> int:
         """Cores the VO's or group's max_cores still leaves (after `reason` refused `job`)."""
         _, v, g = self._core_caps(job.queue, vo, job.group)
         if reason == "vo_core_limit":
@@ -143,8 +190,10 @@ class Limiting:
                                     f"max_cores {configured}, the job asks {job.cores}")
         return None
 
-    def _count_limits(self, job: Job, vo: str) -> None:
+    def count(self, job: Job, vo: str) -> None:
         """Count a job the plan starts where the limits read it."""
+        if not self.on:
+            return
         group, queue = job.group, job.queue
         d = self.vo_jobs
         d[vo] = d.get(vo, 0) + 1

@@ -14,10 +14,30 @@ import heapq
 from collections import deque
 from typing import Iterable
 
-from mysched.core.model.batch import Job
-from mysched.core.model.plan import Wait
+from typing import Protocol
 
-_new_wait = Wait._make
+from mysched.core.model.batch import Job
+from mysched.core.settings import Config
+from mysched.core.share.standing import VOFacts
+from mysched.core.share.usage import Usage
+
+
+class Trier(Protocol):
+    """What the order asks of the planner: try a job, make jobs wait, and the cycle's figures."""
+
+    def try_job(self, job: Job, vo: str, reason: str) -> str | None: ...
+
+    def wait(self, job: Job, reason: str, vo: str) -> None: ...
+
+    def wait_all(self, jobs: Iterable[tuple[Job, str]], reason: str) -> None: ...
+
+    def started(self) -> int: ...
+
+    def free_total(self) -> int: ...
+
+    def holds_reservation(self, job_id: str) -> bool: ...
+
+    def cores_left(self, reason: str, job: Job, vo: str) -> int: ...
 
 
 class _Heap:
@@ -72,52 +92,62 @@ class _VOQ:
         self.heap = _Heap()
 
 
-class Ordering:
-    """The planner's ordering steps (a mixin of `mysched.core.planner._Planner`)."""
+class ShareOrder:
+    """The order jobs are tried in, and the running slots per VO, group and user it reads
+    (this plan's starts counted in as they happen)."""
 
-    def _run_list(self, jobs: list[tuple[Job, str]], reason: str) -> str | None:
+    def __init__(self, cfg: Config, usage: Usage, total_slots: int, vo_facts: VOFacts, tally, host: Trier,  # noqa: ANN001
+                 shares: bool) -> None:
+        self.cfg = cfg
+        self.usage = usage
+        self.total_usage = usage.total
+        self.total_slots = total_slots
+        self.vo_facts = vo_facts
+        self.host = host
+        self.shares = shares
+        """Policy mysched: the share tree orders jobs (its counts are kept)."""
+        if shares:
+            self.vo_slots = dict(tally.vo_slots)
+            self.group_slots = dict(tally.group_slots)
+            self.user_slots = dict(tally.user_slots)
+
+    def count(self, job: Job, vo: str) -> None:
+        """A job the plan starts: its slots count for its VO, group and user from now on."""
+        if self.shares:
+            cores = job.cores
+            d = self.vo_slots
+            d[vo] = d.get(vo, 0) + cores
+            d = self.group_slots
+            d[job.group] = d.get(job.group, 0) + cores
+            d = self.user_slots
+            d[job.user] = d.get(job.user, 0) + cores
+
+    def priority(self, vo: str) -> float:
+        """``share / (eps + u_hist + u_run)`` with the slots running now (this cycle's starts too)."""
+        f = self.vo_facts[vo]
+        ts = self.total_slots
+        return f.share / (f.base + (self.vo_slots.get(vo, 0) / ts if ts else 0.0))
+
+    def run_list(self, jobs: list[tuple[Job, str]], reason: str) -> str | None:
         """Try jobs in the given order; return why the cycle stopped early, if it did."""
         limit = self.cfg.max_starts_per_cycle
+        host = self.host
         for i, (job, vo) in enumerate(jobs):
-            if len(self.out.starts) >= limit:
-                self._drain_list(jobs[i:], "start_limit")
+            if host.started() >= limit:
+                host.wait_all(jobs[i:], "start_limit")
                 return "start_limit"
-            if self.free_total <= 0:
-                self._drain_list(jobs[i:], "no_free_slot")
+            if host.free_total() <= 0:
+                host.wait_all(jobs[i:], "no_free_slot")
                 return "no_free_slot"
-            self._try(job, vo, reason)
+            host.try_job(job, vo, reason)
         return None
-
-    def _drain_list(self, jobs: Iterable[tuple[Job, str]], reason: str) -> None:
-        """Everything left waits: for a limit it hits, else for `reason` (nothing starts any more)."""
-        waits = self.out.waits
-        facts = self.vo_facts
-        rank = self.rank
-        why = self._drain_reason if self.limits else None
-        for job, vo in jobs:
-            rank += 1
-            r, detail = why(job, vo, reason) if why else (reason, "")
-            waits[job.id] = _new_wait((job.id, r, rank, facts[vo].priority, detail, None))
-        self.rank = rank
-
-    def _drain_reason(self, job: Job, vo: str, reason: str) -> tuple[str, str]:
-        """A limit the job hits, with its detail, else `reason`; memoised, since nothing that
-        would change the answer for the job's kind starts any more (its VO or group is left)."""
-        key = (job.queue, vo, job.group,
-               job.user if (self.runlim is not None and self.runlim.by_user) or self.cfg.users else "",
-               job.cores if self.caps else 0, job.array)
-        memo = self._drain_memo
-        got = memo.get(key)
-        if got is None:
-            got = memo[key] = self._limit_why(job, vo) or ("", "")
-        return got if got[0] else (reason, "")
 
     def _vo_key(self, vo: str) -> tuple:
         f = self.vo_facts[vo]
         running = self.vo_slots.get(vo, 0)
         if running < f.guarantee:
             return (0, running / f.guarantee, vo)
-        return (1, -self._vo_priority(vo), f.usage_fraction, vo)
+        return (1, -self.priority(vo), f.usage_fraction, vo)
 
     def _sub_key(self, usage: float, running: int, name: str, share: float = 1.0) -> tuple:
         """Smallest first: LSF's dynamic priority share / (eps + u_hist + u_run), inverted;
@@ -131,7 +161,7 @@ class Ordering:
         return self._sub_key(self.usage.group.get(g, 0.0), self.group_slots.get(g, 0), g,
                              gc.share if gc is not None else 1.0)
 
-    def _run_shares(self, eligible: list[tuple[Job, str]]) -> None:
+    def run_shares(self, eligible: list[tuple[Job, str]]) -> None:
         """`eligible` comes in submit order (from `_screen`)."""
         vos: dict[str, _VOQ] = {}
         ranked: dict[int, _UserQ] = {}  # users who set a priority on a job (qsub -p)
@@ -161,15 +191,15 @@ class Ordering:
         limit = self.cfg.max_starts_per_cycle
         # Jobs holding a reservation (kept from the last cycle) go first once no VO below its
         # guarantee is left to try: they start as soon as they fit (see `reservation`).
-        first = {j.id for j, _ in eligible if j.id in self.out.reservations}
+        first = {j.id for j, _ in eligible if self.host.holds_reservation(j.id)}
         while True:
             vo = heap.peek()
             if vo is None:
                 return
-            if len(self.out.starts) >= limit:
+            if self.host.started() >= limit:
                 self._drain_tree(vos, heap, "start_limit")
                 return
-            if self.free_total <= 0:
+            if self.host.free_total() <= 0:
                 self._drain_tree(vos, heap, "no_free_slot")
                 return
             if first and heap.current[vo][0] == 1:
@@ -184,11 +214,11 @@ class Ordering:
             job = uq.jobs.popleft()
             first.discard(job.id)
             was_below = self.vo_slots.get(vo, 0) < self.vo_facts[vo].guarantee
-            why = self._try(job, vo, "share" if was_below else "fairshare")
-            if (why == "vo_core_limit" or why == "group_core_limit") and self._cores_left(why, job, vo) > 0:
+            why = self.host.try_job(job, vo, "share" if was_below else "fairshare")
+            if (why == "vo_core_limit" or why == "group_core_limit") and self.host.cores_left(why, job, vo) > 0:
                 # a smaller job of the VO (group) may still fit: only those asking more wait now
                 self._drain_wider(heap, vq, gq if why == "group_core_limit" else None, vo,
-                                  self._cores_left(why, job, vo))
+                                  self.host.cores_left(why, job, vo))
             elif why == "vo_limit" or why == "vo_core_limit":
                 self._drain_vo(vq, vo, why)
                 heap.remove(vo)
@@ -241,17 +271,17 @@ class Ordering:
             if uq is None or job not in uq.jobs:
                 continue  # its VO or group was drained for a limit: it has its wait
             uq.jobs.remove(job)
-            if len(self.out.starts) >= limit or self.free_total <= 0:
-                self._wait(job, "start_limit" if self.free_total > 0 else "no_free_slot", vo)
+            if self.host.started() >= limit or self.host.free_total() <= 0:
+                self.host.wait(job, "start_limit" if self.host.free_total() > 0 else "no_free_slot", vo)
                 started = False
             else:
-                started = self._try(job, vo, "fairshare") is None
+                started = self.host.try_job(job, vo, "fairshare") is None
             self._settle(heap, vo, vq, job.group, gq, job.user, uq, started)
 
     def _drain_group(self, gq: _GroupQ, vo: str, reason: str) -> None:
         for u in gq.heap.ordered():
             jobs = gq.users[u].jobs
-            self._drain_list([(job, vo) for job in jobs], reason)
+            self.host.wait_all([(job, vo) for job in jobs], reason)
             jobs.clear()
 
     def _drain_wider(self, heap: _Heap, vq: _VOQ, gq: _GroupQ | None, vo: str, left: int) -> None:
@@ -266,7 +296,7 @@ class Ordering:
                 uq = q.users[u]
                 wide = [j for j in uq.jobs if j.cores > left]
                 if wide:
-                    self._drain_list([(j, vo) for j in wide], reason)
+                    self.host.wait_all([(j, vo) for j in wide], reason)
                     uq.jobs = deque(j for j in uq.jobs if j.cores <= left)
                 self._prune(vq, g, q, u, uq)
         if not vq.groups:
