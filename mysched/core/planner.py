@@ -33,22 +33,21 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from mysched.core.cycle import Cycle
 from mysched.core.hold.downtimes import Downtimes
 from mysched.core.hold.drains import Drain, Drains
 from mysched.core.hold.ends import Ends
+from mysched.core.hold.gates import admission_for, cycle_of
 from mysched.core.hold.pools import Pools
 from mysched.core.hold.reservations import Reservation, Reservations, wants_reservation
 from mysched.core.model.batch import Job, JobState, Snapshot
 from mysched.core.model.plan import Plan, Start, Wait
 from mysched.core.model.reasons import NODE_REJECTIONS
-from mysched.core.place.admission import Admission, Ask, Gates
+from mysched.core.place.admission import Ask
 from mysched.core.place.board import Board
 from mysched.core.place.nodeindex import NodeIndex
 from mysched.core.place.nodeusage import NodeUsage
 from mysched.core.place.placement import Explainer, place
 from mysched.core.place.requests import RequestPlacer
-from mysched.core.rules.access import refusal
 from mysched.core.rules.limits import JobRules, Limits
 from mysched.core.rules.throttle import Throttle
 from mysched.core.settings import Config, PackingClass
@@ -100,9 +99,7 @@ class Planner:
                  pool_gates: dict[str, tuple[str, str]] | None = None) -> None:
         t = index.tally(policy)
         self.queued, self.vo_queued = t.sync(snapshot)
-        cy = self.cy = Cycle(snapshot, config, usage, now, policy, index, t, index.packing,
-                             any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing),
-                             index.total_slots + t.off_used, index.max_slots)
+        cy = self.cy = cycle_of(snapshot, config, usage, now, policy, index)
         self.out = Plan(now=now, policy=policy, throttles=throttles)
         self.rank = 0
         board = self.board = Board(index, t, now)
@@ -128,11 +125,7 @@ class Planner:
         self.resv = Reservations(cy, board, self.dt, self.ends, policy == "mysched", reservations)
         self.drains = Drains(cy, board, self.ends, self.resv, self.dt, drains)
         self.pools = Pools(cy, board, self.ends, self.dt, pool_gates)
-        cfg = config
-        self.admission = Admission(Gates(
-            index.by_name, board.overloaded, self.dt.closed, self.dt.ahead, self.dt.shuts, self.resv.nodes,
-            self.resv.refuses, self.drains.draining, self.drains.blocks, self.pools.gate, self.pools.refuses,
-            lambda key, queue: refusal(cfg, key, queue)))
+        self.admission = admission_for(config, board, self.dt, self.resv, self.drains, self.pools)
         self.explainer = Explainer(board, self.admission, {
             "downtime": lambda job, vo, names: self.dt.detail(job, names),
             "pool_held": lambda job, vo, names: self.pools.detail(job, vo, "pool_held"),

@@ -90,6 +90,12 @@ class Drains:
         self._horizons: dict[str, float] | None = None
         self._expect: list[tuple[tuple[tuple[str, int], ...], float]] | None = None
 
+    def as_planned(self, draining: frozenset[str], horizons: dict[str, float]) -> None:
+        """The partition a plan began with, and its backfill horizons (`Plan.draining_now`,
+        `Plan.drain_horizons`), to ask after the fact what the drains refused."""
+        self.draining = {n: Drain(n, self.cy.now) for n in draining}
+        self._horizons = dict(horizons)
+
     def restore(self, eligible: list[tuple[Job, str]]) -> None:
         """Keep the last plan's drains while multi-core jobs wait (all go when none does)."""
         if not self.on:

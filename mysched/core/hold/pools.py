@@ -153,6 +153,34 @@ class Pools:
         """Job id -> the pool that lent it packages (`Plan.pool_loans`)."""
         self.on = bool(cy.cfg.pools) and bool(cy.index.pool_of)
 
+    def as_planned(self, out: Plan) -> None:
+        """The books and gates `out` reports (its figures at the end of the plan), to ask after
+        the fact what the pools refused."""
+        if not self.on or not out.pools:
+            return
+        for pc in self.cy.cfg.pools:
+            st = out.pools.get(pc.name)
+            if st is None:
+                continue
+            b = self.books[pc.name] = PoolBook(pc)
+            rows = {(r["kind"], r["consumer"]): r for r in st["consumers"]}
+            for c in pc.consumers:
+                r = rows.get((c.kind, c.name))
+                if r is not None:
+                    b.guaranteed[c], b.used[c], b.owed[c] = r["guaranteed"], r["allocated"], r["owed"]
+            b.now = out.now
+        for host, (pool, g) in out.pool_gates.items():
+            b = self.books.get(pool)
+            if b is not None:
+                b.gates[host] = g
+                self.gate[host] = b
+        for host, (n, _slots) in out.pool_need.items():
+            if host in self.gate:
+                self.gate[host].need[host] = n
+        for host, t in out.pool_horizons.items():
+            if host in self.gate:
+                self.gate[host].horizon[host] = t
+
     def setup(self, eligible: list[tuple[Job, str]]) -> None:
         """Book what runs, what waits, and which hosts are guarded and held this plan."""
         if not self.on:

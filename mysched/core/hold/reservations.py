@@ -111,6 +111,17 @@ class Reservations:
         self._resv_horizon = self.cy.now + horizon(self.cy.cfg.max_walltime, self.cy.snap.queues)
         """No reservation starts later (`mysched.core.rules.walltimes`)."""
 
+    def as_planned(self, made: dict[str, Reservation], jobs: dict[str, Job]) -> None:
+        """The reservations a plan made, holding their nodes as when its starts met them (a
+        node's first reservation), to ask after the fact what they refused."""
+        vo_of = self.cy.index.vo_of
+        for res in made.values():
+            rj = jobs.get(res.job_id)
+            vo, group = (rj.vo or vo_of(rj.group), rj.group) if rj is not None else (None, None)
+            needs = reserved_cores(rj, res.nodes) if rj is not None else [None] * len(res.nodes)
+            for n, need in zip(res.nodes, needs):
+                self.nodes.setdefault(n, (res.start, res.job_id, need, vo, group))
+
     def set_order(self, jobs: list[tuple[Job, str]]) -> None:
         """The jobs in the order the depth goes by under the share order (hot list, then the
         rest, each in submit order)."""
