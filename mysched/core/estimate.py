@@ -17,7 +17,9 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from mysched.core.rules.access import NodeKey, admits, node_key, node_type
+from mysched.core.place.admission import Ask, IdleAdmission
+from mysched.core.place.nodeindex import NodeEntry
+from mysched.core.rules.access import NodeKey, admits, node_key, node_type, refusal
 from mysched.core.settings import Config
 from mysched.core.model.windows import clear_start, windows_by_node
 from mysched.core.model.batch import Job, Node
@@ -54,11 +56,16 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
     not among `ahead` -- which run on their nodes from their start, and before it leave them
     only to jobs that end by then or to the cores they do not need there, as the planner does."""
     nodes = list(nodes)
-    keys = {n.name: node_key(config, n.name, node_type(config, n.name, n.properties)) for n in nodes
-            if n.state.usable}
-    mine = [n for n in nodes if n.name in keys and admits(config, keys[n.name], job.queue, vo, job.group)]
-    serve = [[n.name for n in mine if n.slots >= p.ppn and (p.host is None or n.name == p.host)
-              and p.properties <= n.properties] for p in parts]
+    entries = {n.name: NodeEntry(n, t, node_key(config, n.name, t), n.state.usable, n.state.usable)
+               for n in nodes for t in (node_type(config, n.name, n.properties),)}
+    keys = {name: e.key for name, e in entries.items() if e.usable}
+    allowed = {k for k in set(keys.values()) if admits(config, k, job.queue, vo, job.group)}
+    idle = IdleAdmission(entries, lambda key, queue: refusal(config, key, queue))
+    # the one list of node checks, asked of each node as if idle: up, open to the job, wide enough
+    ask = Ask(job, vo, None, 0, allowed)
+    mine = [n for n in nodes if idle.first(n.name, ask) is None]
+    serve = [[n.name for n in mine if (p.host is None or n.name == p.host)
+              and idle.first(n.name, ask._replace(cores=p.ppn, props=p.properties)) is None] for p in parts]
     for part, names in zip(parts, serve):
         if len(names) < part.count:
             return Estimate(None, False, _unserved(part, len(names), nodes, keys, len(parts) + bool(procs) > 1), 0)

@@ -153,3 +153,32 @@ class Admission:
     def __init__(self, gates: Gates) -> None:
         self.gates = gates
         self.admits, self.scan, self.first = _BIND(gates)
+
+
+def _never(*_a: object) -> bool:
+    return False
+
+
+class IdleAdmission:
+    """The checks asked of nodes as if they ran nothing and nothing held them: whether a node
+    could ever take the job (up, open to its queue and kind, wide enough, with the properties
+    it asks) -- what start estimates and reservations ask of a node before asking when."""
+
+    def __init__(self, entries: dict[str, Any], access: Callable[[Any, str], str]) -> None:
+        """`entries`: node name -> its `NodeEntry` (node, type, key, usable, counted)."""
+        self.entries = entries
+        _, _, self._first = _BIND(Gates(entries, {}, {}, {}, _never, {}, _never, {}, _never, {}, _never, access))
+        self._idle: dict[str, NodeUsage] = {}
+
+    def _usage(self, name: str) -> NodeUsage:
+        ld = self._idle.get(name)
+        if ld is None:
+            e = self.entries[name]
+            ld = self._idle[name] = NodeUsage(e.node, e.key, e.usable)
+            ld.free = ld.slots  # as if idle, whatever pbs_server says of it now
+            ld.pool = e.key  # an ask's `groups` here are node group keys
+        return ld
+
+    def first(self, name: str, ask: Ask) -> str | None:
+        """The first check that would refuse the job on node `name` were it idle (None: none)."""
+        return self._first(self._usage(name), ask)
