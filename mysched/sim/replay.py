@@ -18,6 +18,7 @@ from typing import Callable
 from mysched.core.config import Config
 from mysched.core.model import Job, Node, Request, TraceJob
 from mysched.core.planner import NodeIndex, plan
+from mysched.gcpause import gc_paused
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.usage import UsageLedger
 from mysched.sim.result import BelowGuarantee, SimOptions, SimResult
@@ -240,7 +241,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             t = nxt
     if farm.jobs:  # jobs left waiting for good: say why, from one last plan
         snap = farm.snapshot()
-        last = plan(snap, config, usage_cache.get(farm.now, snap), farm.now, policy=opts.policy, index=index)
+        with gc_paused():
+            last = plan(snap, config, usage_cache.get(farm.now, snap), farm.now, policy=opts.policy, index=index)
         for job in snap.jobs:
             w = last.waits.get(job.id)
             if job.start_time is None:
@@ -354,11 +356,12 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
     snap = farm.snapshot()
     usage = usage_cache.get(now, snap)
     c0 = time.perf_counter()
-    p = plan(snap, config, usage, now, policy=policy, index=index,
-             throttles=loads.at(now) if loads is not None else (),
-             reservations=held.get("last") if held is not None else None,
-             drains=held.get("drains") if held is not None else None,
-             pool_gates=held.get("gates") if held is not None else None)
+    with gc_paused():  # a farm's worth of objects and no cycles: spare the collector's scans
+        p = plan(snap, config, usage, now, policy=policy, index=index,
+                 throttles=loads.at(now) if loads is not None else (),
+                 reservations=held.get("last") if held is not None else None,
+                 drains=held.get("drains") if held is not None else None,
+                 pool_gates=held.get("gates") if held is not None else None)
     if held is not None:
         held["last"], held["drains"], held["gates"] = p.reservations, p.drains, p.pool_gates
         if held.get("pools") is not None:
