@@ -18,6 +18,7 @@ from typing import Callable
 from mysched.core.config import Config
 from mysched.core.model import Job, Node, Request, TraceJob
 from mysched.core.planner import NodeIndex, plan
+from mysched.errors import ServerError
 from mysched.gcpause import gc_paused
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.usage import UsageLedger
@@ -380,7 +381,7 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
         job = jobs[s.job_id]
         try:
             farm.run_job(s.job_id, s.placement)
-        except Exception:  # noqa: BLE001 - a refused start is counted, the plan goes on
+        except ServerError:  # the farm refused it (as pbs_server can): counted; a bug is raised
             res.start_failures += 1
             continue
         res.started += 1
