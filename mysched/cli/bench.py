@@ -12,6 +12,7 @@ import time
 from mysched.cli.main import command
 from mysched.errors import InputError, UsageError
 from mysched.files import write_output
+from mysched.gcpause import gc_paused
 from mysched.backends.sim.farm import MAX_FARM_SLOTS
 from mysched.cli.common import fraction, int_between, int_up_to, non_empty, non_negative_int, output_path
 from mysched.config.values import MAX_FARM_NODES, MAX_NODE_SLOTS
@@ -96,7 +97,8 @@ def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, pack
     p = None
     for _ in range(repeat):
         t0 = time.perf_counter()
-        p = plan(snap, cfg, usage, snap.time)
+        with gc_paused():  # as the daemon plans
+            p = plan(snap, cfg, usage, snap.time)
         times.append(time.perf_counter() - t0)
     return {
         "nodes": nodes, "slots_per_node": slots, "running": sum(1 for j in snap.jobs if j.placement),

@@ -16,6 +16,7 @@ from typing import Any, Callable, Protocol
 from mysched.core.settings import Config
 
 from mysched.errors import ConfigError, MyschedError, ServerError, StoreError
+from mysched.gcpause import gc_paused
 from mysched.core.model.batch import FinishedJob, Snapshot
 from mysched.core.model.plan import Plan, Start
 from mysched.core.planner import NodeIndex, plan
@@ -301,8 +302,9 @@ class Daemon:
         phases.mark("history")
         p0 = time.perf_counter()
         throttles = self.loads.throttles(cfg, self.wall())
-        p = plan(snapshot, cfg, usage, now, index=self.index, throttles=throttles,
-                 reservations=self._resv, drains=self._drains, pool_gates=self._gates)
+        with gc_paused():  # a farm's worth of objects and no cycles: spare the collector's scans
+            p = plan(snapshot, cfg, usage, now, index=self.index, throttles=throttles,
+                     reservations=self._resv, drains=self._drains, pool_gates=self._gates)
         self._resv, self._drains, self._gates = p.reservations, p.drains, p.pool_gates
         plan_s = time.perf_counter() - p0
         phases.mark("plan")
@@ -314,9 +316,11 @@ class Daemon:
                 log.info("dry run: would start %s (%s/%s/%s, %d core%s) on %s: %s", s.job_id, s.vo, s.group,
                          s.user, s.cores, "s" if s.cores > 1 else "", _loc(s), s.reason)
         elif self._intend(now, p.starts):
-            self._start_all(p, out, done, lambda snap: plan(
-                snap, cfg, usage, now, index=self.index, throttles=throttles, reservations=p.reservations,
-                drains=p.drains, pool_gates=p.pool_gates), snapshot, now)
+            def replan(snap: Snapshot) -> Plan:
+                with gc_paused():
+                    return plan(snap, cfg, usage, now, index=self.index, throttles=throttles,
+                                reservations=p.reservations, drains=p.drains, pool_gates=p.pool_gates)
+            self._start_all(p, out, done, replan, snapshot, now)
         else:
             self.metrics.observe_cycle(0.0, "standby")
             return CycleOutcome("standby", planned=len(p.starts), error="leadership lost")

@@ -18,6 +18,8 @@ from typing import Callable
 from mysched.core.settings import Config
 from mysched.core.model.batch import Job, Node, Request, TraceJob
 from mysched.core.planner import NodeIndex, plan
+from mysched.errors import ServerError
+from mysched.gcpause import gc_paused
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.share.usage import UsageLedger
 from mysched.sim.result import BelowGuarantee, SimOptions, SimResult
@@ -240,7 +242,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             t = nxt
     if farm.jobs:  # jobs left waiting for good: say why, from one last plan
         snap = farm.snapshot()
-        last = plan(snap, config, usage_cache.get(farm.now, snap), farm.now, policy=opts.policy, index=index)
+        with gc_paused():
+            last = plan(snap, config, usage_cache.get(farm.now, snap), farm.now, policy=opts.policy, index=index)
         for job in snap.jobs:
             w = last.waits.get(job.id)
             if job.start_time is None:
@@ -354,11 +357,12 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
     snap = farm.snapshot()
     usage = usage_cache.get(now, snap)
     c0 = time.perf_counter()
-    p = plan(snap, config, usage, now, policy=policy, index=index,
-             throttles=loads.at(now) if loads is not None else (),
-             reservations=held.get("last") if held is not None else None,
-             drains=held.get("drains") if held is not None else None,
-             pool_gates=held.get("gates") if held is not None else None)
+    with gc_paused():  # a farm's worth of objects and no cycles: spare the collector's scans
+        p = plan(snap, config, usage, now, policy=policy, index=index,
+                 throttles=loads.at(now) if loads is not None else (),
+                 reservations=held.get("last") if held is not None else None,
+                 drains=held.get("drains") if held is not None else None,
+                 pool_gates=held.get("gates") if held is not None else None)
     if held is not None:
         held["last"], held["drains"], held["gates"] = p.reservations, p.drains, p.pool_gates
         if held.get("pools") is not None:
@@ -377,7 +381,7 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
         job = jobs[s.job_id]
         try:
             farm.run_job(s.job_id, s.placement)
-        except Exception:  # noqa: BLE001 - a refused start is counted, the plan goes on
+        except ServerError:  # the farm refused it (as pbs_server can): counted; a bug is raised
             res.start_failures += 1
             continue
         res.started += 1

@@ -135,7 +135,7 @@ def test_a_guarantee_pool_holds_no_host_in_a_window():
              request=Request((NodePart(1, 8),), mem=16 * gb))
     p = plan(snap([mc], nodes, now), cfg, Usage(), now)
     assert "wn01" not in p.pool_gates
-    assert [s.placement[0][0] for s in p.starts] in (["wn02"], ["wn03"])
+    assert [s.placement[0][0] for s in p.starts] == ["wn02"]  # wn02 and wn03 alike: the name decides
 
 
 def test_windows_naming_hosts_are_found_by_name_and_by_pattern():

@@ -98,7 +98,7 @@ def test_jobs_running_past_their_walltime_ask_for_no_cycle_now():
     # at NOW+200 wn01's jobs still run, past their walltime: they may end any moment, but a
     # cycle asked for "now" (and again every min_interval) would change nothing
     later = plan(snap(jobs, nodes), cfg, Usage(), NOW + 200, reservations=first.reservations)
-    assert later.wake_at is None or later.wake_at > NOW + 200
+    assert later.wake_at is None  # nothing else in this plan changes with time alone
 
 
 def mpi(jid, procs, walltime, submit, user="u"):
@@ -242,7 +242,7 @@ def test_a_reserved_job_starts_as_soon_as_it_fits_ahead_of_the_share_order():
                   user={"u-atlas": 9e6, "u-cms": 1e3})
     p = plan(snap(jobs, nodes), config_from_text(TWO_VOS + CFG_DEPTH_1), heavy, NOW, reservations=before)
     assert [(s.job_id, s.placement) for s in p.starts] == [("old-wide", (("wn03", 4),))]
-    assert p.waits["long"].reason in ("no_free_slot", "reserved")
+    assert p.waits["long"].reason == "no_free_slot"  # wn01 and wn02 full, wn03 taken by old-wide
 
 
 CFG_DEPTH_1 = "scheduler = { reservation_depth = 1; };\n"

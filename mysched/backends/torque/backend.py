@@ -8,7 +8,6 @@ exception tree here, at the boundary. Codes are TORQUE 6.1's (src/include/pbs_er
 
 from __future__ import annotations
 
-import gc
 import grp
 import logging
 import os
@@ -18,6 +17,7 @@ from typing import Callable
 
 from mysched.errors import (JobGone, JobStateError, RunRefused, ServerError, ServerTimeout, ServerUnavailable,
                       Unauthorized)
+from mysched.gcpause import gc_paused
 from mysched.core.model.batch import Job, Placement, Snapshot
 from mysched.backends.torque import connsocket
 from mysched.backends.torque.ifl import IFL, PackedRows, StatResult, load_ifl, pack
@@ -202,13 +202,8 @@ class TorqueServer:
 
     # -- BatchServer -----------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        enabled = gc.isenabled()
-        gc.disable()  # tens of thousands of new objects, no cycles: spare the collector's scans
-        try:
+        with gc_paused():  # tens of thousands of new objects, no cycles: spare the collector's scans
             return self._snapshot()
-        finally:
-            if enabled:
-                gc.enable()
 
     def _snapshot(self) -> Snapshot:
         warnings: list[str] = []

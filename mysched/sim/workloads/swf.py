@@ -39,7 +39,6 @@ quantity=per_job`` (LPC-EGEE) makes it KB per job; Alea's column 10 is bytes per
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 from collections import Counter
@@ -48,6 +47,7 @@ from operator import attrgetter
 from typing import Callable, Mapping
 
 from mysched.errors import InputError, clip
+from mysched.gcpause import gc_paused
 from mysched.core.model.batch import Job, JobState, TraceJob
 from mysched.sim.workloads.textfile import READ_ERRORS, open_text, read_failure
 
@@ -275,11 +275,9 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
     cancelled = 0
     idle = 0  # blank and comment lines
     seen_ids: dict[str, int] = {}
-    with open_text(path) as f:
-        # Hundreds of thousands of new objects and no cycles among them: the cyclic collector
-        # would only rescan the growing job list (a fifth of the load time on LPC-EGEE).
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
+    # Hundreds of thousands of new objects and no cycles among them: the cyclic collector
+    # would only rescan the growing job list (a fifth of the load time on LPC-EGEE).
+    with open_text(path) as f, gc_paused():
         try:
             for lineno, line in enumerate(f, 1):
                 parts = line.split()
@@ -361,9 +359,6 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
                     limit = -1  # out of order: read it all, sort, then cut
         except READ_ERRORS as exc:
             raise InputError(f"{path}:{lineno + 1}: cannot read: {read_failure(exc)}") from None
-        finally:
-            if gc_was_enabled:
-                gc.enable()
     tr.lines = lineno
     if not good:
         if tr.problems:
