@@ -12,7 +12,7 @@ from mysched.cli.statusdoc import RUNNING, load, options
 from mysched.cli.textout import dump_json, table
 from mysched.core.rules.access import node_key, node_type, queue_admits
 from mysched.core.model.batch import NodeState
-from mysched.core.model.reasons import BLOCKING
+from mysched.core.model.reasons import BLOCKING, Reason
 from mysched.daemon.statusfile import rows
 
 
@@ -202,14 +202,15 @@ def run_free(args: argparse.Namespace) -> int:
     # full: every core taken, a job holding the node alone, or pbs_server says job-exclusive
     nodes = [n for n in statusdoc.nodes(doc) if n.state is NodeState.FREE and n.slots > used[n.name]]
     # Free cores the planner keeps for someone: not free to all (counted apart, by what keeps them).
-    kept: dict[str, str] = {h: "pool_held" for p in (doc.get("pools") or {}).values() for h in p["held_hosts"]}
-    kept.update((h, "reserved") for r in (doc.get("reservations") or {}).values() for h in r["nodes"])
-    kept.update((h, "draining") for h in doc.get("drains") or {})
+    kept: dict[str, Reason] = {h: Reason.POOL_HELD for p in (doc.get("pools") or {}).values()
+                               for h in p["held_hosts"]}
+    kept.update((h, Reason.RESERVED) for r in (doc.get("reservations") or {}).values() for h in r["nodes"])
+    kept.update((h, Reason.DRAINING) for h in doc.get("drains") or {})
     now = doc.get("snapshot_time", 0.0)
     # in a window, or reserved past one: what may start there ends before the window, not the reservation
-    kept.update((h, "downtime") for h, w in (doc.get("downtimes") or {}).items()
-                if w.get("begin", w["start"]) <= now or kept.get(h) == "reserved")
-    held: dict[str, int] = dict.fromkeys(_HELD, 0)  # stable keys for scripts
+    kept.update((h, Reason.DOWNTIME) for h, w in (doc.get("downtimes") or {}).items()
+                if w.get("begin", w["start"]) <= now or kept.get(h) == Reason.RESERVED)
+    held: dict[Reason, int] = dict.fromkeys(_HELD, 0)  # stable keys for scripts
     for n in nodes:
         if n.name in kept:
             held[kept[n.name]] = held.get(kept[n.name], 0) + n.slots - used[n.name]
@@ -247,8 +248,8 @@ def run_free(args: argparse.Namespace) -> int:
     return 0
 
 
-_HELD = {"draining": "for multi-core jobs, and shorter jobs that end before the node empties",
-         "reserved": "for a reserved job, and jobs that end before its reservation starts",
-         "pool_held": "for a guarantee pool's owners (mysched pools)",
-         "downtime": "in a scheduled downtime, or reserved past one: only jobs that end before it begins start there "
-                     "(mysched nodes)"}
+_HELD = {Reason.DRAINING: "for multi-core jobs, and shorter jobs that end before the node empties",
+         Reason.RESERVED: "for a reserved job, and jobs that end before its reservation starts",
+         Reason.POOL_HELD: "for a guarantee pool's owners (mysched pools)",
+         Reason.DOWNTIME: "in a scheduled downtime, or reserved past one: only jobs that end before it begins "
+                          "start there (mysched nodes)"}

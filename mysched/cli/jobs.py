@@ -12,7 +12,7 @@ from mysched.cli import farmslots, statusdoc, when_request, whylimits
 from mysched.cli.statusdoc import RUNNING, classify, find_job, load, options
 from mysched.cli.textout import dump_json, duration, table
 from mysched.core.estimate import Estimate
-from mysched.core.model.reasons import BLOCKING, REASONS, START_REASONS
+from mysched.core.model.reasons import BLOCKING, REASONS, START_REASONS, Reason
 from mysched.daemon.statusfile import rows
 
 
@@ -235,11 +235,11 @@ def _nodes_out(doc: dict[str, Any], j: dict[str, Any]) -> list[dict[str, Any]]:
             if n["state"] in ("down", "offline") and n["name"] in words]
 
 
-_RUN_LIMITS = {"queue_user_limit": ("queue", "max_user_run", "user"),
-               "queue_group_limit": ("queue", "max_group_run", "group"),
-               "server_max_running": ("server", "max_running", None),
-               "server_user_limit": ("server", "max_user_run", "user"),
-               "server_group_limit": ("server", "max_group_run", "group")}
+_RUN_LIMITS = {Reason.QUEUE_USER_LIMIT: ("queue", "max_user_run", "user"),
+               Reason.QUEUE_GROUP_LIMIT: ("queue", "max_group_run", "group"),
+               Reason.SERVER_MAX_RUNNING: ("server", "max_running", None),
+               Reason.SERVER_USER_LIMIT: ("server", "max_user_run", "user"),
+               Reason.SERVER_GROUP_LIMIT: ("server", "max_group_run", "group")}
 """Wait reason -> (where the limit is set, its qmgr name, what it counts by)."""
 
 

@@ -27,7 +27,7 @@ from mysched import __version__
 from mysched.errors import ServerError
 from mysched.backends.torque.schedproto import REFUSALS
 from mysched.core.model.plan import Plan, Start
-from mysched.core.model.reasons import REASONS
+from mysched.core.model.reasons import REASONS, Reason
 from mysched.daemon.series import FARM, LOADS
 
 log = logging.getLogger("mysched")
@@ -47,7 +47,7 @@ TIMED = ("ok", "partial", "dry-run", "error")
 """Results whose duration was measured: not a standby's try of the lock, nor a crash (0 s)."""
 COMPLETED = ("ok", "partial", "dry-run")
 """Results of a cycle that published the farm's figures."""
-START_REASONS = ("hot", "share", "fairshare")
+START_REASONS = (Reason.HOT, Reason.SHARE, Reason.FAIRSHARE)
 """Why the daemon starts a job (its policy is always mysched's)."""
 START_FAILURES = ("gone", "state", "refused", "timeout", "unauthorized", "unavailable", "error")
 """`mysched.daemon.cycle.FAILURE_REASONS`, a lost server and any other server error."""

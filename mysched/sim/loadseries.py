@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from mysched.core.settings import Config
+from mysched.core.model.reasons import Reason
 from mysched.core.rules.throttle import Reading, levels, throttles
 from mysched.errors import InputError, clip
 from mysched.files import open_regular, os_reason, text_lines
@@ -162,7 +163,7 @@ class SeriesThrottles:
         self.close(now)
         held: dict[str, int] = {}
         for w in plan.waits.values():
-            if w.reason == "external_load":
+            if w.reason == Reason.EXTERNAL_LOAD:
                 j = jobs[w.job_id]
                 vo = j.vo or self.config.vo_of(j.group)
                 held[vo] = held.get(vo, 0) + j.cores

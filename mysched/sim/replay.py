@@ -20,6 +20,7 @@ from mysched.core.model.batch import Job, Node, Request, TraceJob
 from mysched.core.planner import NodeIndex, plan
 from mysched.errors import ServerError
 from mysched.gcpause import gc_paused
+from mysched.core.model.reasons import Reason
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.share.usage import UsageLedger
 from mysched.sim.result import BelowGuarantee, SimOptions, SimResult
@@ -247,7 +248,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         for job in snap.jobs:
             w = last.waits.get(job.id)
             if job.start_time is None:
-                reason = w.reason if w is not None else "start_failed"
+                reason = w.reason if w is not None else Reason.START_FAILED
                 res.unplaceable[reason] = res.unplaceable.get(reason, 0) + 1
     below.close(farm.now)
     res.wait_reasons, res.wait_caps = why.close(), caps(config)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mysched.core.model.reasons import REASONS
+from mysched.core.model.reasons import REASONS, REPLAY_REASONS, Reason
 from mysched.sim.result import SimResult
 
 
@@ -61,10 +61,8 @@ def _wait_reason_lines(r: SimResult) -> list[str]:
     lines = [f"  waited for       {total / 3600:.1f} job-hours: " + ", ".join(
         f"{k} {f:.1%}" for k, f in top if f >= 0.001) + ("; ..." if len(r.wait_reasons) > 4 else "")]
     reason, frac = top[0]
-    if reason != "no_free_slot":  # a full farm is what waiting usually means; anything else is news
-        what = REASONS.get(reason, "jobs waited for the next cycle, which started them (no plan saw them wait): "
-                           "cycles on job events cut it (scheduling = True with daemon.event_address; "
-                           "simulate --event-driven)")
+    if reason != Reason.NO_FREE_SLOT:  # a full farm is what waiting usually means; anything else is news
+        what = REASONS.get(reason) or REPLAY_REASONS.get(reason) or reason
         cap = r.wait_caps.get(reason)
         lines.append(f"  mostly           {reason} ({frac:.0%} of the job-hours waited): {what}"
                      + (f" ({cap})" if cap else ""))

@@ -15,6 +15,7 @@ from operator import itemgetter
 
 from mysched.core.settings import Config
 from mysched.core.model.plan import Plan
+from mysched.core.model.reasons import Reason
 
 SAMPLES = 200
 """Plans sampled over the submission span (more in the drain-out after it)."""
@@ -59,16 +60,16 @@ class WaitReasons:
         counts = self._last if self._last else now_counts
         total = sum(counts.values()) if counts else 0
         if not total:  # no plan saw them wait: they waited for the next cycle, which started them
-            self.by_reason["next_cycle"] = self.by_reason.get("next_cycle", 0.0) + w
+            self.by_reason[Reason.NEXT_CYCLE] = self.by_reason.get(Reason.NEXT_CYCLE, 0.0) + w
             return
         for r, n in counts.items():
             self.by_reason[r] = self.by_reason.get(r, 0.0) + w * n / total
 
 
-_CAPS = {"vo_limit": ("vos", "max_running"), "vo_core_limit": ("vos", "max_cores"),
-         "group_limit": ("groups", "max_running"), "group_core_limit": ("groups", "max_cores"),
-         "queue_max_running": ("queues", "max_running"), "queue_core_limit": ("queues", "max_cores"),
-         "user_limit": ("users", "max_running"), "user_core_limit": ("users", "max_cores")}
+_CAPS = {Reason.VO_LIMIT: ("vos", "max_running"), Reason.VO_CORE_LIMIT: ("vos", "max_cores"),
+         Reason.GROUP_LIMIT: ("groups", "max_running"), Reason.GROUP_CORE_LIMIT: ("groups", "max_cores"),
+         Reason.QUEUE_MAX_RUNNING: ("queues", "max_running"), Reason.QUEUE_CORE_LIMIT: ("queues", "max_cores"),
+         Reason.USER_LIMIT: ("users", "max_running"), Reason.USER_CORE_LIMIT: ("users", "max_cores")}
 """Wait reasons of a configured cap -> where the configuration sets it."""
 
 OWN_CAPS = frozenset(r for r, (where, _) in _CAPS.items() if where != "queues")

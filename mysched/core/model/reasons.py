@@ -2,91 +2,176 @@
 which waits no free slot can end.
 
 The planner, the status commands, start estimates and the simulator's share-violation check
-all read these, so a reason means the same everywhere and a new one is added in one place.
+all read these, so a reason means the same everywhere and a new one is added in one place:
+a `Reason` member and its text in `REASONS`, `START_REASONS` or `REPLAY_REASONS`
+(tests/test_reason_literals.py refuses a reason spelled as a bare string elsewhere).
 """
 
 from __future__ import annotations
 
-REASONS: dict[str, str] = {
-    "held": "the job is held: qhold (a user, operator or system hold), a dependency not yet met (-W depend), or "
-            "its array's slot limit (qsub -t ...%N); qstat -f shows its Hold_Types",
-    "not_queued": "the job waits for its start time (qsub -a; qstat -f shows its Execution_Time) or its file "
-                  "stage-in, or is in transit (state W/T)",
-    "queue_disabled": "the job's queue is stopped (started = False; a queue with enabled = False only refuses "
-                      "new jobs: those it holds run)",
-    "not_execution_queue": "the job's queue is no execution queue of the server (a routing queue: pbs_server "
-                           "moves the job on first)",
-    "queue_max_running": "the job's queue runs its maximum number of jobs",
-    "queue_user_limit": "the job's user runs the queue's max_user_run jobs (qmgr)",
-    "queue_group_limit": "the job's group runs the queue's max_group_run jobs (qmgr)",
-    "server_max_running": "the batch server runs its max_running jobs (qmgr)",
-    "server_user_limit": "the job's user runs the batch server's max_user_run jobs (qmgr)",
-    "server_group_limit": "the job's group runs the batch server's max_group_run jobs (qmgr)",
-    "vo_limit": "the VO runs its maximum number of jobs",
-    "group_limit": "the group runs its maximum number of jobs",
-    "vo_core_limit": "the VO's running cores and the job's would pass the VO's max_cores",
-    "group_core_limit": "the group's running cores and the job's would pass the group's max_cores",
-    "queue_core_limit": "the queue's running cores and the job's would pass the queue's max_cores",
-    "user_limit": "the job's user runs their max_running jobs (users.NAME, else users.default)",
-    "user_core_limit": "the user's running cores and the job's would pass their max_cores (users.NAME, else "
-                       "users.default)",
-    "array_slot_limit": "the job's array runs as many sub-jobs as its slot limit allows (qsub -t ...%N)",
-    "unsafe_request": "starting the job would crash pbs_server (a job name or account string longer than "
-                      "its accounting record can hold): shorten it with qalter -N or -A",
-    "too_large": "the job asks for more cores than any usable node has",
-    "never_fits": "no set of the farm's nodes the job may use could ever serve its request (nodes, "
-                  "properties, host names, memory)",
-    "nodes_down": "the request needs nodes that are down or offline now (a named host, or more nodes than are "
-                  "up): it waits for them to return",
-    "node_type": "the nodes with room are of a type the job's group may not use",
-    "queue_nodes": "the nodes with room are not assigned to the job's queue",
-    "vo_node_limit": "the nodes with room already run the VO's per-node maximum",
-    "group_node_limit": "the nodes with room already run the group's per-node maximum",
-    "packing": "the nodes with room are reserved for another job class (exclusive packing)",
-    "no_free_slot": "no usable node has enough free cores (and the memory the job asks for)",
-    "start_limit": "the cycle reached max_starts_per_cycle before this job's turn",
-    "external_load": "an external load source (storage element, site probe) throttles the job's VO, group or "
-                     "queue",
-    "node_load": "the nodes with room report too much load or too little free memory (node_load)",
-    "draining": "the nodes with room are draining for waiting multi-core jobs (drain)",
-    "reserved": "the nodes with room are reserved for another job (a wide job that has waited longer: "
-                "reservation_depth), and this one would not end (by its requested walltime) before that job starts "
-                "nor leave it the cores it needs there (EASY backfill)",
-    "downtime": "the nodes with room are in a scheduled downtime, or one begins there before this job would end "
-                "(by its requested walltime; downtimes)",
-    "pool_held": "the nodes with room are held by a guarantee pool for owners owed packages (pools)",
-    "loan_refused": "the nodes with room keep a pool's idle guarantee, and the pool's loan policy does not lend "
-                    "to this job (its queue or requested walltime)",
+import enum
+
+
+class _StrEnum(str, enum.Enum):
+    """Python 3.10's stand-in for `enum.StrEnum` (3.11): a member prints, formats and goes into
+    JSON and Prometheus labels as its plain value. Batch servers on 3.10 (pbs-python builds
+    only there) run mysched too, so the language is not bumped for this."""
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    __format__ = str.__format__
+
+
+StrEnum = getattr(enum, "StrEnum", _StrEnum)
+
+
+class Reason(StrEnum):
+    """Why a job waits or starts: the one spelling the planner, the commands' JSON, the status
+    file, the simulator and the metrics' labels share. A member is its string: it equals,
+    hashes, prints and serializes as its value, so a status file written by an older mysched
+    (plain strings) reads the same; `Reason("x")` refuses a spelling no one gives."""
+
+    # waits (REASONS)
+    HELD = "held"
+    NOT_QUEUED = "not_queued"
+    QUEUE_DISABLED = "queue_disabled"
+    NOT_EXECUTION_QUEUE = "not_execution_queue"
+    QUEUE_MAX_RUNNING = "queue_max_running"
+    QUEUE_USER_LIMIT = "queue_user_limit"
+    QUEUE_GROUP_LIMIT = "queue_group_limit"
+    SERVER_MAX_RUNNING = "server_max_running"
+    SERVER_USER_LIMIT = "server_user_limit"
+    SERVER_GROUP_LIMIT = "server_group_limit"
+    VO_LIMIT = "vo_limit"
+    GROUP_LIMIT = "group_limit"
+    VO_CORE_LIMIT = "vo_core_limit"
+    GROUP_CORE_LIMIT = "group_core_limit"
+    QUEUE_CORE_LIMIT = "queue_core_limit"
+    USER_LIMIT = "user_limit"
+    USER_CORE_LIMIT = "user_core_limit"
+    ARRAY_SLOT_LIMIT = "array_slot_limit"
+    UNSAFE_REQUEST = "unsafe_request"
+    TOO_LARGE = "too_large"
+    NEVER_FITS = "never_fits"
+    NODES_DOWN = "nodes_down"
+    NODE_TYPE = "node_type"
+    QUEUE_NODES = "queue_nodes"
+    VO_NODE_LIMIT = "vo_node_limit"
+    GROUP_NODE_LIMIT = "group_node_limit"
+    PACKING = "packing"
+    NO_FREE_SLOT = "no_free_slot"
+    START_LIMIT = "start_limit"
+    EXTERNAL_LOAD = "external_load"
+    NODE_LOAD = "node_load"
+    DRAINING = "draining"
+    RESERVED = "reserved"
+    DOWNTIME = "downtime"
+    POOL_HELD = "pool_held"
+    LOAN_REFUSED = "loan_refused"
+
+    # starts (START_REASONS)
+    HOT = "hot"
+    SHARE = "share"
+    FAIRSHARE = "fairshare"
+    FIFO = "fifo"
+    EASY = "easy"
+
+    # the simulator's own (REPLAY_REASONS): no plan gives these
+    NEXT_CYCLE = "next_cycle"
+    START_FAILED = "start_failed"
+
+
+REASONS: dict[Reason, str] = {
+    Reason.HELD: "the job is held: qhold (a user, operator or system hold), a dependency not yet met (-W depend), or "
+                 "its array's slot limit (qsub -t ...%N); qstat -f shows its Hold_Types",
+    Reason.NOT_QUEUED: "the job waits for its start time (qsub -a; qstat -f shows its Execution_Time) or its file "
+                       "stage-in, or is in transit (state W/T)",
+    Reason.QUEUE_DISABLED: "the job's queue is stopped (started = False; a queue with enabled = False only refuses "
+                           "new jobs: those it holds run)",
+    Reason.NOT_EXECUTION_QUEUE: "the job's queue is no execution queue of the server (a routing queue: pbs_server "
+                                "moves the job on first)",
+    Reason.QUEUE_MAX_RUNNING: "the job's queue runs its maximum number of jobs",
+    Reason.QUEUE_USER_LIMIT: "the job's user runs the queue's max_user_run jobs (qmgr)",
+    Reason.QUEUE_GROUP_LIMIT: "the job's group runs the queue's max_group_run jobs (qmgr)",
+    Reason.SERVER_MAX_RUNNING: "the batch server runs its max_running jobs (qmgr)",
+    Reason.SERVER_USER_LIMIT: "the job's user runs the batch server's max_user_run jobs (qmgr)",
+    Reason.SERVER_GROUP_LIMIT: "the job's group runs the batch server's max_group_run jobs (qmgr)",
+    Reason.VO_LIMIT: "the VO runs its maximum number of jobs",
+    Reason.GROUP_LIMIT: "the group runs its maximum number of jobs",
+    Reason.VO_CORE_LIMIT: "the VO's running cores and the job's would pass the VO's max_cores",
+    Reason.GROUP_CORE_LIMIT: "the group's running cores and the job's would pass the group's max_cores",
+    Reason.QUEUE_CORE_LIMIT: "the queue's running cores and the job's would pass the queue's max_cores",
+    Reason.USER_LIMIT: "the job's user runs their max_running jobs (users.NAME, else users.default)",
+    Reason.USER_CORE_LIMIT: "the user's running cores and the job's would pass their max_cores (users.NAME, else "
+                            "users.default)",
+    Reason.ARRAY_SLOT_LIMIT: "the job's array runs as many sub-jobs as its slot limit allows (qsub -t ...%N)",
+    Reason.UNSAFE_REQUEST: "starting the job would crash pbs_server (a job name or account string longer than "
+                           "its accounting record can hold): shorten it with qalter -N or -A",
+    Reason.TOO_LARGE: "the job asks for more cores than any usable node has",
+    Reason.NEVER_FITS: "no set of the farm's nodes the job may use could ever serve its request (nodes, "
+                       "properties, host names, memory)",
+    Reason.NODES_DOWN: "the request needs nodes that are down or offline now (a named host, or more nodes than are "
+                       "up): it waits for them to return",
+    Reason.NODE_TYPE: "the nodes with room are of a type the job's group may not use",
+    Reason.QUEUE_NODES: "the nodes with room are not assigned to the job's queue",
+    Reason.VO_NODE_LIMIT: "the nodes with room already run the VO's per-node maximum",
+    Reason.GROUP_NODE_LIMIT: "the nodes with room already run the group's per-node maximum",
+    Reason.PACKING: "the nodes with room are reserved for another job class (exclusive packing)",
+    Reason.NO_FREE_SLOT: "no usable node has enough free cores (and the memory the job asks for)",
+    Reason.START_LIMIT: "the cycle reached max_starts_per_cycle before this job's turn",
+    Reason.EXTERNAL_LOAD: "an external load source (storage element, site probe) throttles the job's VO, group or "
+                          "queue",
+    Reason.NODE_LOAD: "the nodes with room report too much load or too little free memory (node_load)",
+    Reason.DRAINING: "the nodes with room are draining for waiting multi-core jobs (drain)",
+    Reason.RESERVED: "the nodes with room are reserved for another job (a wide job that has waited longer: "
+                     "reservation_depth), and this one would not end (by its requested walltime) before that job "
+                     "starts nor leave it the cores it needs there (EASY backfill)",
+    Reason.DOWNTIME: "the nodes with room are in a scheduled downtime, or one begins there before this job would end "
+                     "(by its requested walltime; downtimes)",
+    Reason.POOL_HELD: "the nodes with room are held by a guarantee pool for owners owed packages (pools)",
+    Reason.LOAN_REFUSED: "the nodes with room keep a pool's idle guarantee, and the pool's loan policy does not lend "
+                         "to this job (its queue or requested walltime)",
 }
 
-START_REASONS: dict[str, str] = {
-    "hot": "on a hot list: bypasses the share ordering",
-    "share": "the VO runs fewer slots than its guaranteed share",
-    "fairshare": "opportunistic: free slots go by decayed wall-clock usage relative to share",
-    "fifo": "baseline policy: submit order",
-    "easy": "baseline policy: submit order with EASY backfill (reservations for the first jobs that do not fit)",
+START_REASONS: dict[Reason, str] = {
+    Reason.HOT: "on a hot list: bypasses the share ordering",
+    Reason.SHARE: "the VO runs fewer slots than its guaranteed share",
+    Reason.FAIRSHARE: "opportunistic: free slots go by decayed wall-clock usage relative to share",
+    Reason.FIFO: "baseline policy: submit order",
+    Reason.EASY: "baseline policy: submit order with EASY backfill (reservations for the first jobs that do not fit)",
 }
 
-BLOCKING: frozenset[str] = frozenset({
-    "held", "not_queued", "queue_disabled", "not_execution_queue", "too_large", "never_fits", "nodes_down", "vo_limit", "group_limit", "queue_max_running",
-    "external_load", "queue_user_limit", "queue_group_limit", "server_max_running", "server_user_limit",
-    "server_group_limit", "vo_core_limit", "group_core_limit", "queue_core_limit", "user_limit", "user_core_limit",
-    "array_slot_limit", "unsafe_request",
+REPLAY_REASONS: dict[Reason, str] = {
+    Reason.NEXT_CYCLE: "jobs waited for the next cycle, which started them (no plan saw them wait): cycles on job "
+                       "events cut it (scheduling = True with daemon.event_address; simulate --event-driven)",
+    Reason.START_FAILED: "the last plan would start the job, but the replay ended without it running",
+}
+"""What the simulator counts beside the planner's waits: in `wait_reasons` (`next_cycle`) and
+`unplaceable` (`start_failed`). Not a wait a status file or the metrics show."""
+
+BLOCKING: frozenset[Reason] = frozenset({
+    Reason.HELD, Reason.NOT_QUEUED, Reason.QUEUE_DISABLED, Reason.NOT_EXECUTION_QUEUE, Reason.TOO_LARGE,
+    Reason.NEVER_FITS, Reason.NODES_DOWN, Reason.VO_LIMIT, Reason.GROUP_LIMIT, Reason.QUEUE_MAX_RUNNING,
+    Reason.EXTERNAL_LOAD, Reason.QUEUE_USER_LIMIT, Reason.QUEUE_GROUP_LIMIT, Reason.SERVER_MAX_RUNNING,
+    Reason.SERVER_USER_LIMIT, Reason.SERVER_GROUP_LIMIT, Reason.VO_CORE_LIMIT, Reason.GROUP_CORE_LIMIT,
+    Reason.QUEUE_CORE_LIMIT, Reason.USER_LIMIT, Reason.USER_CORE_LIMIT, Reason.ARRAY_SLOT_LIMIT,
+    Reason.UNSAFE_REQUEST,
 })
 """Waits that free capacity would not end: the job cannot start until something else changes
 (a hold, its queue, a limit). `mysched jobs` lists these as blocked; estimates give no time."""
 
-NODE_REJECTIONS: dict[str, str] = {
-    "queue_nodes": "not assigned to the job's queue",
-    "node_type": "node type not allowed for the job's group",
-    "packing": "reserved for another job class",
-    "vo_node_limit": "VO per-node limit reached",
-    "group_node_limit": "group per-node limit reached",
-    "node_load": "load or free memory past node_load",
-    "reserved": "reserved for another job starting before this one would end",
-    "draining": "draining for multi-core jobs",
-    "downtime": "in a scheduled downtime, or one begins before the job would end",
-    "pool_held": "held by a guarantee pool for its owners",
-    "loan_refused": "guarded by a guarantee pool whose loan policy refuses the job",
+NODE_REJECTIONS: dict[Reason, str] = {
+    Reason.QUEUE_NODES: "not assigned to the job's queue",
+    Reason.NODE_TYPE: "node type not allowed for the job's group",
+    Reason.PACKING: "reserved for another job class",
+    Reason.VO_NODE_LIMIT: "VO per-node limit reached",
+    Reason.GROUP_NODE_LIMIT: "group per-node limit reached",
+    Reason.NODE_LOAD: "load or free memory past node_load",
+    Reason.RESERVED: "reserved for another job starting before this one would end",
+    Reason.DRAINING: "draining for multi-core jobs",
+    Reason.DOWNTIME: "in a scheduled downtime, or one begins before the job would end",
+    Reason.POOL_HELD: "held by a guarantee pool for its owners",
+    Reason.LOAN_REFUSED: "guarded by a guarantee pool whose loan policy refuses the job",
 }
 """Short texts for the reasons a node was rejected for a job that had room elsewhere."""

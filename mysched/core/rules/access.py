@@ -12,6 +12,7 @@ import fnmatch
 from typing import NamedTuple
 
 from mysched.core.settings import Config
+from mysched.core.model.reasons import Reason
 
 
 class NodeKey(NamedTuple):
@@ -79,6 +80,6 @@ def consumer_admits(config: Config, key: NodeKey, kind: str, name: str) -> bool:
     return name in nt.groups or config.vo_of(name) in nt.vos
 
 
-def refusal(config: Config, key: NodeKey, queue: str) -> str:
+def refusal(config: Config, key: NodeKey, queue: str) -> Reason:
     """The wait reason for a node `admits` refused: its queue assignment, else its type."""
-    return "node_type" if queue_admits(config, key, queue) else "queue_nodes"
+    return Reason.NODE_TYPE if queue_admits(config, key, queue) else Reason.QUEUE_NODES

@@ -16,6 +16,7 @@ other job limits count, plus the jobs the plan starts.
 from __future__ import annotations
 
 from mysched.core.model.batch import Job, Snapshot
+from mysched.core.model.reasons import Reason
 
 __all__ = ["RunLimits"]
 
@@ -73,28 +74,28 @@ class RunLimits:
         if a is not None and a in self.arr_max:
             self.arr[a] = self.arr.get(a, 0) + 1
 
-    def refuse(self, job: Job) -> str | None:
+    def refuse(self, job: Job) -> Reason | None:
         """The wait reason of a limit one more job of `job`'s would pass, or None."""
         a = job.array
         if a is not None and (cap := self.arr_max.get(a)) is not None and self.arr.get(a, 0) >= cap:
-            return "array_slot_limit"
+            return Reason.ARRAY_SLOT_LIMIT
         if self.total_max is not None and self.total >= self.total_max:
-            return "server_max_running"
+            return Reason.SERVER_MAX_RUNNING
         if self.user_max is not None and self.users.get(job.user, 0) >= self.user_max:
-            return "server_user_limit"
+            return Reason.SERVER_USER_LIMIT
         if self.group_max is not None and self.groups.get(job.group, 0) >= self.group_max:
-            return "server_group_limit"
+            return Reason.SERVER_GROUP_LIMIT
         cap = self.q_user.get(job.queue)
         if cap is not None and self.q_users.get((job.queue, job.user), 0) >= cap:
-            return "queue_user_limit"
+            return Reason.QUEUE_USER_LIMIT
         cap = self.q_group.get(job.queue)
         if cap is not None and self.q_groups.get((job.queue, job.group), 0) >= cap:
-            return "queue_group_limit"
+            return Reason.QUEUE_GROUP_LIMIT
         return None
 
-    def detail(self, job: Job, reason: str) -> str:
+    def detail(self, job: Job, reason: Reason) -> str:
         """What `refuse` found, in numbers where a user could not see them otherwise."""
-        if reason == "array_slot_limit":
+        if reason == Reason.ARRAY_SLOT_LIMIT:
             return f"array {job.array} runs {self.arr.get(job.array, 0)} sub-job(s); its slot limit is " \
                    f"{self.arr_max[job.array]}"
         return ""
