@@ -41,7 +41,7 @@ from mysched.core.hold.pools import Pools
 from mysched.core.hold.reservations import Reservation, Reservations, wants_reservation
 from mysched.core.model.batch import Job, JobState, Snapshot
 from mysched.core.model.plan import Plan, Start, Wait
-from mysched.core.model.reasons import NODE_REJECTIONS
+from mysched.core.model.reasons import NODE_REJECTIONS, Reason
 from mysched.core.place.admission import Ask
 from mysched.core.place.board import Board
 from mysched.core.place.nodeindex import NodeIndex
@@ -127,9 +127,9 @@ class Planner:
         self.pools = Pools(cy, board, self.ends, self.dt, pool_gates)
         self.admission = admission_for(config, board, self.dt, self.resv, self.drains, self.pools)
         self.explainer = Explainer(board, self.admission, {
-            "downtime": lambda job, vo, names: self.dt.detail(job, names),
-            "pool_held": lambda job, vo, names: self.pools.detail(job, vo, "pool_held"),
-            "loan_refused": lambda job, vo, names: self.pools.detail(job, vo, "loan_refused")},
+            Reason.DOWNTIME: lambda job, vo, names: self.dt.detail(job, names),
+            Reason.POOL_HELD: lambda job, vo, names: self.pools.detail(job, vo, Reason.POOL_HELD),
+            Reason.LOAN_REFUSED: lambda job, vo, names: self.pools.detail(job, vo, Reason.LOAN_REFUSED)},
             self.resv.holder)
         self.requests = RequestPlacer(index, board, self.admission, cy.keys_of)
         self._class_cache: dict[tuple, Wait] = {}
@@ -165,7 +165,7 @@ class Planner:
 
     def wait(self, job: Job, reason: str, vo: str, detail: str = "", nodes_rejected=None) -> None:  # noqa: ANN001
         self.rank += 1
-        if (reason == "no_free_slot" or reason == "downtime") and wants_reservation(job):
+        if (reason == Reason.NO_FREE_SLOT or reason == Reason.DOWNTIME) and wants_reservation(job):
             more = self.resv.on_refusal(job, vo, self.out.waits)
             if more:
                 detail = detail + more if detail else more[2:]
@@ -186,14 +186,14 @@ class Planner:
                 hot_ids = {j.id for j, _ in hot_jobs}
                 eligible = [(j, vo) for j, vo in eligible if j.id not in hot_ids]
             self.resv.set_order(hot_jobs + eligible)
-            stopped = self.order.run_list(hot_jobs, "hot")
+            stopped = self.order.run_list(hot_jobs, Reason.HOT)
             if stopped:
                 self.wait_all(eligible, stopped)
             else:
                 self.order.run_shares(eligible)
             self.resv.longest_waiting(hot_jobs + eligible, out.waits)
         else:
-            self.order.run_list(eligible, "easy" if self.cy.policy == "easy" else "fifo")
+            self.order.run_list(eligible, Reason.EASY if self.cy.policy == "easy" else Reason.FIFO)
         if self.resv.made:
             self.resv.check(out.waits)
         self.drains.update(out.waits)
@@ -212,14 +212,14 @@ class Planner:
         for job, vo in self.queued:
             st = job.state
             if st is not queued_state:
-                self.wait(job, "held" if st is held else "not_queued", vo)
+                self.wait(job, Reason.HELD if st is held else Reason.NOT_QUEUED, vo)
             elif closed and job.queue in closed:
-                self.wait(job, "queue_disabled", vo)
+                self.wait(job, Reason.QUEUE_DISABLED, vo)
             elif qstate and job.queue not in qstate:
-                self.wait(job, "not_execution_queue", vo, detail=f"queue {job.queue} is not an execution queue "
+                self.wait(job, Reason.NOT_EXECUTION_QUEUE, vo, detail=f"queue {job.queue} is not an execution queue "
                           "of the server")
             elif job.hazard:
-                self.wait(job, "unsafe_request", vo, detail=job.hazard)
+                self.wait(job, Reason.UNSAFE_REQUEST, vo, detail=job.hazard)
             elif job.request is not None and not job.request.simple:
                 why = self.requests.never_fits(job, vo, job.request)
                 if why is not None:
@@ -318,15 +318,15 @@ class Planner:
         if got is None or isinstance(got, str):
             got = placer.place(job, vo, cls, rules, req)
         if isinstance(got, str):
-            reason = "no_free_slot"
+            reason = Reason.NO_FREE_SLOT
             refused = placer.refused
             shut = placer.refused_nodes.get("downtime", set()) | placer.serving(
                 req, self.dt.closed_with_room(job, vo, min((p.ppn for p in req.parts), default=1)))
             if shut:  # room there was, or will be, but a scheduled downtime comes first
-                reason = "downtime"
+                reason = Reason.DOWNTIME
                 got += f"; {len(shut)} node(s) refused it: {self.dt.detail(job, shut)}"
             else:
-                pooled = {r: n for r, n in refused.items() if r in ("pool_held", "loan_refused")}
+                pooled = {r: n for r, n in refused.items() if r in (Reason.POOL_HELD, Reason.LOAN_REFUSED)}
                 if pooled:  # room there was, but a guarantee pool kept it
                     reason = max(sorted(pooled), key=pooled.get)
                     got += (f"; {pooled[reason]} node(s) with room refused it "

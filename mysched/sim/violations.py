@@ -12,7 +12,7 @@ from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.hold.gates import as_planned
 from mysched.core.model.batch import Job, Snapshot
 from mysched.core.model.plan import Plan
-from mysched.core.model.reasons import BLOCKING
+from mysched.core.model.reasons import BLOCKING, Reason
 from mysched.core.place.admission import Ask
 from mysched.core.place.nodeindex import NodeIndex
 from mysched.core.settings import Config
@@ -38,7 +38,7 @@ def share_violations(p: Plan, snap: Snapshot, config: Config, farm: SimulatedFar
     run = dict(vo_running)
     over = False
     for s in sorted(p.starts, key=lambda s: s.rank):
-        if s.reason != "hot" and run.get(s.vo, 0) >= guarantees.get(s.vo, 0):
+        if s.reason != Reason.HOT and run.get(s.vo, 0) >= guarantees.get(s.vo, 0):
             over = True
             break
         run[s.vo] = run.get(s.vo, 0) + s.cores
@@ -76,7 +76,7 @@ def share_violations(p: Plan, snap: Snapshot, config: Config, farm: SimulatedFar
     by_wall = bool(p.reservations or p.draining_now or p.pool_gates or p.downtimes)
     for s in sorted(p.starts, key=lambda s: s.rank):
         name = s.placement[0][0]
-        if s.reason != "hot" and running.get(s.vo, 0) >= guarantees.get(s.vo, 0) and name in index.by_name:
+        if s.reason != Reason.HOT and running.get(s.vo, 0) >= guarantees.get(s.vo, 0) and name in index.by_name:
             ld = usages[name]
             for vo, waiting in below_waiting.items():
                 if vo == s.vo or running.get(vo, 0) >= guarantees.get(vo, 0):

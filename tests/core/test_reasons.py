@@ -11,11 +11,12 @@ import pytest
 
 from mysched.cli.main import main
 from mysched.config import config_from_text
-from mysched.core import reasons
-from mysched.core.model import JobState, Node
+from mysched.core.model import reasons
+from mysched.core.model.batch import JobState, Node
 from mysched.core.planner import plan
-from mysched.core.reasons import BLOCKING, NODE_REJECTIONS, REASONS, REPLAY_REASONS, START_REASONS, Reason
-from mysched.core.usage import Usage
+from mysched.core.model.reasons import (BLOCKING, NODE_REFUSALS, NODE_REJECTIONS, REASONS, REPLAY_REASONS,
+                                         START_REASONS, Reason)
+from mysched.core.share.usage import Usage
 from mysched.daemon.statusfile import build_status, write_status
 from mysched.sim.result import SimResult
 from mysched.sim.report import format_result
@@ -28,7 +29,7 @@ CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 60; max_ru
 
 
 def test_every_reason_has_one_text_a_user_reads():
-    tables = (REASONS, START_REASONS, REPLAY_REASONS)
+    tables = (REASONS, START_REASONS, REPLAY_REASONS, NODE_REFUSALS)
     for r in Reason:
         assert sum(r in t for t in tables) == 1, r
         text = next(t[r] for t in tables if r in t)

@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from mysched.core.model.reasons import Reason
 from mysched.core.cycle import Cycle
 from mysched.core.hold.downtimes import Downtimes
 from mysched.core.hold.ends import Ends
@@ -56,7 +57,7 @@ from mysched.core.model.plan import Wait
 from mysched.core.place.board import Board
 
 HOUR = 3600.0
-ROOM_REASONS = frozenset({"no_free_slot", "reserved", "draining", "packing", "node_load", "downtime"})
+ROOM_REASONS = frozenset({Reason.NO_FREE_SLOT, Reason.RESERVED, Reason.DRAINING, Reason.PACKING, Reason.NODE_LOAD, Reason.DOWNTIME})
 """Waits that room on a node would end (not limits, holds or throttles)."""
 
 

@@ -22,6 +22,7 @@ reorder jobs: an owner past its guarantee competes as usual, and no job is preem
 
 from __future__ import annotations
 
+from mysched.core.model.reasons import Reason
 from mysched.core.cycle import Cycle
 from mysched.core.hold.downtimes import Downtimes
 from mysched.core.hold.ends import Ends
@@ -121,7 +122,7 @@ def gate_refusal(book: PoolBook, gate: str, job: Job, vo: str, cores: int, mem: 
     if book.room(book.consumer(job.queue, vo, job.group)) >= pool.packages(cores, mem):
         return None  # an owner within its guarantee
     if pool.loan.restricted and book.owed_total > 0:
-        return "pool_held"
+        return Reason.POOL_HELD
     if gate == HELD:
         # a loan that ends, by its requested walltime, before what runs there does: it
         # delays the owners' packages by nothing (EASY backfill on a held host)
@@ -129,10 +130,10 @@ def gate_refusal(book: PoolBook, gate: str, job: Job, vo: str, cores: int, mem: 
         end = book.horizon.get(job_host) if job_host is not None else None
         if pool.loan.refuses(job.queue, job.walltime) is not None or not (
                 spare >= cores or (end is not None and job.walltime is not None and book.now + job.walltime <= end)):
-            return "pool_held"
+            return Reason.POOL_HELD
         return None
     if pool.loan.refuses(job.queue, job.walltime) is not None:
-        return "loan_refused"
+        return Reason.LOAN_REFUSED
     return None
 
 
@@ -332,7 +333,7 @@ class Pools:
             if not b.gates:
                 continue
             owed = ", ".join(f"{c} owed {n}" for c, n in b.owed.items() if n)
-            if reason == "loan_refused":
+            if reason == Reason.LOAN_REFUSED:
                 why = b.cfg.loan.refuses(job.queue, job.walltime)
                 if why is None:
                     continue

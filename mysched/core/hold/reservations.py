@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from mysched.core.model.reasons import Reason
 from mysched.core.cycle import Cycle
 from mysched.core.hold.downtimes import Downtimes
 from mysched.core.hold.ends import Ends
@@ -46,7 +47,7 @@ from mysched.core.place.nodeusage import NodeUsage
 from mysched.core.rules.walltimes import horizon
 
 
-_CAPACITY = ("no_free_slot", "reserved", "packing", "node_load", "downtime")
+_CAPACITY = (Reason.NO_FREE_SLOT, Reason.RESERVED, Reason.PACKING, Reason.NODE_LOAD, Reason.DOWNTIME)
 """Waits that capacity freeing up ends: the ones a reservation serves."""
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, NamedTuple
 
 from mysched.core.model.batch import Placement
+from mysched.core.model.reasons import Reason
 
 class Start(NamedTuple):
     """Start `job_id` on `placement`; `rank` is its position in this cycle's order.
@@ -18,7 +19,7 @@ class Start(NamedTuple):
 
     job_id: str
     placement: Placement
-    reason: str
+    reason: Reason
     vo: str
     group: str
     user: str
@@ -32,7 +33,7 @@ class Wait(NamedTuple):
     """Why a queued job was not started this cycle."""
 
     job_id: str
-    reason: str
+    reason: Reason
     rank: int = 0
     priority: float = 0.0
     detail: str = ""

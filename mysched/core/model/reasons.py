@@ -70,6 +70,11 @@ class Reason(StrEnum):
     POOL_HELD = "pool_held"
     LOAN_REFUSED = "loan_refused"
 
+    # a node's refusal only, never a job's wait (NODE_REFUSALS)
+    NODE_DOWN = "node_down"
+    NODE_PROPERTIES = "node_properties"
+    NODE_MEMORY = "node_memory"
+
     # starts (START_REASONS)
     HOT = "hot"
     SHARE = "share"
@@ -175,3 +180,11 @@ NODE_REJECTIONS: dict[Reason, str] = {
     Reason.LOAN_REFUSED: "guarded by a guarantee pool whose loan policy refuses the job",
 }
 """Short texts for the reasons a node was rejected for a job that had room elsewhere."""
+
+NODE_REFUSALS: dict[Reason, str] = {
+    Reason.NODE_DOWN: "down or offline",
+    Reason.NODE_PROPERTIES: "without a property the request asks for there",
+    Reason.NODE_MEMORY: "too little memory left for the request",
+}
+"""Why a node refused a job that no wait gives: counted among the nodes rejected (`why`), or
+said in a whole request's detail (the nodes that lack the memory)."""

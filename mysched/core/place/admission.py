@@ -13,36 +13,37 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+from mysched.core.model.reasons import Reason
 from mysched.core.model.batch import Job
 from mysched.core.place.nodeusage import NodeUsage
 
 
 class Check(NamedTuple):
-    """One rule: `reason` is the wait reason it gives (an expression where it depends on the
-    node), `refuses` the condition under which the node is refused."""
+    """One rule: `reason` is the reason it gives (`why`, an expression, where it depends on the
+    node or the job), `refuses` the condition under which the node is refused."""
 
-    reason: str
+    reason: Reason
     refuses: str
     why: str = ""
     """An expression for the reason where it is not `reason` itself."""
 
 
 CHECKS: tuple[Check, ...] = (
-    Check("node_load", "overloaded and ld.name in overloaded",
-          '"node_load" if ld.free >= cores else "no_free_slot"'),
-    Check("node_down", "not ld.usable and (ld.name not in dt_closed or not by_name[ld.name].usable)"),
-    Check("no_free_slot", "ld.free < cores or (excl and ld.njobs)"),
-    Check("queue_nodes", "ld.pool not in groups", "access(ld.key, job.queue)"),
-    Check("downtime", "dt_on and (ld.name in dt_ahead or ld.name in dt_closed) and shuts(ld.name, wall)"),
-    Check("packing", "ld.reserved is not None and ld.reserved != cls"),
-    Check("reserved", "resv_nodes and ld.name in resv_nodes and resv_refuses(job, ld, cores)"),
-    Check("draining", "draining and ld.name in draining and blocks(job, ld.name)"),
-    Check("pool_held", "gate and ld.name in gate and (pr := pool_refuses(job, vo, ld.name, cores, mem)) is not None",
+    Check(Reason.NODE_LOAD, "overloaded and ld.name in overloaded",
+          "R.NODE_LOAD if ld.free >= cores else R.NO_FREE_SLOT"),
+    Check(Reason.NODE_DOWN, "not ld.usable and (ld.name not in dt_closed or not by_name[ld.name].usable)"),
+    Check(Reason.NO_FREE_SLOT, "ld.free < cores or (excl and ld.njobs)"),
+    Check(Reason.QUEUE_NODES, "ld.pool not in groups", "access(ld.key, job.queue)"),
+    Check(Reason.DOWNTIME, "dt_on and (ld.name in dt_ahead or ld.name in dt_closed) and shuts(ld.name, wall)"),
+    Check(Reason.PACKING, "ld.reserved is not None and ld.reserved != cls"),
+    Check(Reason.RESERVED, "resv_nodes and ld.name in resv_nodes and resv_refuses(job, ld, cores)"),
+    Check(Reason.DRAINING, "draining and ld.name in draining and blocks(job, ld.name)"),
+    Check(Reason.POOL_HELD, "gate and ld.name in gate and (pr := pool_refuses(job, vo, ld.name, cores, mem)) is not None",
           "pr"),
-    Check("vo_node_limit", "vmax is not None and ld.vos.get(vo, 0) >= vmax"),
-    Check("group_node_limit", "gmax is not None and ld.groups.get(group, 0) >= gmax"),
-    Check("node_properties", "props and not props <= by_name[ld.name].node.properties"),
-    Check("node_memory", "(mem or vmem) and (ld.mem_free() < mem or ld.vmem_free() < vmem)"),
+    Check(Reason.VO_NODE_LIMIT, "vmax is not None and ld.vos.get(vo, 0) >= vmax"),
+    Check(Reason.GROUP_NODE_LIMIT, "gmax is not None and ld.groups.get(group, 0) >= gmax"),
+    Check(Reason.NODE_PROPERTIES, "props and not props <= by_name[ld.name].node.properties"),
+    Check(Reason.NODE_MEMORY, "(mem or vmem) and (ld.mem_free() < mem or ld.vmem_free() < vmem)"),
 )
 """In the order a wait is explained: a node's first refusal is its reason."""
 
@@ -90,7 +91,7 @@ _UNPACK = ("    job, vo, cls, cores, groups, vmax, gmax, mem, vmem, excl, props 
 def _source(checks: tuple[Check, ...]) -> str:
     names = ", ".join(Gates._fields)
     refused = "\n                or ".join(f"({c.refuses})" for c in checks)
-    firsts = "".join(f"        if {c.refuses}:\n            return {c.why or repr(c.reason)}\n" for c in checks)
+    firsts = "".join(f"        if {c.refuses}:\n            return {c.why or 'R.' + c.reason.name}\n" for c in checks)
     return f'''
 def bind(g):
     {names} = g
@@ -130,7 +131,7 @@ def bind(g):
 
 
 def _compile(checks: tuple[Check, ...]) -> Callable[[Gates], tuple[Callable, Callable, Callable]]:
-    space: dict[str, Any] = {}
+    space: dict[str, Any] = {"R": Reason}
     exec(compile(_source(checks), "<mysched.core.place.admission>", "exec"), space)  # noqa: S102
     return space["bind"]
 

@@ -14,7 +14,7 @@ from typing import Callable
 
 from mysched.core.model.batch import Job
 from mysched.core.model.plan import Wait
-from mysched.core.model.reasons import NODE_REJECTIONS
+from mysched.core.model.reasons import NODE_REJECTIONS, Reason
 from mysched.core.place.admission import Admission, Ask
 from mysched.core.place.board import Board
 from mysched.core.place.nodeusage import NodeUsage
@@ -41,11 +41,11 @@ class Explainer:
         counts: dict[str, int] = {}
         hit: dict[str, list[str]] = {}  # reason -> nodes it refused (for the detail)
         for name in self.board.index.by_name:
-            r = first(usages.peek(name), ask) or "no_free_slot"
+            r = first(usages.peek(name), ask) or Reason.NO_FREE_SLOT
             counts[r] = counts.get(r, 0) + 1
-            if r in self.details or r == "reserved":
+            if r in self.details or r == Reason.RESERVED:
                 hit.setdefault(r, []).append(name)
-        roomy = {k: v for k, v in counts.items() if k not in ("node_down", "no_free_slot")}
+        roomy = {k: v for k, v in counts.items() if k not in (Reason.NODE_DOWN, Reason.NO_FREE_SLOT)}
         cores = ask.cores
         if roomy:
             reason = max(sorted(roomy), key=lambda k: roomy[k])
@@ -53,11 +53,11 @@ class Explainer:
             more = self.details.get(reason)
             if more is not None:
                 detail += f" ({more(job, vo, hit[reason])})"
-            elif reason == "reserved":
+            elif reason == Reason.RESERVED:
                 held_for = {h for n in hit["reserved"] if (h := self.resv_holder(n)) is not None}
                 detail += f" (for {', '.join(sorted(held_for)[:3])}{', ...' if len(held_for) > 3 else ''})"
         else:
-            reason = "no_free_slot"
+            reason = Reason.NO_FREE_SLOT
             detail = f"no usable node has {cores} free core(s)"
         return Wait(job.id, reason, 0, 0.0, detail, counts)
 

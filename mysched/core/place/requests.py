@@ -15,6 +15,7 @@ import heapq
 
 from typing import Callable
 
+from mysched.core.model.reasons import Reason
 from mysched.core.model.batch import Job
 from mysched.core.model.request import NodePart, Request
 from mysched.core.place.admission import Admission, Ask
@@ -43,9 +44,9 @@ class RequestPlacer:
         """(reason, vo, detail) for a job on one node wider than every usable node: it waits
         `nodes_down` for a node it may use that is down or offline now, else `too_large`."""
         why = self.never_fits(job, vo, Request((NodePart(1, job.cores),)))
-        if why is not None and why[0] == "nodes_down":
+        if why is not None and why[0] == Reason.NODES_DOWN:
             return why[0], vo, why[1]
-        return "too_large", vo, f"asks for {job.cores} cores; largest usable node has {self.index.max_slots}"
+        return Reason.TOO_LARGE, vo, f"asks for {job.cores} cores; largest usable node has {self.index.max_slots}"
 
     def never_fits(self, job: Job, vo: str, req: Request) -> tuple[str, str] | None:
         """Why no set of the farm's nodes could serve `req` now whatever ran there, as (reason,
@@ -65,9 +66,9 @@ class RequestPlacer:
                 serving = {n.name for pn in _needs(req) for n in _fitting(away, *pn)}
                 names = [n.name for n in away if req.procs or n.name in serving]
                 shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-                why = ("nodes_down", f"{unfit(req, up, 'up')}; down or offline now: {shown}")
+                why = (Reason.NODES_DOWN, f"{unfit(req, up, 'up')}; down or offline now: {shown}")
             else:
-                why = ("never_fits", why)
+                why = (Reason.NEVER_FITS, why)
         memo[key] = why
         return why
 
@@ -109,9 +110,9 @@ class RequestPlacer:
             r = first(ld, a)
             if r is None:
                 return True
-            if r == "node_memory":
+            if r == Reason.NODE_MEMORY:
                 short_mem.add(ld.name)
-            elif r in ("downtime", "pool_held", "loan_refused"):
+            elif r in (Reason.DOWNTIME, Reason.POOL_HELD, Reason.LOAN_REFUSED):
                 refused[r] = refused.get(r, 0) + 1
                 refused_nodes.setdefault(r, set()).add(ld.name)
             return False

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
+from mysched.core.model.reasons import Reason
 from mysched.core.model.batch import Job, Snapshot
 from mysched.core.rules.serverlimits import RunLimits
 from mysched.core.rules.throttle import Throttle
@@ -107,7 +108,7 @@ class Limits:
         if self.throttles:
             why = self._throttled(job, vo, rules)
             if why is not None:
-                return "external_load", why
+                return Reason.EXTERNAL_LOAD, why
         return None
 
     def why(self, job: Job, vo: str, rules: JobRules | None = None) -> tuple[str, str] | None:
@@ -116,11 +117,11 @@ class Limits:
             return why, self.runlim.detail(job, why)
         r = rules or self.rules_for(job.queue, vo, job.group)
         if r.queue_max is not None and self.queue_jobs.get(job.queue, 0) >= r.queue_max:
-            return "queue_max_running", ""
+            return Reason.QUEUE_MAX_RUNNING, ""
         if r.vo_max is not None and self.vo_jobs.get(vo, 0) >= r.vo_max:
-            return "vo_limit", ""
+            return Reason.VO_LIMIT, ""
         if r.group_max is not None and self.group_jobs.get(job.group, 0) >= r.group_max:
-            return "group_limit", ""
+            return Reason.GROUP_LIMIT, ""
         return self._cap_why(job, vo) if self.caps else None
 
     def _cap_why(self, job: Job, vo: str) -> tuple[str, str] | None:
@@ -128,19 +129,19 @@ class Limits:
         cores, queue, group, user = job.cores, job.queue, job.group, job.user
         q, v, g = self._core_caps(queue, vo, group)
         if q is not None and (n := self.queue_cores.get(queue, 0)) + cores > q:
-            return "queue_core_limit", _cores("queue", queue, self.queue_jobs.get(queue, 0), n, q, cores)
+            return Reason.QUEUE_CORE_LIMIT, _cores("queue", queue, self.queue_jobs.get(queue, 0), n, q, cores)
         if v is not None and (n := self.vo_cores.get(vo, 0)) + cores > v:
-            return "vo_core_limit", _cores("VO", vo, self.vo_jobs.get(vo, 0), n, v, cores)
+            return Reason.VO_CORE_LIMIT, _cores("VO", vo, self.vo_jobs.get(vo, 0), n, v, cores)
         if g is not None and (n := self.group_cores.get(group, 0)) + cores > g:
-            return "group_core_limit", _cores("group", group, self.group_jobs.get(group, 0), n, g, cores)
+            return Reason.GROUP_CORE_LIMIT, _cores("group", group, self.group_jobs.get(group, 0), n, g, cores)
         ul = self._user_limits(user) if self.cfg.users else None
         if ul is not None:
             key, lim = ul
             jobs = self.user_jobs.get(user, 0)
             if lim.max_running is not None and jobs >= lim.max_running:
-                return "user_limit", f"user {user} runs {jobs} job(s); {key} max_running {lim.max_running}"
+                return Reason.USER_LIMIT, f"user {user} runs {jobs} job(s); {key} max_running {lim.max_running}"
             if lim.max_cores is not None and (n := self.user_cores.get(user, 0)) + cores > lim.max_cores:
-                return "user_core_limit", _cores("user", user, jobs, n, lim.max_cores, cores, f"{key} max_cores")
+                return Reason.USER_CORE_LIMIT, _cores("user", user, jobs, n, lim.max_cores, cores, f"{key} max_cores")
         return None
 
     def drain_reason(self, job: Job, vo: str, reason: str) -> tuple[str, str]:
@@ -160,7 +161,7 @@ class Limits:
     def cores_left(self, reason: str, job: Job, vo: str) -> int:
         """Cores the VO's or group's max_cores still leaves (after `reason` refused `job`)."""
         _, v, g = self._core_caps(job.queue, vo, job.group)
-        if reason == "vo_core_limit":
+        if reason == Reason.VO_CORE_LIMIT:
             return v - self.vo_cores.get(vo, 0)
         return g - self.group_cores.get(job.group, 0)
 

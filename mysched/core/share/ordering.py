@@ -16,6 +16,7 @@ from typing import Iterable
 
 from typing import Protocol
 
+from mysched.core.model.reasons import Reason
 from mysched.core.model.batch import Job
 from mysched.core.settings import Config
 from mysched.core.share.standing import VOFacts
@@ -134,11 +135,11 @@ class ShareOrder:
         host = self.host
         for i, (job, vo) in enumerate(jobs):
             if host.started() >= limit:
-                host.wait_all(jobs[i:], "start_limit")
-                return "start_limit"
+                host.wait_all(jobs[i:], Reason.START_LIMIT)
+                return Reason.START_LIMIT
             if host.free_total() <= 0:
-                host.wait_all(jobs[i:], "no_free_slot")
-                return "no_free_slot"
+                host.wait_all(jobs[i:], Reason.NO_FREE_SLOT)
+                return Reason.NO_FREE_SLOT
             host.try_job(job, vo, reason)
         return None
 
@@ -197,10 +198,10 @@ class ShareOrder:
             if vo is None:
                 return
             if self.host.started() >= limit:
-                self._drain_tree(vos, heap, "start_limit")
+                self._drain_tree(vos, heap, Reason.START_LIMIT)
                 return
             if self.host.free_total() <= 0:
-                self._drain_tree(vos, heap, "no_free_slot")
+                self._drain_tree(vos, heap, Reason.NO_FREE_SLOT)
                 return
             if first and heap.current[vo][0] == 1:
                 self._run_reserved(eligible, first, vos, heap)
@@ -214,16 +215,16 @@ class ShareOrder:
             job = uq.jobs.popleft()
             first.discard(job.id)
             was_below = self.vo_slots.get(vo, 0) < self.vo_facts[vo].guarantee
-            why = self.host.try_job(job, vo, "share" if was_below else "fairshare")
-            if (why == "vo_core_limit" or why == "group_core_limit") and self.host.cores_left(why, job, vo) > 0:
+            why = self.host.try_job(job, vo, Reason.SHARE if was_below else Reason.FAIRSHARE)
+            if (why == Reason.VO_CORE_LIMIT or why == Reason.GROUP_CORE_LIMIT) and self.host.cores_left(why, job, vo) > 0:
                 # a smaller job of the VO (group) may still fit: only those asking more wait now
-                self._drain_wider(heap, vq, gq if why == "group_core_limit" else None, vo,
+                self._drain_wider(heap, vq, gq if why == Reason.GROUP_CORE_LIMIT else None, vo,
                                   self.host.cores_left(why, job, vo))
-            elif why == "vo_limit" or why == "vo_core_limit":
+            elif why == Reason.VO_LIMIT or why == Reason.VO_CORE_LIMIT:
                 self._drain_vo(vq, vo, why)
                 heap.remove(vo)
                 continue
-            elif why == "group_limit" or why == "group_core_limit":
+            elif why == Reason.GROUP_LIMIT or why == Reason.GROUP_CORE_LIMIT:
                 self._drain_group(gq, vo, why)
                 vq.heap.remove(g)
                 del vq.groups[g]
@@ -272,10 +273,10 @@ class ShareOrder:
                 continue  # its VO or group was drained for a limit: it has its wait
             uq.jobs.remove(job)
             if self.host.started() >= limit or self.host.free_total() <= 0:
-                self.host.wait(job, "start_limit" if self.host.free_total() > 0 else "no_free_slot", vo)
+                self.host.wait(job, Reason.START_LIMIT if self.host.free_total() > 0 else Reason.NO_FREE_SLOT, vo)
                 started = False
             else:
-                started = self.host.try_job(job, vo, "fairshare") is None
+                started = self.host.try_job(job, vo, Reason.FAIRSHARE) is None
             self._settle(heap, vo, vq, job.group, gq, job.user, uq, started)
 
     def _drain_group(self, gq: _GroupQ, vo: str, reason: str) -> None:
@@ -287,7 +288,7 @@ class ShareOrder:
     def _drain_wider(self, heap: _Heap, vq: _VOQ, gq: _GroupQ | None, vo: str, left: int) -> None:
         """The jobs of a VO (or of its group `gq`) that ask more than the `left` cores its
         max_cores leaves wait now (starts only lower it); smaller ones stay in the order."""
-        reason = "vo_core_limit" if gq is None else "group_core_limit"
+        reason = Reason.VO_CORE_LIMIT if gq is None else Reason.GROUP_CORE_LIMIT
         for g in list(vq.groups):
             q = vq.groups[g]
             if gq is not None and q is not gq:
