@@ -36,7 +36,7 @@ def test_running_exiting_and_suspended_jobs_keep_their_cores_and_no_other():
     ("free,state-unknown", NodeState.FREE),
     ("job-exclusive", NodeState.FULL), ("job-sharing", NodeState.FULL), ("reserve", NodeState.FULL),
     ("job-exclusive,busy", NodeState.BUSY),
-    ("offline", NodeState.OFFLINE), ("job-exclusive,offline", NodeState.OFFLINE),
+    ("offline", NodeState.OFFLINE), ("job-exclusive,offline", NodeState.OFFLINE), ("busy,offline", NodeState.OFFLINE),
     ("down", NodeState.DOWN), ("down,offline", NodeState.DOWN), ("state-unknown,down", NodeState.DOWN),
     ("unknown", NodeState.DOWN), ("", NodeState.DOWN), (" , ", NodeState.DOWN),
     ("free,some-new-flag", NodeState.FREE),  # a flag this TORQUE version does not know changes nothing

@@ -79,10 +79,11 @@ def test_a_part_needing_fewer_cores_is_picked_where_just_those_free_first():
 
 
 def test_cores_anywhere_are_picked_as_they_free_on_the_nodes_busy_now():
-    # procs=5 on 2-core nodes: 2 free now (wn04), wn01 frees at +100, wn02 at +200, wn03 at +300
-    nodes = farm(4, slots=2)
-    run = [busy("wn01", 100, 2), busy("wn02", 200, 2), busy("wn03", 300, 2)]
+    # procs=5 on 2-core nodes: 2 free now (wn05); wn01 frees at +100, wn02 and wn03 at +200,
+    # wn04 at +300. At +200 there are 8: the busy nodes give the 5, wn05 stays open to backfill
+    nodes = farm(5, slots=2)
+    run = [busy("wn01", 100, 2), busy("wn02", 200, 2), busy("wn03", 200, 2), busy("wn04", 300, 2)]
     big = wide(cores=5, request=Request(procs=5))
     r = reserve(run + [big], nodes, policy="easy")
     assert r is not None and r.start == NOW + 200
-    assert sorted(r.nodes) == ["wn01", "wn02", "wn04"]
+    assert sorted(r.nodes) == ["wn01", "wn02", "wn03"]
