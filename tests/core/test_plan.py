@@ -13,8 +13,8 @@ from mysched.core.usage import Usage
 
 from ..conftest import queued, running, snap
 
-CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };\n'
-                       'hot = { users = ["ops"]; };')
+CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; '
+                       'cms = { groups = ["cms"]; share = 50; }; };\nhot = { users = ["ops"]; };')
 
 
 def test_a_start_says_where_why_and_at_which_rank():

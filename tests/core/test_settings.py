@@ -11,6 +11,7 @@ from mysched.core.config import (Config, DrainConfig, HotLists, LoanPolicy, Node
                                  VOConfig, auto_vos)
 
 H = 3600.0
+ALL = frozenset({"all"})
 
 
 @pytest.mark.parametrize("share, total, slots", [
@@ -49,10 +50,10 @@ def test_node_type_names_are_case_sensitive_patterns_and_properties_must_all_be_
     (LoanPolicy(), "short", 600.0, "the pool loans nothing"),
     (LoanPolicy(frozenset({"short"})), "long", 600.0, "queue long may not borrow"),
     (LoanPolicy(frozenset({"short"})), "short", None, None),
-    (LoanPolicy(frozenset({"all"})), "long", 1e9, None),
-    (LoanPolicy(frozenset({"all"}), 6 * H), "long", 6 * H, None),
-    (LoanPolicy(frozenset({"all"}), 6 * H), "long", 7.5 * H, "loans only to jobs of at most 6 h, the job asks walltime 7.5 h"),
-    (LoanPolicy(frozenset({"all"}), 6 * H), "long", None, "loans only to jobs of at most 6 h, the job asks no walltime"),
+    (LoanPolicy(ALL), "long", 1e9, None),
+    (LoanPolicy(ALL, 6 * H), "long", 6 * H, None),
+    (LoanPolicy(ALL, 6 * H), "long", 7.5 * H, "loans only to jobs of at most 6 h, the job asks walltime 7.5 h"),
+    (LoanPolicy(ALL, 6 * H), "long", None, "loans only to jobs of at most 6 h, the job asks no walltime"),
 ])
 def test_who_may_borrow_a_pools_idle_packages_and_why_not(policy, queue, walltime, why):
     assert policy.refuses(queue, walltime) == why
