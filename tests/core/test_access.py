@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mysched.config import config_from_text
-from mysched.core.admission import (NodeKey, admits, consumer_admits, node_key, node_type, queue_admits, refusal,
+from mysched.core.rules.access import (NodeKey, admits, consumer_admits, node_key, node_type, queue_admits, refusal,
                                     type_admits)
 
 CFG = config_from_text('''

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from mysched.core.model import HOLDS_SLOTS, Job, JobState, Node, NodeState, Snapshot
+from mysched.core.model.batch import HOLDS_SLOTS, Job, JobState, Node, NodeState, Snapshot
 
 
 @pytest.mark.parametrize("code, state", [

@@ -3,8 +3,8 @@ of a series of times at which a request fits."""
 
 from __future__ import annotations
 
-from mysched.core.matching import earliest, match_parts
-from mysched.core.request import NodePart
+from mysched.core.place.matching import earliest, match_parts
+from mysched.core.model.request import NodePart
 
 GPU = frozenset({"gpu"})
 

@@ -5,9 +5,9 @@ and that it follows a changed configuration or node list."""
 from __future__ import annotations
 
 from mysched.config import config_from_text
-from mysched.core.admission import node_key
-from mysched.core.index import NodeIndex
-from mysched.core.model import Node, NodeState
+from mysched.core.rules.access import node_key
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.model.batch import Node, NodeState
 
 BASE = 'vos = { atlas = { groups = ["atlas", "sgm"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };\n'
 CFG = config_from_text('''

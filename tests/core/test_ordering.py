@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from mysched.config import config_from_text
-from mysched.core.model import Node
+from mysched.core.model.batch import Node
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 
 from ..conftest import nodes, queued, running, snap
 

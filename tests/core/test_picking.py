@@ -5,11 +5,11 @@ or names it asks for, cores anywhere as they free -- and when it starts."""
 from __future__ import annotations
 
 from mysched.config import config_from_text
-from mysched.core.model import Job, JobState, Node, NodeState
+from mysched.core.model.batch import Job, JobState, Node, NodeState
 from mysched.core.planner import plan
-from mysched.core.request import NodePart, Request
-from mysched.core.reservation import Reservation
-from mysched.core.usage import Usage
+from mysched.core.model.request import NodePart, Request
+from mysched.core.hold.reservations import Reservation
+from mysched.core.share.usage import Usage
 
 from ..conftest import snap
 

@@ -5,9 +5,9 @@ fewest of the user's jobs; packing classes and the multi-core partition add a pr
 from __future__ import annotations
 
 from mysched.config import config_from_text
-from mysched.core.model import Node
+from mysched.core.model.batch import Node
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 
 from ..conftest import nodes, queued, running, snap
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from mysched.config import config_from_text
-from mysched.core.model import JobState, Node
-from mysched.core.plan import Plan, Start, VOStatus, Wait
+from mysched.core.model.batch import JobState, Node
+from mysched.core.model.plan import Plan, Start, VOStatus, Wait
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
+from mysched.core.share.usage import Usage
 
 from ..conftest import queued, running, snap
 

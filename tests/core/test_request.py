@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mysched.core.request import NodePart, Request
+from mysched.core.model.request import NodePart, Request
 
 MB, GB = 1 << 20, 1 << 30
 IB = frozenset({"ib"})

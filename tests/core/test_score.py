@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from mysched.config import config_from_text
-from mysched.core.config import DrainConfig
-from mysched.core.model import Node
-from mysched.core.nodescore import empty_key, key_fn, keeps_whole
+from mysched.core.settings import DrainConfig
+from mysched.core.model.batch import Node
+from mysched.core.place.score import empty_key, key_fn, keeps_whole
 
 
 def load(name: str, slots: int = 8, used: int = 0, users: dict | None = None, njobs: int = 0):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mysched.config import config_from_text
-from mysched.core.config import (Config, DrainConfig, HotLists, LoanPolicy, NodeLoadLimits, NodeType, QueueConfig,
+from mysched.core.settings import (Config, DrainConfig, HotLists, LoanPolicy, NodeLoadLimits, NodeType, QueueConfig,
                                  VOConfig, auto_vos)
 
 H = 3600.0

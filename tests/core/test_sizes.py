@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mysched.core.sizes import digits, parse_mem
+from mysched.core.model.sizes import digits, parse_mem
 
 KB, MB, GB, TB, PB = 1 << 10, 1 << 20, 1 << 30, 1 << 40, 1 << 50
 

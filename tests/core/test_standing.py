@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from mysched.config import config_from_text
-from mysched.core.model import Node
+from mysched.core.model.batch import Node
 from mysched.core.planner import plan
-from mysched.core.usage import Usage
-from mysched.core.vofacts import VOFact, VOFacts
+from mysched.core.share.usage import Usage
+from mysched.core.share.standing import VOFact, VOFacts
 
 from ..conftest import queued, running, snap
 
