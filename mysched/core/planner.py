@@ -39,7 +39,7 @@ from mysched.core.hold.ends import Ends
 from mysched.core.hold.gates import admission_for, cycle_of
 from mysched.core.hold.pools import Pools
 from mysched.core.hold.reservations import Reservation, Reservations, wants_reservation
-from mysched.core.model.batch import Job, JobState, Snapshot
+from mysched.core.model.batch import Job, JobState, Snapshot, id_order
 from mysched.core.model.plan import Plan, Start, Wait
 from mysched.core.model.reasons import NODE_REJECTIONS, Reason
 from mysched.core.place.admission import Ask
@@ -231,6 +231,16 @@ class Planner:
             else:
                 out.append((job.submit_time, job.id, job, vo))
         out.sort()
+        # jobs of one second go in TORQUE's numbering (strings put 10.srv before 9.srv); such
+        # runs are short, so only they pay for the parsing
+        i, n = 0, len(out)
+        while i < n:
+            k = i + 1
+            while k < n and out[k][0] == out[i][0]:
+                k += 1
+            if k - i > 1:
+                out[i:k] = sorted(out[i:k], key=lambda x: id_order(x[1]))
+            i = k
         return [(j, vo) for _, _, j, vo in out]
 
     def rules(self, queue: str, vo: str, group: str) -> JobRules:

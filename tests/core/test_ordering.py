@@ -4,7 +4,6 @@ start -- and inside a VO the least-used group and user, a user's jobs in submit 
 
 from __future__ import annotations
 
-import pytest
 
 from mysched.config import config_from_text
 from mysched.core.model.batch import Node
@@ -78,8 +77,6 @@ def test_a_users_jobs_go_in_submit_order_whatever_order_the_server_lists_them():
     assert sorted(p.waits, key=lambda j: p.waits[j].rank) == ["7.srv", "4.srv"]
 
 
-@pytest.mark.xfail(strict=True, reason="jobs submitted in the same second go by their id as a string: "
-                   "9.srv after 10.srv, and an array's sub-job [10] before [2]")
 def test_jobs_submitted_in_the_same_second_go_in_the_order_torque_numbered_them():
     cfg = config_from_text('vos = { a = { groups = ["a"]; share = 100; }; };')
     jobs = [queued(f"77[{i}].srv", "u", "a", submit=5) for i in (1, 2, 10)] + [queued("9.srv", "v", "a", submit=6),

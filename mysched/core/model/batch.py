@@ -7,6 +7,7 @@ slots used per node) are computed by the planner from the configuration.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
@@ -225,3 +226,16 @@ class FinishedJob:
     cput: float | None = None
     exit_status: int | None = None
     nodes: tuple[str, ...] = ()
+
+
+_TORQUE_ID = re.compile(r"(\d+)(?:\[(\d*)\])?")
+
+
+def id_order(job_id: str) -> tuple[int, int, int, str]:
+    """A sort key for jobs submitted in the same second (TORQUE's qtime is whole seconds):
+    the order pbs_server numbered them -- 9.srv before 10.srv, an array's [2] before its [10]
+    -- not the ids' order as strings. Ids of another form go after, by their string."""
+    m = _TORQUE_ID.match(job_id)
+    if m is None:
+        return (1, 0, 0, job_id)
+    return (0, int(m.group(1)), int(m.group(2)) if m.group(2) else -1, job_id)
