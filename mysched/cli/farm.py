@@ -10,7 +10,10 @@ from mysched.cli.main import command
 from mysched.cli import farmslots, nodeextras, nodejobs, statusdoc
 from mysched.cli.statusdoc import RUNNING, load, options
 from mysched.cli.textout import dump_json, table
-from mysched.core.rules.access import node_key, node_type, queue_admits
+from mysched.core.model.batch import Job
+from mysched.core.place.admission import Ask, IdleAdmission
+from mysched.core.place.nodeindex import NodeEntry
+from mysched.core.rules.access import node_key, node_type, queue_admits, refusal
 from mysched.core.model.batch import NodeState
 from mysched.core.model.reasons import BLOCKING, Reason
 from mysched.daemon.statusfile import rows
@@ -199,8 +202,15 @@ def run_free(args: argparse.Namespace) -> int:
     doc = load(args)
     cfg = statusdoc.rules(doc)
     used = {n["name"]: n["used"] for n in rows(doc, "nodes")}
-    # full: every core taken, a job holding the node alone, or pbs_server says job-exclusive
-    nodes = [n for n in statusdoc.nodes(doc) if n.state is NodeState.FREE and n.slots > used[n.name]]
+    every = statusdoc.nodes(doc)
+    keys = {n.name: node_key(cfg, n.name, node_type(cfg, n.name, n.properties)) for n in every}
+    # The planner's checks, asked of each node as it is now: up (not down or offline), with a free
+    # core (pbs_server's job-exclusive has none), then open to the queue of each row.
+    entries = {n.name: NodeEntry(n, keys[n.name].ntype, keys[n.name], n.state.usable, True) for n in every}
+    checks = IdleAdmission(entries, lambda key, queue: refusal(cfg, key, queue),
+                           free={n.name: n.slots - used[n.name] if n.state is NodeState.FREE else 0 for n in every})
+    anyone = Ask(Job("free", "", "", ""), "", None, 1, set(keys.values()))
+    nodes = [n for n in every if checks.first(n.name, anyone) is None]
     # Free cores the planner keeps for someone: not free to all (counted apart, by what keeps them).
     kept: dict[str, Reason] = {h: Reason.POOL_HELD for p in (doc.get("pools") or {}).values()
                                for h in p["held_hosts"]}
@@ -215,14 +225,15 @@ def run_free(args: argparse.Namespace) -> int:
         if n.name in kept:
             held[kept[n.name]] = held.get(kept[n.name], 0) + n.slots - used[n.name]
     nodes = [n for n in nodes if n.name not in kept]
-    keys = {n.name: node_key(cfg, n.name, node_type(cfg, n.name, n.properties)) for n in nodes}
     queues: list[str | None] = sorted(set(doc.get("queues", {})) | set(cfg.queues)) or [None]
     types = {t.name: t for t in cfg.node_types}
     out = []
     for q in queues:
+        ask = anyone._replace(job=Job("free", q or "", "", ""),
+                              groups={k for k in set(keys.values()) if q is None or queue_admits(cfg, k, q)})
         by_type: dict[str | None, list[int]] = {}
         for n in nodes:
-            if q is None or queue_admits(cfg, keys[n.name], q):
+            if checks.first(n.name, ask) is None:
                 by_type.setdefault(keys[n.name].ntype, []).append(n.slots - used[n.name])
         for t, free in sorted(by_type.items(), key=lambda kv: kv[0] or ""):
             nt = types.get(t) if t is not None else None

@@ -163,11 +163,15 @@ def _never(*_a: object) -> bool:
 class IdleAdmission:
     """The checks asked of nodes as if they ran nothing and nothing held them: whether a node
     could ever take the job (up, open to its queue and kind, wide enough, with the properties
-    it asks) -- what start estimates and reservations ask of a node before asking when."""
+    it asks) -- what start estimates and reservations ask of a node before asking when. Given
+    the cores free now, what `mysched free` asks: up, with room, open to a queue."""
 
-    def __init__(self, entries: dict[str, Any], access: Callable[[Any, str], str]) -> None:
-        """`entries`: node name -> its `NodeEntry` (node, type, key, usable, counted)."""
+    def __init__(self, entries: dict[str, Any], access: Callable[[Any, str], str],
+                 free: dict[str, int] | None = None) -> None:
+        """`entries`: node name -> its `NodeEntry` (node, type, key, usable, counted); `free`:
+        the cores each node has free now, to ask of the nodes as they are (else as if idle)."""
         self.entries = entries
+        self.free = free
         _, _, self._first = _BIND(Gates(entries, {}, {}, {}, _never, {}, _never, {}, _never, {}, _never, access))
         self._idle: dict[str, NodeUsage] = {}
 
@@ -176,7 +180,7 @@ class IdleAdmission:
         if ld is None:
             e = self.entries[name]
             ld = self._idle[name] = NodeUsage(e.node, e.key, e.usable)
-            ld.free = ld.slots  # as if idle, whatever pbs_server says of it now
+            ld.free = ld.slots if self.free is None else self.free.get(name, 0)  # idle: whatever pbs_server says
             ld.pool = e.key  # an ask's `groups` here are node group keys
         return ld
 
