@@ -96,18 +96,38 @@ class Picker:
     def _pick_procs_clear(self, procs: int, names: list[str], ends: dict[str, list[tuple[float, int]]],
                           wall: float | None) -> tuple[float, list[str]] | None:
         """`_pick_procs` on nodes where the job, started when the cores are free, runs into no
-        scheduled downtime: a node it would is left out and the pick made again."""
-        if not self.cy.index.downtimes:
-            return self._pick_procs(procs, names, ends)
-        names = [n for n in names if n not in self.dt.closed]
-        for _ in range(8):
-            got = self._pick_procs(procs, names, ends)
-            if got is None:
-                return None
-            bad = {n for n in got[1] if self.dt.room(n, got[0], wall) > got[0]}
-            if not bad:
-                return got
-            names = [n for n in names if n not in bad]
+        scheduled downtime. When the earliest pick would, the earliest time is searched at
+        which nodes clear of every window for the job's walltime give the cores -- past a
+        window, as a node request's reservation moves past it (`room_at`): leaving such nodes
+        out altogether found no room on a farm under one window, and the job had none."""
+        got = self._pick_procs(procs, [n for n in names if n not in self.dt.closed], ends)
+        if not self.cy.index.downtimes or (got is not None and all(self.dt.room(n, got[0], wall) <= got[0]
+                                                                    for n in got[1])):
+            return got
+        by_name, usages, now = self.cy.index.by_name, self.board.usages, self.cy.now
+        mine = [n for n in names if by_name[n].usable and by_name[n].node.slots > 0]
+        times = sorted({now, *(e for n in mine for e, _ in ends.get(n, ()) if now < e < math.inf),
+                        *(w.end for n in mine for w in self.cy.index.downtimes.get(n, ()) if w.end > now)})
+        for t in times:
+            free: dict[str, int] = {}
+            for n in mine:
+                if self.dt.room(n, t, wall) != t:
+                    continue  # a window in force at t, or one it would run into
+                ld = usages[n]
+                was, ld.usable = ld.usable, True  # closed for a window now: open again at t
+                try:
+                    f = ld.free if t == now else ld.free_after(sum(c for e, c in ends.get(n, ()) if e <= t))
+                finally:
+                    ld.usable = was
+                if f > 0:
+                    free[n] = f
+            if sum(free.values()) >= procs:
+                left, out = procs, []
+                for n, f in sorted(free.items(), key=lambda kv: (usages[kv[0]].free, -kv[1])):
+                    if left > 0:
+                        out.append(n)
+                        left -= f
+                return t, out
         return None
 
     def _pick_procs(self, procs: int, names: list[str], ends: dict[str, list[tuple[float, int]]]
