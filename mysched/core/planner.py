@@ -31,7 +31,7 @@ ever take capacity away. A caller that plans again and again on one farm passes 
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from mysched.core.hold.downtimes import Downtimes
 from mysched.core.hold.drains import Drain, Drains
@@ -145,8 +145,8 @@ class Planner:
     def free_total(self) -> int:
         return self.board.free_total
 
-    def holds_reservation(self, job_id: str) -> bool:
-        return self.resv.holds(job_id)
+    def reserved(self) -> Mapping[str, Reservation]:
+        return self.resv.made
 
     def cores_left(self, reason: str, job: Job, vo: str) -> int:
         return self.limits.cores_left(reason, job, vo)

@@ -7,7 +7,6 @@ slots used per node) are computed by the planner from the configuration.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
@@ -228,14 +227,12 @@ class FinishedJob:
     nodes: tuple[str, ...] = ()
 
 
-_TORQUE_ID = re.compile(r"(\d+)(?:\[(\d*)\])?")
-
-
 def id_order(job_id: str) -> tuple[int, int, int, str]:
     """A sort key for jobs submitted in the same second (TORQUE's qtime is whole seconds):
     the order pbs_server numbered them -- 9.srv before 10.srv, an array's [2] before its [10]
     -- not the ids' order as strings. Ids of another form go after, by their string."""
-    m = _TORQUE_ID.match(job_id)
-    if m is None:
+    num, bracket, rest = job_id.partition(".")[0].partition("[")
+    if not num.isdigit():
         return (1, 0, 0, job_id)
-    return (0, int(m.group(1)), int(m.group(2)) if m.group(2) else -1, job_id)
+    idx = rest[:-1] if bracket else ""
+    return (0, int(num), int(idx) if idx.isdigit() else -1, job_id)

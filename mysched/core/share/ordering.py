@@ -14,7 +14,7 @@ import heapq
 from collections import deque
 from typing import Iterable
 
-from typing import Protocol
+from typing import Mapping, Protocol
 
 from mysched.core.model.reasons import Reason
 from mysched.core.model.batch import Job
@@ -36,7 +36,7 @@ class Trier(Protocol):
 
     def free_total(self) -> int: ...
 
-    def holds_reservation(self, job_id: str) -> bool: ...
+    def reserved(self) -> Mapping[str, object]: ...
 
     def cores_left(self, reason: str, job: Job, vo: str) -> int: ...
 
@@ -192,7 +192,8 @@ class ShareOrder:
         limit = self.cfg.max_starts_per_cycle
         # Jobs holding a reservation (kept from the last cycle) go first once no VO below its
         # guarantee is left to try: they start as soon as they fit (see `reservation`).
-        first = {j.id for j, _ in eligible if self.host.holds_reservation(j.id)}
+        held = self.host.reserved()
+        first = {j.id for j, _ in eligible if j.id in held}
         while True:
             vo = heap.peek()
             if vo is None:
