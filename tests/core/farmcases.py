@@ -104,13 +104,13 @@ def cases(features: Features = ALL, min_nodes: int = 2, max_nodes: int = 12, max
     on, and a seed for the rest: drawing every detail through it made a case 80 ms, the whole
     suite minutes (hypothesis still shrinks the sizes and switches rules off)."""
     on = (lambda f: st.booleans() if f else st.just(False))
-    return st.builds(_case, st.integers(min_nodes, max_nodes), st.integers(0, max_queued),
+    return st.builds(make_case, st.integers(min_nodes, max_nodes), st.integers(0, max_queued),
                      on(features.limits), on(features.packing), on(features.drain), on(features.pools),
                      on(features.downtimes), on(features.reservations), on(features.requests),
                      st.integers(0, 2**32 - 1), st.just(features.request_every))
 
 
-def _case(n: int, nq: int, limits: bool, packing: bool, drain: bool, pools: bool, downtimes: bool,
+def make_case(n: int, nq: int, limits: bool, packing: bool, drain: bool, pools: bool, downtimes: bool,
           reservations: bool, requests: bool, seed: int, request_every: int = 4) -> Case:
     """One cycle (the arguments are what `cases` draws; a failing example names them)."""
     rnd = random.Random(seed)

@@ -26,7 +26,7 @@ from mysched.core.request import NodePart, Request
 from mysched.core.usage import Usage
 from mysched.sim.violations import share_violations
 
-from .farmcases import ALL, EVERYWHERE, PLAIN, Case, Features, _case, cases
+from .farmcases import ALL, EVERYWHERE, PLAIN, Case, Features, cases, make_case
 
 # Examples per property: A 600, B 600, C 400 + 200, D 300 + 300 + 200: 2,600 cases in all once they pass
 # (a property that fails stops at its first counterexample).
@@ -103,7 +103,7 @@ def _explained_room(case: Case, p: Plan) -> list[str]:
 @given(cases(ALL), st.sampled_from(POLICIES))
 # wn01 (4 cores, offline) is queue ded's only node, wn02 (4 cores) free: q0 (2 cores, ded) is tried first and
 # told "1 node(s) with room rejected: not assigned to the job's queue"; q1 (4 cores) then fills wn02
-@example(_case(2, 2, False, False, False, False, False, False, False, 63), "mysched")
+@example(make_case(2, 2, False, False, False, False, False, False, False, 63), "mysched")
 def test_a_job_blamed_on_nodes_with_room_has_them_at_the_end_of_the_cycle(case, policy):
     p = _plan(case, policy=policy)
     assert _explained_room(case, p) == []
@@ -132,10 +132,10 @@ def _farm(case: Case) -> SimulatedFarm:
                                                          st.sampled_from((0.0, 10.0, 1e4, 1e6)), max_size=4))
 # cms (below its guarantee) waits with q2, nodes=2:ppn=3, for which one allowed node has room; atlas (at its
 # guarantee) starts q4 (1 core) on wn01 (8 free): counted as a violation
-@example(_case(5, 15, False, True, True, False, True, True, True, 3682260034), {"cms": 0.0, "others": 10.0})
+@example(make_case(5, 15, False, True, True, False, True, True, True, 3682260034), {"cms": 0.0, "others": 10.0})
 # q12 (cms, below) waits "reserved (for q13)" on wn04; q13 waits vo_core_limit and the plan keeps no
 # reservation; atlas (at its guarantee) starts q10 on wn04 beside it: counted as a violation
-@example(_case(4, 18, True, False, False, False, True, True, False, 458606345), {"cms": 10.0})
+@example(make_case(4, 18, True, False, False, False, True, True, False, 458606345), {"cms": 10.0})
 def test_the_planner_never_makes_a_share_violation_by_the_simulators_check(case, used):
     if not case.queued:
         return
@@ -193,7 +193,7 @@ def test_the_estimate_says_now_exactly_when_the_planner_starts_the_job_alone(cas
 @given(cases(PLAIN))
 # wn02 (2 cores) runs r1, started 20 h ago asking 10 min: q0 (1 core) is estimated to start now; the planner
 # waits it no_free_slot
-@example(_case(2, 1, False, False, False, False, False, False, False, 82))
+@example(make_case(2, 1, False, False, False, False, False, False, False, 82))
 def test_the_estimate_says_now_exactly_when_the_planner_starts_the_job_alone_past_walltimes_too(case):
     assert _estimate_vs_plan(case) == []
 
@@ -255,7 +255,7 @@ def test_a_whole_request_for_cores_on_one_node_starts_when_the_plain_job_does(ca
 @settings(max_examples=300, **RUN)
 @given(cases(ALL, max_queued=8), st.sampled_from(POLICIES))
 # q6 (atlsgm, queue sw, 3 cores): plain waits queue_nodes, as nodes=1:ppn=3:x86 no_free_slot
-@example(_case(5, 8, True, False, True, False, False, False, True, 2365602028), "fifo")
+@example(make_case(5, 8, True, False, True, False, False, False, True, 2365602028), "fifo")
 def test_a_whole_request_for_cores_on_one_node_waits_for_the_plain_jobs_reason(case, policy):
     assert _request_vs_plain(case, policy, "reason") == []
 
@@ -267,6 +267,6 @@ def test_a_whole_request_for_cores_on_one_node_waits_for_the_plain_jobs_reason(c
 @given(cases(ALL, max_queued=8), st.sampled_from(POLICIES))
 # wn01 (1 core, down) is queue sw's only node, wn02 has 8 cores free: q0 (lhcb, sw, 6 cores) waits queue_nodes;
 # as nodes=1:ppn=6:x86 it waits never_fits
-@example(_case(2, 1, False, False, False, False, False, False, False, 46), "mysched")
+@example(make_case(2, 1, False, False, False, False, False, False, False, 46), "mysched")
 def test_a_whole_request_for_cores_on_one_node_never_fits_where_the_plain_job_never_fits(case, policy):
     assert _request_vs_plain(case, policy, "never") == []
