@@ -64,8 +64,8 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
     # the one list of node checks, asked of each node as if idle: up, open to the job, wide enough
     ask = Ask(job, vo, None, 0, allowed)
     mine = [n for n in nodes if idle.first(n.name, ask) is None]
-    serve = [[n.name for n in mine if (p.host is None or n.name == p.host)
-              and idle.first(n.name, ask._replace(cores=p.ppn, props=p.properties)) is None] for p in parts]
+    serve = [[n.name for n in mine if idle.first(n.name, ask._replace(cores=p.ppn, props=p.properties, host=p.host))
+              is None] for p in parts]
     for part, names in zip(parts, serve):
         if len(names) < part.count:
             return Estimate(None, False, _unserved(part, len(names), nodes, keys, len(parts) + bool(procs) > 1), 0)

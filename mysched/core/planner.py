@@ -31,7 +31,7 @@ ever take capacity away. A caller that plans again and again on one farm passes 
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from mysched.core.hold.downtimes import Downtimes
 from mysched.core.hold.drains import Drain, Drains
@@ -40,8 +40,9 @@ from mysched.core.hold.gates import admission_for, cycle_of
 from mysched.core.hold.pools import Pools
 from mysched.core.hold.reservations import Reservation, Reservations, wants_reservation
 from mysched.core.model.batch import Job, JobState, Snapshot, id_order
+from mysched.core.model.request import Request
 from mysched.core.model.plan import Plan, Start, Wait
-from mysched.core.model.reasons import NODE_REJECTIONS, Reason
+from mysched.core.model.reasons import Reason
 from mysched.core.place.admission import Ask
 from mysched.core.place.board import Board
 from mysched.core.place.nodeindex import NodeIndex
@@ -133,8 +134,9 @@ class Planner:
             self.resv.holder)
         self.requests = RequestPlacer(index, board, self.admission, cy.keys_of)
         self._class_cache: dict[tuple, Wait] = {}
-        self._explained: dict[tuple, tuple[Wait, Ask]] = {}
-        """Class key -> the explanation its jobs got when tried, and the ask to explain again."""
+        self._explained: dict[tuple, tuple[Wait, Callable[[], Wait]]] = {}
+        """Class key (or a job's own) -> the explanation its jobs got when tried, and how to
+        explain it again."""
         self._class_of: dict[str, tuple] = {}
         """Job id -> class key, for the jobs whose wait an explanation gives."""
 
@@ -296,10 +298,7 @@ class Planner:
             ld = place(self.admission, usages, ask, pc, rules, diverse)
         if ld is None:
             w = self.explainer.explain(job, vo, ask)
-            if not mine:
-                self._class_cache[ckey] = w
-                self._explained[ckey] = (w, ask)
-                self._class_of[job.id] = ckey
+            self._explaining(job, ckey, mine, w, lambda: self.explainer.explain(job, vo, ask))
             self.wait(job, w.reason, vo, w.detail, w.nodes_rejected)
             return w.reason
         self._take(job, vo, pc, ld, job.cores)
@@ -315,6 +314,7 @@ class Planner:
         mine = self.resv.holds(job.id)  # its own reserved nodes: the class's wait is not its
         cached = None if mine else self._class_cache.get(key)
         if cached is not None:
+            self._class_of[job.id] = key
             self.wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
             return cached.reason
         got = None
@@ -328,29 +328,57 @@ class Planner:
         if got is None or isinstance(got, str):
             got = placer.place(job, vo, cls, rules, req)
         if isinstance(got, str):
-            reason = Reason.NO_FREE_SLOT
-            refused = placer.refused
-            shut = placer.refused_nodes.get("downtime", set()) | placer.serving(
-                req, self.dt.closed_with_room(job, vo, min((p.ppn for p in req.parts), default=1)))
-            if shut:  # room there was, or will be, but a scheduled downtime comes first
-                reason = Reason.DOWNTIME
-                got += f"; {len(shut)} node(s) refused it: {self.dt.detail(job, shut)}"
-            else:
-                pooled = {r: n for r, n in refused.items() if r in (Reason.POOL_HELD, Reason.LOAN_REFUSED)}
-                if pooled:  # room there was, but a guarantee pool kept it
-                    reason = max(sorted(pooled), key=pooled.get)
-                    got += (f"; {pooled[reason]} node(s) with room refused it "
-                            f"({self.pools.detail(job, vo, reason)})")
-            w = Wait(job.id, reason, 0, 0.0, got, None)
-            if not mine:
-                self._class_cache[key] = w
-            self.wait(job, w.reason, vo, w.detail)
+            w = self._request_wait(job, vo, rules, cls, req, got)
+            self._explaining(job, key, mine, w, lambda: self._request_wait(job, vo, rules, cls, req))
+            self.wait(job, w.reason, vo, w.detail, w.nodes_rejected)
             return w.reason
         total = job.cores
         for ld, cores in got:
             self._take(job, vo, pc, ld, cores, req.mem_for(cores, total), req.exclusive, req.vmem_for(cores, total))
         self._count_start(job, vo, tuple((ld.name, cores) for ld, cores in got), reason)
         return None
+
+    def _request_wait(self, job: Job, vo: str, rules: JobRules, cls: str | None, req: Request,
+                      why: str | None = None) -> Wait:
+        """Why a whole request does not fit now. On one node, as a plain job's wait: each node's
+        first refusal, counted (`Explainer`), the request's own words beside. On several nodes,
+        its words, and a downtime or guarantee pool that refused nodes with room named."""
+        placer = self.requests
+        if why is None:
+            placer.refused.clear()
+            placer.refused_nodes.clear()
+            got = placer.place(job, vo, cls, rules, req)
+            why = got if isinstance(got, str) else f"{req}: room for it now"  # (at the end of the cycle: rare)
+        if len(req.parts) == 1 and req.parts[0].count == 1 and not req.procs:
+            part = req.parts[0]
+            w = self.explainer.explain(job, vo, Ask(
+                job, vo, cls, part.ppn, rules.groups, rules.vo_node_max, rules.group_node_max,
+                req.mem_for(part.ppn, req.cores), req.vmem_for(part.ppn, req.cores), req.exclusive, part.properties,
+                part.host))
+            return w._replace(detail=f"{w.detail}; {why}")
+        reason = Reason.NO_FREE_SLOT
+        refused = placer.refused
+        shut = placer.refused_nodes.get(Reason.DOWNTIME, set()) | placer.serving(
+            req, self.dt.closed_with_room(job, vo, min((p.ppn for p in req.parts), default=1)))
+        if shut:  # room there was, or will be, but a scheduled downtime comes first
+            reason = Reason.DOWNTIME
+            why += f"; {len(shut)} node(s) refused it: {self.dt.detail(job, shut)}"
+        else:
+            pooled = {r: n for r, n in refused.items() if r in (Reason.POOL_HELD, Reason.LOAN_REFUSED)}
+            if pooled:  # room there was, but a guarantee pool kept it
+                reason = max(sorted(pooled), key=pooled.get)
+                why += f"; {pooled[reason]} node(s) with room refused it ({self.pools.detail(job, vo, reason)})"
+        return Wait(job.id, reason, 0, 0.0, why, None)
+
+    def _explaining(self, job: Job, key: tuple, mine: bool, w: Wait, again: Callable[[], Wait]) -> None:
+        """Keep a job's explanation -- for its class, unless its own reservation made it its
+        own -- and how to explain it again at the end of the cycle."""
+        if not mine:
+            self._class_cache[key] = w
+        else:
+            key = ("job", job.id)
+        self._explained.setdefault(key, (w, again))
+        self._class_of[job.id] = key
 
     def _take(self, job: Job, vo: str, pc: PackingClass | None, ld: NodeUsage, cores: int, mem: int = 0,
               excl: bool = False, vmem: int = 0) -> None:
@@ -373,25 +401,22 @@ class Planner:
                                            rank, self.vo_facts[vo].priority)))
 
     def _reexplain(self) -> None:
-        """Explain again, against the nodes as the cycle left them, the waits of jobs that a
-        node-level reason kept off nodes with room when they were tried: later starts may have
-        taken that room (a node type blamed while every slot is taken was such a stale
-        explanation). The reason in force at the end of the cycle is the one reported."""
+        """Explain again, against the nodes as the cycle left them, the waits of jobs that no
+        node took when they were tried: later starts may have taken the room they were told of
+        (a node type blamed while every slot is taken was such a stale explanation). The reason
+        in force at the end of the cycle is the one reported; what was added to the wait since
+        (a reservation's note) stays."""
         if not self._explained:
             return
-        fresh: dict[tuple, Wait] = {}
-        for ckey, (w, ask) in self._explained.items():
-            if w.reason in NODE_REJECTIONS:
-                fresh[ckey] = self.explainer.explain(ask.job, ask.vo, ask)
-        if not fresh:
-            return
+        # no node had room when tried: none has at the end (starts take room, none gives it back)
+        fresh = {key: again() for key, (w, again) in self._explained.items() if w.reason != Reason.NO_FREE_SLOT}
         waits = self.out.waits
-        for jid, ckey in self._class_of.items():
-            new = fresh.get(ckey)
+        for jid, key in self._class_of.items():
+            new = fresh.get(key)
             cur = waits.get(jid)
             if new is None or cur is None:
                 continue
-            old = self._explained[ckey][0]
+            old = self._explained[key][0]
             if cur.reason != old.reason or not cur.detail.startswith(old.detail):
                 continue  # its wait was set by something else since
             waits[jid] = cur._replace(reason=new.reason, detail=new.detail + cur.detail[len(old.detail):],

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from mysched.cli.main import main
-from mysched.core.reasons import NODE_REJECTIONS
+from mysched.core.model.reasons import NODE_REJECTIONS
 
 SIM = "sim://?nodes=50&slots=8"
 ISSUE = ("issue #30: after one cycle on the full 50 x 8 farm, 441 of 538 waiting jobs wait node_type "
@@ -39,7 +39,6 @@ def _free(capsys, state) -> int:
     return doc["total_free"] + sum(doc["held"].values())
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE)
 def test_no_waiting_job_is_blamed_on_nodes_with_room_while_every_slot_is_taken(state, capsys):
     assert _free(capsys, state) == 0
     doc = _json(capsys, state, "jobs")
@@ -51,7 +50,6 @@ def test_no_waiting_job_is_blamed_on_nodes_with_room_while_every_slot_is_taken(s
     assert blamed == {}, f"of {doc['counts']['queued']} waiting jobs: {blamed}"
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE)
 def test_why_names_no_node_with_room_when_free_says_none(state, capsys):
     assert _free(capsys, state) == 0
     waiting = [j for j in _json(capsys, state, "jobs")["jobs"] if j["state"] != "R"]

@@ -18,11 +18,11 @@ from datetime import datetime, timedelta, timezone
 from hypothesis import strategies as st
 
 from mysched.config import config_from_text
-from mysched.core.config import Config
-from mysched.core.drain import Drain
-from mysched.core.model import Job, JobState, Node, NodeState, Queue, Snapshot
-from mysched.core.request import NodePart, Request
-from mysched.core.reservation import Reservation
+from mysched.core.settings import Config
+from mysched.core.hold.drains import Drain
+from mysched.core.model.batch import Job, JobState, Node, NodeState, Queue, Snapshot
+from mysched.core.model.request import NodePart, Request
+from mysched.core.hold.reservations import Reservation
 
 EPOCH = datetime(2026, 12, 1, tzinfo=timezone.utc)
 NOW = EPOCH.timestamp()

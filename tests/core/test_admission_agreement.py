@@ -17,13 +17,13 @@ import pytest
 
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.estimate import estimate_request
-from mysched.core.index import NodeIndex
-from mysched.core.model import Job, JobState, TraceJob
-from mysched.core.plan import Plan
+from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.model.batch import Job, JobState, TraceJob
+from mysched.core.model.plan import Plan
 from mysched.core.planner import POLICIES, plan
-from mysched.core.reasons import NODE_REJECTIONS
-from mysched.core.request import NodePart, Request
-from mysched.core.usage import Usage
+from mysched.core.model.reasons import NODE_REJECTIONS
+from mysched.core.model.request import NodePart, Request
+from mysched.core.share.usage import Usage
 from mysched.sim.violations import share_violations
 
 from .farmcases import ALL, EVERYWHERE, PLAIN, Case, Features, cases, make_case
@@ -96,9 +96,6 @@ def _explained_room(case: Case, p: Plan) -> list[str]:
     return wrong
 
 
-@pytest.mark.xfail(strict=True, reason="issue #30: a job is explained when it is tried (and the explanation kept "
-                   "for its class): later starts fill the nodes it counted 'with room', and it still waits "
-                   "queue_nodes/node_type/reserved/draining/downtime/pool_held/... on a farm with no room for it")
 @settings(max_examples=600, **RUN)
 @given(cases(ALL), st.sampled_from(POLICIES))
 # wn01 (4 cores, offline) is queue ded's only node, wn02 (4 cores) free: q0 (2 cores, ded) is tried first and
@@ -248,10 +245,6 @@ def test_a_whole_request_for_cores_on_one_node_starts_when_the_plain_job_does(ca
     assert _request_vs_plain(case, policy) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue #30: the whole-request path names no node-level reason: where the plain "
-                   "job waits queue_nodes/node_type/vo_node_limit/group_node_limit/packing/reserved/draining, the "
-                   "same job as a whole request waits no_free_slot ('0 of 1 node(s) with room now'), or downtime / "
-                   "loan_refused where the plain job's most-counted reason is another")
 @settings(max_examples=300, **RUN)
 @given(cases(ALL, max_queued=8), st.sampled_from(POLICIES))
 # q6 (atlsgm, queue sw, 3 cores): plain waits queue_nodes, as nodes=1:ppn=3:x86 no_free_slot

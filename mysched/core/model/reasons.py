@@ -72,6 +72,7 @@ class Reason(StrEnum):
 
     # a node's refusal only, never a job's wait (NODE_REFUSALS)
     NODE_DOWN = "node_down"
+    NODE_NAME = "node_name"
     NODE_PROPERTIES = "node_properties"
     NODE_MEMORY = "node_memory"
 
@@ -183,6 +184,7 @@ NODE_REJECTIONS: dict[Reason, str] = {
 
 NODE_REFUSALS: dict[Reason, str] = {
     Reason.NODE_DOWN: "down or offline",
+    Reason.NODE_NAME: "not the host the request names",
     Reason.NODE_PROPERTIES: "without a property the request asks for there",
     Reason.NODE_MEMORY: "too little memory left for the request",
 }

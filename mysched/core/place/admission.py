@@ -29,6 +29,7 @@ class Check(NamedTuple):
 
 
 CHECKS: tuple[Check, ...] = (
+    Check(Reason.NODE_NAME, "host is not None and ld.name != host"),
     Check(Reason.NODE_LOAD, "overloaded and ld.name in overloaded",
           "R.NODE_LOAD if ld.free >= cores else R.NO_FREE_SLOT"),
     Check(Reason.NODE_DOWN, "not ld.usable and (ld.name not in dt_closed or not by_name[ld.name].usable)"),
@@ -64,6 +65,8 @@ class Ask(NamedTuple):
     vmem: int = 0
     excl: bool = False
     props: frozenset = frozenset()
+    host: str | None = None
+    """The host a request's part names (None: any)."""
 
 
 class Gates(NamedTuple):
@@ -84,7 +87,7 @@ class Gates(NamedTuple):
     """The reason a node group the job may not use gives (queue_nodes or node_type)."""
 
 
-_UNPACK = ("    job, vo, cls, cores, groups, vmax, gmax, mem, vmem, excl, props = a\n"
+_UNPACK = ("    job, vo, cls, cores, groups, vmax, gmax, mem, vmem, excl, props, host = a\n"
            "    group, wall = job.group, job.walltime\n")
 
 

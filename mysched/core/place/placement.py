@@ -22,6 +22,11 @@ from mysched.core.rules.limits import JobRules
 from mysched.core.settings import PackingClass
 
 
+_NO_ROOM = frozenset({Reason.NODE_DOWN, Reason.NODE_NAME, Reason.NO_FREE_SLOT, Reason.NODE_PROPERTIES,
+                      Reason.NODE_MEMORY})
+"""A node's refusals that say it has no room for the job (not that a rule keeps it off room it has)."""
+
+
 class Explainer:
     """Why a job waits: every node's first refusal (`Admission.first`), counted by reason,
     and the reason that kept it off most nodes with room."""
@@ -45,7 +50,7 @@ class Explainer:
             counts[r] = counts.get(r, 0) + 1
             if r in self.details or r == Reason.RESERVED:
                 hit.setdefault(r, []).append(name)
-        roomy = {k: v for k, v in counts.items() if k not in (Reason.NODE_DOWN, Reason.NO_FREE_SLOT)}
+        roomy = {k: v for k, v in counts.items() if k not in _NO_ROOM}
         cores = ask.cores
         if roomy:
             reason = max(sorted(roomy), key=lambda k: roomy[k])
@@ -59,6 +64,10 @@ class Explainer:
         else:
             reason = Reason.NO_FREE_SLOT
             detail = f"no usable node has {cores} free core(s)"
+            for r, what in ((Reason.NODE_PROPERTIES, "lack a property it asks for"),
+                            (Reason.NODE_MEMORY, "lack the memory it asks for")):
+                if counts.get(r):
+                    detail += f"; {counts[r]} node(s) with the cores {what}"
         return Wait(job.id, reason, 0, 0.0, detail, counts)
 
 

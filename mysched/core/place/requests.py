@@ -106,7 +106,8 @@ class RequestPlacer:
             if ld.name in chosen:
                 return False
             a = base._replace(cores=cores, mem=req.mem_for(cores, total), vmem=req.vmem_for(cores, total),
-                              props=part.properties if part is not None else frozenset())
+                              props=part.properties if part is not None else frozenset(),
+                              host=part.host if part is not None else None)
             r = first(ld, a)
             if r is None:
                 return True
