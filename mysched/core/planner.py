@@ -40,7 +40,7 @@ from mysched.core.hold.gates import admission_for, cycle_of
 from mysched.core.hold.pools import Pools
 from mysched.core.hold.reservations import Reservation, Reservations, wants_reservation
 from mysched.core.model.batch import Job, JobState, Snapshot, id_order
-from mysched.core.model.request import Request
+from mysched.core.model.request import NodePart, Request
 from mysched.core.model.plan import Plan, Start, Wait
 from mysched.core.model.reasons import Reason
 from mysched.core.place.admission import Ask
@@ -134,6 +134,7 @@ class Planner:
             self.resv.holder)
         self.requests = RequestPlacer(index, board, self.admission, cy.keys_of)
         self._class_cache: dict[tuple, Wait] = {}
+        self._kind_max_of: dict[tuple[str, str, str], int] = {}
         self._explained: dict[tuple, tuple[Wait, Callable[[], Wait]]] = {}
         """Class key (or a job's own) -> the explanation its jobs got when tried, and how to
         explain it again."""
@@ -230,6 +231,12 @@ class Planner:
                     out.append((job.submit_time, job.id, job, vo))
             elif job.cores > max_slots:  # too_large, or nodes_down when a node down or offline is wide enough
                 self.wait(job, *self.requests.too_large(job, vo))
+            elif job.cores > self._kind_max(job.queue, vo, job.group):  # as a request's: never_fits, nodes_down
+                why = self.requests.never_fits(job, vo, Request((NodePart(1, job.cores),)))
+                if why is not None:
+                    self.wait(job, why[0], vo, detail=why[1])
+                else:
+                    out.append((job.submit_time, job.id, job, vo))
             else:
                 out.append((job.submit_time, job.id, job, vo))
         out.sort()
@@ -244,6 +251,16 @@ class Planner:
                 out[i:k] = sorted(out[i:k], key=lambda x: id_order(x[1]))
             i = k
         return [(j, vo) for _, _, j, vo in out]
+
+    def _kind_max(self, queue: str, vo: str, group: str) -> int:
+        """The most slots of a node up that a job of (queue, VO, group) may use."""
+        k = (queue, vo, group)
+        got = self._kind_max_of.get(k)
+        if got is None:
+            key_max = self.cy.index.key_max
+            got = self._kind_max_of[k] = max((key_max.get(key, 0) for key in self.cy.keys_of(queue, vo, group)),
+                                             default=0)
+        return got
 
     def rules(self, queue: str, vo: str, group: str) -> JobRules:
         """The limits and candidate node groups of a (queue, VO, group), worked out once (kept

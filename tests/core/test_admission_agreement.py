@@ -253,9 +253,6 @@ def test_a_whole_request_for_cores_on_one_node_waits_for_the_plain_jobs_reason(c
     assert _request_vs_plain(case, policy, "reason") == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue #30: the plain path checks only the largest usable node of the whole "
-                   "farm (too_large), the whole-request path the nodes the job may use (never_fits, nodes_down): a "
-                   "6-core job whose queue's only node has 1 core waits queue_nodes for ever, as a request never_fits")
 @settings(max_examples=200, **RUN)
 @given(cases(ALL, max_queued=8), st.sampled_from(POLICIES))
 # wn01 (1 core, down) is queue sw's only node, wn02 has 8 cores free: q0 (lhcb, sw, 6 cores) waits queue_nodes;

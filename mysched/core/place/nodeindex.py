@@ -111,6 +111,11 @@ class NodeIndex:
         self.pool_guardable = guardable
         """Pool hosts some consumer of their pool may use (only these are guarded for it)."""
         self.pool_keys = list(keys)
+        self.key_max: dict[NodeKey, int] = {}
+        """Node group key -> the most slots of its nodes that are not down or offline."""
+        for e in entries:
+            if e.counted and e.node.slots > self.key_max.get(e.key, 0):
+                self.key_max[e.key] = e.node.slots
         self.total_slots = total
         self.max_slots = max_slots
         self.usable_free = {e.node.name: e.node.slots for e in entries if e.usable and e.node.state is NodeState.FREE}
