@@ -150,3 +150,33 @@ def test_the_command_line_loads_heavy_libraries_only_for_the_commands_that_use_t
             "{'sqlalchemy', 'matplotlib', 'prometheus_client', 'apscheduler', 'psycopg2'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+import io  # noqa: E402 - kept with the test below that reads docstrings and comments
+import re  # noqa: E402
+import tokenize  # noqa: E402
+
+RUN_LOG = (r"\b\d+ x \d+\b", r"\bseeds? [1-9]", r"\b\d+(\.\d+)? points\b", r"\d ?% to \d",
+           r"\b(SDSC|CTC|KTH|LPC|HPC2N|LANL|LLNL|OSC|CEA)-\w")
+"""What gives a simulation run away: a farm size (50 x 8), a seed, occupancy points, a
+before/after percentage, a named trace."""
+
+
+def run_logs(source: str) -> list[str]:
+    """The docstrings and comments of `source` that carry a simulation run's set-up or figures."""
+    texts = [n.value.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Expr)
+             and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)]
+    texts += [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
+    return [t for t in texts if any(re.search(p, t) for p in RUN_LOG)]
+
+
+def test_the_core_keeps_its_experiment_logs_in_docs_design():
+    """A docstring says the rule and why; the runs that chose it (farm, seeds, figures) live in
+    docs/design/, which it names. Before issue #30 drains.py, reservations.py, score.py and
+    pools.py carried them inline, where no one could rerun or update them."""
+    assert run_logs('"""Cut the wait 0.6 h (50 x 8, seeds 1-4)."""\n# on SDSC-SP2: 84 % to 92 %\n')
+    for path in (PKG / "core").rglob("*.py"):
+        logs = run_logs(path.read_text())
+        assert not logs, f"{path.relative_to(REPO)}: move to docs/design/: {logs[0][:200]!r}"
+    for note in sorted({m for p in PKG.rglob("*.py") for m in re.findall(r"docs/design/[\w.-]+\.md", p.read_text())}):
+        assert (REPO / note).is_file(), f"{note} is named in a docstring but does not exist"

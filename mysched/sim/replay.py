@@ -211,7 +211,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             break
         if progress is not None and t >= next_progress:
             # Half the submissions' time, half the work done: the drain-out after the last
-            # submission (a third of the run's wall time, synthetic 50 x 8) is no longer 100 %.
+            # submission (a good part of the run's wall time) is no longer shown as 100 %.
             half = min(1.0, (t - t0) / max(1.0, span_end - t0))
             progress(min(0.999, (half + (acc["work"] / work if work else half)) / 2))
             next_progress = t + (span_end - t0) / 1000.0

@@ -202,8 +202,8 @@ class BelowGuarantee:
     def cycle(self, p: Plan, vo_of: dict[str, tuple], t: float, started: Iterable[str]) -> None:
         """After a cycle's starts (to the VOs `started`): which waiting jobs the plan `p` held by
         their VO's own caps (`vo_of`: job id -> (..., VO)), when a VO below its guarantee has
-        had jobs come, start or end since the plan was last read (a VO at its cap leaves thousands
-        of waits a cycle: reading them every cycle cost 10 % of a replay where two VOs waited so)."""
+        had jobs come, start or end since the plan was last read: a VO at its cap leaves thousands
+        of waits a cycle, too many to read every cycle (docs/design/simulator.md)."""
         stale = self._stale
         stale.update(started)  # its starts may have taken a VO to its cap
         if self.caps and any(vo in stale and self.running.get(vo, 0) < g and self.waiting(vo, t) > 0

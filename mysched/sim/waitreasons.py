@@ -2,10 +2,11 @@
 gave the waiting jobs (`mysched.core.model.reasons`), so a run with a low occupancy or long waits
 names its cause ("vo_limit": the VOs' max_running) instead of leaving the site to guess.
 
-Counting every waiting job's reason at every cycle cost 8 % of the embedded run (4.5 million
-waits), so the plans are sampled: about `SAMPLES` over the submissions, at cycles. The
+Counting every waiting job's reason at every cycle costs a noticeable part of a run, so the
+plans are sampled: about `SAMPLES` over the submissions, at cycles. The
 job-seconds waited between two samples -- exact, integrated as the farm's queue changes -- are
 split by the reasons of the earlier sample (the later one when the earlier had none waiting).
+Measured costs and alternatives: docs/design/simulator.md.
 """
 
 from __future__ import annotations
@@ -38,9 +39,8 @@ class WaitReasons:
 
     def observe(self, p: Plan, now: float) -> None:
         """A cycle's plan at `now`: sampled when `step` has passed since the last sample, or at
-        once when the last sample saw nobody wait and jobs have waited since (on a farm that is
-        seldom full, the sparse samples saw no wait and 57 % of LPC-EGEE's job-hours had no
-        reason)."""
+        once when the last sample saw nobody wait and jobs have waited since: on a farm that is
+        seldom full, sparse samples see no wait and leave most job-hours without a reason."""
         if now - self._at < self.step and not (not self._last and p.waits and self.waited > self._mark):
             return
         counts = Counter(map(_REASON, p.waits.values()))

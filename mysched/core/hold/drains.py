@@ -5,41 +5,29 @@ Pilots that all request the queue's maximum walltime gain nothing from backfill:
 reservation computed from requested walltimes lies days ahead. So while jobs of at least
 `drain.min_cores` cores wait for room, nodes are drained: a draining node takes no job
 smaller than that, so it empties as its jobs end -- except one that ends, by its requested
-walltime, before the jobs already there are expected to (EASY backfill inside the drain: on
-the synthetic workload with half the production work in 8-core jobs, on 50 x 8 slots, it cut
-the idle slot-seconds of draining nodes from 4.5 % to 1.0 % and raised occupancy from 84 % to
-92 %). Those jobs are expected to run as long again as they have run, at most to their
-requested walltime (`drain.backfill = "expected"`, the default): taken to run to their request
--- 90 h for pilots that all ask the queue's maximum -- they let backfill refill a draining node
-for days, and the partition sat at `max_draining` with a few nodes serving multi-core jobs
-(50 x 8, event-driven, seeds 1-4: "expected" had every seed's 8-core/1-core wait ratio lower,
-3.6 against 5.8 on average, and occupancy 1.3 points higher; "requested" keeps single-core
-waits shorter while multi-core jobs starve).
+walltime, before the jobs already there are expected to (EASY backfill inside the drain, so
+draining nodes do not sit idle). Those jobs are expected to run as long again as they have
+run, at most to their requested walltime (`drain.backfill = "expected"`, the default): taken
+to run to their request, pilots asking the queue's maximum let backfill refill a draining node
+for days while multi-core jobs starve.
 At most `drain.rate` nodes start draining per hour and at most `drain.max_draining` drain at
 once -- up to that many even for one waiting job: which node empties first is not known, so
-several race and the first with room serves it (drawing only as many as jobs wait, less the
-nodes draining or reserved for them, raised the 8-core/1-core wait ratio from 2.9 to 9.3 and
-lost 1.4 points of occupancy on 50 x 8, seed 1, event-driven; seed 3 lost 2.2 points more),
-and nodes running multi-core jobs count among them (counting only the nodes still emptying let
-the partition outgrow half the farm: seed 1 lost 3.6 points more, seed 3 5.0, and the 8-core
-mean wait rose there from 6.7 h to 8.5 h);
+several race and the first with room serves it -- and nodes running multi-core jobs count
+among them, so the partition does not outgrow the cap;
 the nodes chosen waste least: fewest busy cores times the time each job is expected to
 run on, then fewest busy cores. A job is expected to run as long again as it has run, but not
 past its requested walltime: batch job lifetimes are heavy-tailed, so one that has run long
 will likely run long yet (Downey, 1997), and pilots all request the queue's maximum, so the
-requested time alone would pick the nodes whose jobs have run longest -- the slowest to drain
-(on the synthetic workload with half the production work in 8-core jobs, 50 x 8 slots, seeds
-1-4 and 60-s or event-driven cycles, the mixed run's occupancy rose 1.6 points on average and
-the 8-core mean wait fell from 14.7 h to 13.2 h; taking instead the median or mean remaining
-run time of the group's finished jobs that ran longer than this one has, seeds 1 and 3,
-event-driven: seed 1's ratio 2.96 / 2.59 against 2.88, seed 3's whole-run occupancy 2.8 points
-lower -- not adopted). A node drained far enough for a waiting
+requested time alone would pick the nodes whose jobs have run longest -- the slowest to drain.
+A node drained far enough for a waiting
 multi-core job is kept for such jobs `drain.keep` seconds; it leaves the partition when the
 keep runs out with no multi-core job started there (a node running multi-core jobs stays:
 when they end it is free for the next), or at once when no multi-core job waits any more.
 
 The drain state is carried from plan to plan (`Plan.drains` in, the next plan's `drains`
 argument), as reservations are; the planner holds no state of its own.
+
+Measured alternatives: docs/design/drain.md.
 """
 
 from __future__ import annotations

@@ -296,8 +296,8 @@ class Pools:
 
     def prefer(self, job: Job, vo: str) -> set[str] | None:
         """The guarded hosts of the pools where `job` is an owner within its guarantee: it
-        goes there first, so it does not take room others could use. (Sending loans there
-        first, too, was tried: on 20 x 32 it cost occupancy and let a burst wait longer.)"""
+        goes there first, so it does not take room others could use; loans are not sent there
+        first. Measured alternatives: docs/design/pools.md."""
         out: set[str] | None = None
         for b in self.books.values():
             if b.gates and b.room(b.consumer(job.queue, vo, job.group)) > 0:

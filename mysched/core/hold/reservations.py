@@ -7,13 +7,12 @@ running there (and of the jobs this cycle starts), and those nodes. Until then, 
 reserved takes only jobs that will end -- by their requested walltime -- before the
 reservation starts (EASY backfill, as MAUI's RESERVATIONDEPTH or Slurm's backfill), so the
 reserved job is never pushed back by a later one. A reservation of nodes keeps them from
-cycle to cycle -- moving it whenever another set looked a minute earlier by requested walltimes
-was worse (50 x 8, half the work in 8-core jobs, event-driven: seed 1's 8-core/1-core wait
-ratio 2.88 -> 3.32, seed 3's occupancy 1.4 points lower) -- unless a scheduled downtime comes in
-its way there. A ``procs`` request (cores anywhere) is
-promised a number of cores, as EASY's processors: its nodes are those that free up rather than
-those free now, which stay open to backfill of any length (EASY's extra nodes), and each cycle
-it moves to the set that starts it earliest and holds the fewest cores free now.
+cycle to cycle, even when another set looks a minute earlier by requested walltimes (moving
+then measured worse), unless a scheduled downtime comes in its way there. A ``procs`` request
+(cores anywhere) is promised a number of cores, as EASY's processors: its nodes are those that
+free up rather than those free now, which stay open to backfill of any length (EASY's extra
+nodes), and each cycle it moves to the set that starts it earliest and holds the fewest cores
+free now.
 
 A single-core job takes the next free slot at its turn anyway: it gets no reservation.
 Memory and per-node limits are not part of the estimate (the nodes' cores are).
@@ -23,11 +22,12 @@ order: a multi-core job refused in the order takes a reservation only if no olde
 job (hot-list jobs count as older) without one may still need it, and after the cycle's starts
 the depth left goes to the longest-waiting multi-core jobs that wait for capacity. Given in
 the share order, the depth went to the lightest users' wide jobs again and again, and a VO
-above its share had its wide jobs wait until nobody else's did (on SDSC-SP2, 64-core jobs of
-the heaviest group waited up to 74 days). A job holding a reservation is then tried before
-the fair-share order -- after the hot list and the VOs below their guarantee -- so it starts
+above its share had its wide jobs wait until nobody else's did. A job holding a reservation
+is then tried before the fair-share order -- after the hot list and the VOs below their guarantee -- so it starts
 as soon as room opens (requested walltimes are long, jobs end early), not only when its
 reservation comes due (EASY tries its head first).
+
+Measured alternatives: docs/design/reservations.md.
 """
 
 from __future__ import annotations

@@ -14,11 +14,8 @@ if TYPE_CHECKING:
 def keeps_whole(cfg: Config) -> bool:
     """With the multi-core partition on, a job goes to a node that already runs something
     before an empty one (HTCondor's depth-first filling): single-core work spread over empty
-    nodes leaves no node whole for a multi-core job but by draining. On the synthetic workload
-    with half the production work in 8-core jobs (50 x 8, event-driven, seeds 1-4) it raised
-    the mixed run's occupancy 1.3 points on average (seed 3: 3.8) and cut the 8-core mean wait
-    0.6 h; on 20 x 32 (seed 1) occupancy was 0.3 points lower. Diversity ranks next, among
-    busy nodes: it moved by less than 0.01 in those runs."""
+    nodes leaves no node whole for a multi-core job but by draining. Diversity ranks next,
+    among busy nodes. Measured alternatives: docs/design/placement-score.md."""
     return cfg.drain.on
 
 

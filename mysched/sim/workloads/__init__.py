@@ -66,8 +66,7 @@ def split_multicore(workload: list[TraceJob]) -> list[TraceJob]:
     owner and walltime, and 1/N of its memory: the same work without the shape (all cores on
     one node, or a multi-node request), so that a run beside the unsplit one shows what the
     shape alone costs. (A synthetic workload generated with another `--mcore-fraction` is
-    another draw: for one seed its core-hours differed by -14 % to +21 % on 50 x 8 and
-    20 x 32.)"""
+    another draw, whose core-hours differ: docs/design/simulator.md.)"""
     out: list[TraceJob] = []
     for tj in workload:
         job = tj.job
