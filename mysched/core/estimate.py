@@ -77,7 +77,7 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
         return Estimate(None, False, f"too few usable cores may run it (procs={procs}: the nodes it may use have "
                         f"{sum(usable.values())} core(s) in all)", 0)
     # the jobs ahead may run on any node the target may use, not only on those that serve it
-    per_node, unknown, competing = _core_times({n.name: n.slots for n in mine} | usable, keys, running, ahead,
+    per_node, unknown, competing, overdue = _core_times({n.name: n.slots for n in mine} | usable, keys, running, ahead,
                                                config, now)
     per_node = {name: per_node[name] for name in usable}
     held = _hold(per_node, usable, reserved)
@@ -118,6 +118,10 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
     why = "from requested walltimes of running jobs and of the jobs ahead of it"
     if not exact:
         why += f" (uncertain: {unknown} job(s) without walltime never free their cores in this estimate)"
+    if overdue:
+        exact = False
+        why += (f"; {overdue} job(s) on the nodes it may use run past their requested walltime: their cores free "
+                "when they end, at any moment")
     if held:
         why += f"; {len(held)} node(s) reserved for other jobs are kept for them"
     if sum(p.count for p in parts) > 1 or procs:
@@ -144,20 +148,27 @@ def _unserved(part: NodePart, have: int, nodes: list[Node], keys: dict[str, Node
 
 def _core_times(usable: dict[str, int], keys: dict[str, NodeKey], running: Iterable[Job],
                 ahead: Sequence[tuple[Job, str]], config: Config, now: float
-                ) -> tuple[dict[str, list[float]], int, int]:
+                ) -> tuple[dict[str, list[float]], int, int, int]:
     """Per node of `usable` (name -> slots), the sorted times its cores become free; how many
-    jobs never free theirs (no walltime); how many jobs ahead compete for these nodes."""
+    jobs never free theirs (no walltime); how many jobs ahead compete for these nodes; how many
+    run past their requested walltime (their cores free when they end: any moment after now,
+    not now -- they hold them yet, and the planner starts nothing on them)."""
     free_at: dict[str, list[float]] = {name: [] for name in usable}
-    unknown = 0
+    unknown = overdue = 0
+    soon = math.nextafter(now, math.inf)
     for r in running:
         start = r.start_time if r.start_time is not None else now
         end = start + r.walltime if r.walltime else math.inf
         alone = r.request is not None and r.request.exclusive  # its nodes run nothing else
-        if math.isinf(end) and any(name in free_at for name, _ in r.placement):
+        mine = any(name in free_at for name, _ in r.placement)
+        if math.isinf(end) and mine:
             unknown += 1  # once a job, not a node
+        if end <= now:
+            overdue += mine
+            end = soon
         for name, c in r.placement:
             if name in free_at:
-                free_at[name].extend([max(end, now)] * (usable[name] if alone else c))
+                free_at[name].extend([end] * (usable[name] if alone else c))
     for name, slots in usable.items():
         ts = free_at[name]
         ts.extend([now] * max(0, slots - len(ts)))
@@ -187,7 +198,7 @@ def _core_times(usable: dict[str, int], keys: dict[str, NodeKey], running: Itera
         per_node[name].append(t)
     for ts in per_node.values():
         ts.sort()
-    return per_node, unknown, competing
+    return per_node, unknown, competing, overdue
 
 
 def _hold(per_node: dict[str, list[float]], usable: dict[str, int],

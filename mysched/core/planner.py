@@ -442,6 +442,7 @@ class Planner:
     def _finish(self) -> None:
         out, board, cy = self.out, self.board, self.cy
         out.reservations = self.resv.made
+        out.holds = self.resv.first_holds
         out.drains = self.drains.made
         out.node_classes = board.node_classes
         out.downtimes = self.dt.windows

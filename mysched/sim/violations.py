@@ -57,17 +57,28 @@ def share_violations(p: Plan, snap: Snapshot, config: Config, farm: SimulatedFar
             lst.append(j)
     admission, board = as_planned(p, snap, config, index)
     usages, admits = board.usages, admission.admits
-    asks: dict[tuple, Ask] = {}
+    asks: dict[tuple, Ask | None] = {}
 
-    def ask(j: Job, vo: str) -> Ask:
-        k = (j.queue, vo, j.group, j.user, j.cores)
-        a = asks.get(k)
-        if a is None:
+    def ask(j: Job, vo: str) -> Ask | None:
+        """What `j` asks of one node; None for a request of several nodes or cores anywhere,
+        which no single node's room decides."""
+        req = j.request
+        k = (j.queue, vo, j.group, j.user, j.cores, req)
+        a = asks.get(k, False)
+        if a is False:
             r = index.rules(j.queue, vo, j.group)
             pc = index.job_class(j.queue, vo, j.group, j.user) if index.packing else None
-            a = asks[k] = Ask(j, vo, pc.name if pc else None, j.cores, [board.groups[key] for key in r.keys],
-                              r.vo_node_max, r.group_node_max)
-        return a._replace(job=j)
+            a = Ask(j, vo, pc.name if pc else None, j.cores, [board.groups[key] for key in r.keys],
+                    r.vo_node_max, r.group_node_max)
+            if req is not None and not req.simple:
+                if len(req.parts) != 1 or req.parts[0].count != 1 or req.procs:
+                    a = None
+                else:
+                    part = req.parts[0]
+                    a = a._replace(cores=part.ppn, mem=req.mem_for(part.ppn, req.cores), props=part.properties,
+                                   vmem=req.vmem_for(part.ppn, req.cores), excl=req.exclusive, host=part.host)
+            asks[k] = a
+        return a._replace(job=j) if a is not None else None
 
     running = dict(vo_running)
     count = 0
@@ -87,7 +98,8 @@ def share_violations(p: Plan, snap: Snapshot, config: Config, farm: SimulatedFar
                     if k in seen:
                         continue
                     seen.add(k)
-                    if admits(ld, ask(j, vo)):
+                    a = ask(j, vo)
+                    if a is not None and admits(ld, a):
                         count += 1
                         break
                 else:

@@ -13,7 +13,6 @@ from dataclasses import replace
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-import pytest
 
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.estimate import estimate_request
@@ -120,10 +119,6 @@ def _farm(case: Case) -> SimulatedFarm:
     return farm
 
 
-@pytest.mark.xfail(strict=True, reason="issue #30: share_violations' fits() judges a waiting whole request as its "
-                   "cores on the one node of the start (nodes=2:ppn=3 'fits' a node with 6 free cores), and reads "
-                   "reservations from the plan's end, not the ones the planner refused jobs by (released later in "
-                   "the cycle when the reserved job waits for a limit or a drain)")
 @settings(max_examples=600, **RUN)
 @given(cases(Features(request_every=2)), st.dictionaries(st.sampled_from(("atlas", "cms", "lhcb", "others")),
                                                          st.sampled_from((0.0, 10.0, 1e4, 1e6)), max_size=4))
@@ -184,8 +179,6 @@ def test_the_estimate_says_now_exactly_when_the_planner_starts_the_job_alone(cas
     assert _estimate_vs_plan(_in_time(case)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue #30: the estimate takes the cores of a job running past its requested "
-                   "walltime as free now (max(end, now)), so `when` says 'now' for a job the planner does not start")
 @settings(max_examples=200, **RUN)
 @given(cases(PLAIN))
 # wn02 (2 cores) runs r1, started 20 h ago asking 10 min: q0 (1 core) is estimated to start now; the planner

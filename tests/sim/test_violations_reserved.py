@@ -30,6 +30,7 @@ def _count(cfg_text: str, big_group: str = "over") -> int:
     p.starts.append(Start("o1", (("wn01", 1),), "fairshare", "over", "over", "z", "q", 1, 3))
     p.waits.update({"big": Wait("big", "no_free_slot", 1), "b1": Wait("b1", "reserved", 2)})
     p.reservations["big"] = Reservation("big", NOW + 1000, ("wn01",))
+    p.holds["wn01"] = (NOW + 1000, "big", 6, big_group, big_group)  # what the plan's starts met there
     farm = SimpleNamespace(vo_running={"over": 7}, vo_queued={"over": 2, "below": 1}, free={"wn01": 1})
     return share_violations(p, snap, cfg, farm, {"below": 4, "over": 0}, NodeIndex().get(cfg, nodes))
 

@@ -92,6 +92,9 @@ class Reservations:
         self.shares = shares
         self.picker = Picker(cy, board, dt)
         self.made: dict[str, Reservation] = {}
+        self.first_holds: dict[str, tuple] = {}
+        """Node -> the first hold put on it in this plan (`Plan.holds`): what the starts met there,
+        even if the reservation is dropped or released later in the plan."""
         """Job id -> its reservation in this plan (`Plan.reservations`)."""
         self.depth = cy.cfg.reservation_depth if cy.policy != "fifo" else 0
         self.on = self.depth > 0
@@ -112,16 +115,9 @@ class Reservations:
         self._resv_horizon = self.cy.now + horizon(self.cy.cfg.max_walltime, self.cy.snap.queues)
         """No reservation starts later (`mysched.core.rules.walltimes`)."""
 
-    def as_planned(self, made: dict[str, Reservation], jobs: dict[str, Job]) -> None:
-        """The reservations a plan made, holding their nodes as when its starts met them (a
-        node's first reservation), to ask after the fact what they refused."""
-        vo_of = self.cy.index.vo_of
-        for res in made.values():
-            rj = jobs.get(res.job_id)
-            vo, group = (rj.vo or vo_of(rj.group), rj.group) if rj is not None else (None, None)
-            needs = reserved_cores(rj, res.nodes) if rj is not None else [None] * len(res.nodes)
-            for n, need in zip(res.nodes, needs):
-                self.nodes.setdefault(n, (res.start, res.job_id, need, vo, group))
+    def as_planned(self, holds: dict[str, tuple]) -> None:
+        """The holds a plan's starts met (`Plan.holds`), to ask after the fact what they refused."""
+        self.nodes.update(holds)
 
     def set_order(self, jobs: list[tuple[Job, str]]) -> None:
         """The jobs in the order the depth goes by under the share order (hot list, then the
@@ -293,6 +289,7 @@ class Reservations:
         for n, need in zip(nodes, reserved_cores(job, nodes)):  # a released node stays closed this cycle
             held[n] = (-math.inf, job.id, None, vo, job.group) if held.get(n, (0.0,))[0] == -math.inf else \
                 (start, job.id, need, vo, job.group)
+            self.first_holds.setdefault(n, held[n])
         self.depth -= 1
         self.cy.wake(start)
 

@@ -71,6 +71,10 @@ class Plan:
     """Slots in use when the cycle began (before `starts`)."""
     free_slots: int = 0
     """Free usable slots left after `starts`."""
+    holds: dict[str, tuple] = field(default_factory=dict)
+    """Node -> the first reservation hold put on it in this plan (start, job id, cores it needs
+    there, VO, group): what the plan's starts met there, a reservation it dropped or whose job
+    started included (`reservations` lists those it hands on)."""
     node_classes: dict[str, str] = field(default_factory=dict)
     """Packing: node name -> job class holding it (exclusive reservations only)."""
     policy: str = "mysched"

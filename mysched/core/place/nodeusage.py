@@ -49,7 +49,7 @@ class NodeUsage:
         c.name, c.slots, c.cap, c.free, c.used, c.njobs = self.name, self.slots, self.cap, self.free, self.used, self.njobs
         c.users, c.vos, c.groups, c.classes = dict(self.users), dict(self.vos), dict(self.groups), dict(self.classes)
         c.class_times = {k: list(v) for k, v in self.class_times.items()} if self.class_times else {}
-        c.key, c.pool, c.reserved, c.usable = self.key, None, None, self.usable
+        c.key, c.pool, c.reserved, c.usable = self.key, self.pool, None, self.usable
         c.mem, c.mem_used, c.excl = self.mem, self.mem_used, self.excl
         c.vmem, c.vmem_used = self.vmem, self.vmem_used
         return c

@@ -224,6 +224,7 @@ class Tally:
                         if e is None:
                             continue  # a node the server does not list
                         ld = loads[name] = NodeUsage(e[0], e[2], e[3])
+                        ld.pool = self.pools[e[2]]  # its node group: read by the checks of a plan
                     touched[name] = ld
                     # take the node's part out of the totals; put it back once changed
                     if by_name[name][4]:
