@@ -76,7 +76,7 @@ def run_prune(args: argparse.Namespace) -> int:
     from mysched.config import load_config
     from mysched.config.values import keep_problems
     from mysched.core.settings import Config
-    from mysched.history.locate import database_url
+    from mysched.history.dbchoice import database_url
     from mysched.history.retention import kept, prune
     from mysched.history.store import Store, sqlite_file
 
@@ -110,7 +110,7 @@ def run_prune(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     from mysched.history.ingest import FINISHED_AFTER, ingest_accounting
-    from mysched.history.locate import database_url
+    from mysched.history.dbchoice import database_url
     from mysched.history.store import Store, in_memory
 
     choice = database_url(args.db, args.config)
@@ -167,7 +167,7 @@ def suspect_rows(records: list[dict]) -> list[dict]:
 
 def run_suspects(args: argparse.Namespace) -> int:
     from mysched.cli.textout import dump_json, table
-    from mysched.history.locate import database_url
+    from mysched.history.dbchoice import database_url
     from mysched.history.store import Store, sqlite_file
 
     choice = database_url(args.db, args.config)

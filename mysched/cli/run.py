@@ -119,9 +119,9 @@ def run(args: argparse.Namespace) -> int:
     store = None
     ingest = None
     if not args.no_db:
-        from mysched.history.feed import AccountingFeed
+        from mysched.history.accountingfeed import AccountingFeed
         from mysched.history.ingest import path_kind
-        from mysched.history.locate import database_url
+        from mysched.history.dbchoice import database_url
         from mysched.history.store import Store
         from mysched.history.urls import make_sqlite_dir
 

@@ -352,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
             config = _with_pack(config, args.pack, args.pack_policy, pack_ttl)
         for policy in (list(POLICIES) if args.compare else [args.policy]):
             runs.append((policy, config, policy))
-    from mysched.sim.fit import idle_settings
+    from mysched.sim.workloadfit import idle_settings
 
     for note in idle_settings(runs[0][1], workload):
         warn(note)

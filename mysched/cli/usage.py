@@ -44,7 +44,7 @@ def run_usage(args: argparse.Namespace) -> int:
     # here, not at the top: every command's module is imported to build the parser, and
     # SQLAlchemy costs 20 MB and a tenth of a second that `jobs` or `bench` should not pay
     from mysched.cli.common import config_or_default
-    from mysched.history.locate import database_url
+    from mysched.history.dbchoice import database_url
     from mysched.history.store import Store, sqlite_file
 
     # Without -c there is no site mapping: the embedded example's would put every group it does

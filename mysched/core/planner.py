@@ -135,7 +135,7 @@ class Planner:
         self.requests = RequestPlacer(index, board, self.admission, cy.keys_of)
         self._class_cache: dict[tuple, Wait] = {}
         self._kind_max_of: dict[tuple[str, str, str], int] = {}
-        self._explained: dict[tuple, tuple[Wait, Callable[[], Wait]]] = {}
+        self._explained: dict[tuple, tuple[Wait, Callable[[], Wait], bool]] = {}
         """Class key (or a job's own) -> the explanation its jobs got when tried, and how to
         explain it again."""
         self._class_of: dict[str, tuple] = {}
@@ -345,8 +345,10 @@ class Planner:
         if got is None or isinstance(got, str):
             got = placer.place(job, vo, cls, rules, req)
         if isinstance(got, str):
-            w = self._request_wait(job, vo, rules, cls, req, got)
-            self._explaining(job, key, mine, w, lambda: self._request_wait(job, vo, rules, cls, req))
+            # its words decide this cycle's reservation (as ever); the end of the cycle explains
+            # it node by node where it asks for one node, as a plain job's wait is
+            w = self._request_wait(job, vo, rules, cls, req, got, by_node=False)
+            self._explaining(job, key, mine, w, lambda: self._request_wait(job, vo, rules, cls, req), True)
             self.wait(job, w.reason, vo, w.detail, w.nodes_rejected)
             return w.reason
         total = job.cores
@@ -356,7 +358,7 @@ class Planner:
         return None
 
     def _request_wait(self, job: Job, vo: str, rules: JobRules, cls: str | None, req: Request,
-                      why: str | None = None) -> Wait:
+                      why: str | None = None, by_node: bool = True) -> Wait:
         """Why a whole request does not fit now. On one node, as a plain job's wait: each node's
         first refusal, counted (`Explainer`), the request's own words beside. On several nodes,
         its words, and a downtime or guarantee pool that refused nodes with room named."""
@@ -366,7 +368,7 @@ class Planner:
             placer.refused_nodes.clear()
             got = placer.place(job, vo, cls, rules, req)
             why = got if isinstance(got, str) else f"{req}: room for it now"  # (at the end of the cycle: rare)
-        if len(req.parts) == 1 and req.parts[0].count == 1 and not req.procs:
+        if by_node and len(req.parts) == 1 and req.parts[0].count == 1 and not req.procs:
             part = req.parts[0]
             w = self.explainer.explain(job, vo, Ask(
                 job, vo, cls, part.ppn, rules.groups, rules.vo_node_max, rules.group_node_max,
@@ -387,14 +389,16 @@ class Planner:
                 why += f"; {pooled[reason]} node(s) with room refused it ({self.pools.detail(job, vo, reason)})"
         return Wait(job.id, reason, 0, 0.0, why, None)
 
-    def _explaining(self, job: Job, key: tuple, mine: bool, w: Wait, again: Callable[[], Wait]) -> None:
+    def _explaining(self, job: Job, key: tuple, mine: bool, w: Wait, again: Callable[[], Wait],
+                    always: bool = False) -> None:
         """Keep a job's explanation -- for its class, unless its own reservation made it its
-        own -- and how to explain it again at the end of the cycle."""
+        own -- and how to explain it again at the end of the cycle (`always`: even if no node
+        had room for it when tried)."""
         if not mine:
             self._class_cache[key] = w
         else:
             key = ("job", job.id)
-        self._explained.setdefault(key, (w, again))
+        self._explained.setdefault(key, (w, again, always))
         self._class_of[job.id] = key
 
     def _take(self, job: Job, vo: str, pc: PackingClass | None, ld: NodeUsage, cores: int, mem: int = 0,
@@ -426,7 +430,8 @@ class Planner:
         if not self._explained:
             return
         # no node had room when tried: none has at the end (starts take room, none gives it back)
-        fresh = {key: again() for key, (w, again) in self._explained.items() if w.reason != Reason.NO_FREE_SLOT}
+        fresh = {key: again() for key, (w, again, always) in self._explained.items()
+                 if always or w.reason != Reason.NO_FREE_SLOT}
         waits = self.out.waits
         for jid, key in self._class_of.items():
             new = fresh.get(key)

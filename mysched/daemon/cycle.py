@@ -22,7 +22,7 @@ from mysched.core.model.plan import Plan, Start
 from mysched.core.planner import NodeIndex, plan
 from mysched.backends.protocol import BatchServer
 from mysched.daemon.backlog import Backlog
-from mysched.daemon.carry import carried
+from mysched.daemon.restartstate import carried
 from mysched.daemon.outcome import CycleOutcome, Phases
 from mysched.daemon.statusfile import publish_status, with_key, write_status
 from mysched.core.share.usage import UsageLedger

@@ -26,9 +26,9 @@ from mysched.core.share.usage import UsageLedger
 from mysched.sim.result import BelowGuarantee, SimOptions, SimResult
 from mysched.sim.violations import share_violations
 from mysched.sim.poolstats import PoolWatch
-from mysched.sim.poolfit import pool_causes
+from mysched.sim.emptypools import pool_causes
 from mysched.sim.waitreasons import SAMPLES, WaitReasons, caps
-from mysched.sim.fit import closed_nodes, closed_spans, larger_than_farm
+from mysched.sim.workloadfit import closed_nodes, closed_spans, larger_than_farm
 
 
 def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], opts: SimOptions = SimOptions(),

@@ -297,7 +297,7 @@ def test_a_full_disk_keeps_the_last_good_status_file(tmp_path, monkeypatch, caps
 def test_a_status_file_written_in_the_future_is_not_carried_over(tmp_path):
     """The daemon carries reservations over from a status file no older than ten intervals:
     one dated 10 years ahead (a clock set wrong) was 'fresh' for 10 years."""
-    from mysched.daemon.carry import carried
+    from mysched.daemon.restartstate import carried
     from mysched.daemon.statusfile import read_status
     from mysched.errors import StatusError
 

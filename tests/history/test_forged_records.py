@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from mysched.cli.main import main
 from mysched.daemon.metrics import Metrics
 from mysched.history.logread import Inside, iter_file
-from mysched.history.feed import DAY, AccountingFeed
+from mysched.history.accountingfeed import DAY, AccountingFeed
 from mysched.history.ingest import ingest_accounting
 
 from .helpers import both

@@ -11,7 +11,7 @@ from mysched.backends.sim import farm as simfarm
 from mysched.backends.sim.farm import make_nodes
 from mysched.config import config_from_text
 from mysched.core.model.batch import Job, TraceJob
-from mysched.sim.fit import idle_settings
+from mysched.sim.workloadfit import idle_settings
 from mysched.sim.replay import SimOptions, simulate
 from mysched.sim.report import format_result
 

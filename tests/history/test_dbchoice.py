@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mysched.errors import ConfigError
-from mysched.history.locate import DatabaseChoice, database_url
+from mysched.history.dbchoice import DatabaseChoice, database_url
 
 DEFAULT = "sqlite:////var/lib/mysched/history.db"
 

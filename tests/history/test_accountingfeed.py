@@ -9,7 +9,7 @@ import time
 
 from sqlalchemy import func, select
 
-from mysched.history.feed import DAY, AccountingFeed
+from mysched.history.accountingfeed import DAY, AccountingFeed
 from mysched.history.store import finished_jobs
 
 from .helpers import both, lines, with_starts

@@ -10,7 +10,7 @@ import time
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.config import config_from_text
 from mysched.core.model.batch import Job, JobState, Node, TraceJob
-from mysched.daemon.carry import carried
+from mysched.daemon.restartstate import carried
 from mysched.daemon.cycle import Daemon
 
 CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };')
