@@ -210,9 +210,6 @@ class Planner:
         closed = {q.name for q in self.cy.snap.queues if not q.started}  # enabled: submissions only
         max_slots = self.cy.max_slots
         kind_max = self._kind_max_of
-        key_max = self.cy.index.key_max
-        # as wide as a node up of every node group: a job no wider fits some node it may use
-        floor = min(key_max.get(k, 0) for k in self.cy.index.pool_keys) if key_max else 0
         queued_state = JobState.QUEUED
         held = JobState.HELD
         out = []
@@ -235,8 +232,7 @@ class Planner:
                     out.append((job.submit_time, job.id, job, vo))
             elif job.cores > max_slots:  # too_large, or nodes_down when a node down or offline is wide enough
                 self.wait(job, *self.requests.too_large(job, vo))
-            elif job.cores > floor and job.cores > (kind_max.get((job.queue, vo, job.group))
-                                                    or self._kind_max(job.queue, vo, job.group)):
+            elif job.cores > (kind_max.get((job.queue, vo, job.group)) or self._kind_max(job.queue, vo, job.group)):
                 # no node up that it may use is as wide: as a request's, never_fits or nodes_down
                 why = self.requests.never_fits(job, vo, Request((NodePart(1, job.cores),)))
                 if why is not None:
