@@ -223,7 +223,8 @@ class Planner:
             elif job.request is not None and not job.request.simple:
                 why = self.requests.never_fits(job, vo, job.request)
                 if why is not None:
-                    self.wait(job, why[0], vo, detail=why[1])  # never_fits, or nodes_down
+                    reason, detail = why
+                    self.wait(job, reason, vo, detail=detail)  # never_fits, or nodes_down
                 else:
                     out.append((job.submit_time, job.id, job, vo))
             elif job.cores > max_slots:  # too_large, or nodes_down when a node down or offline is wide enough
@@ -258,8 +259,9 @@ class Planner:
         if self.limits.on:
             lim = self.limits.refusal(job, vo, rules)
             if lim is not None:
-                self.wait(job, lim[0], vo, lim[1])
-                return lim[0]
+                reason, detail = lim
+                self.wait(job, reason, vo, detail)
+                return reason
         pc = self.cy.index.job_class(queue, vo, group, job.user) if self.cy.packing else None
         cls = pc.name if pc else None
         if job.request is not None and not job.request.simple:
@@ -381,7 +383,7 @@ class Planner:
             cur = waits.get(jid)
             if new is None or cur is None:
                 continue
-            old = self._explained[ckey][0]
+            old, _ask = self._explained[ckey]
             if cur.reason != old.reason or not cur.detail.startswith(old.detail):
                 continue  # its wait was set by something else since
             waits[jid] = cur._replace(reason=new.reason, detail=new.detail + cur.detail[len(old.detail):],

@@ -200,7 +200,7 @@ class Pools:
             for host, cores in job.placement:
                 pool = pool_of.get(host)
                 e = by_name.get(host)
-                if pool is None or e is None or not e[3]:
+                if pool is None or e is None or not e.usable:
                     continue  # jobs on hosts that are down count towards no guarantee
                 b = books[pool.name]
                 c = b.consumer(job.queue, vo, job.group)
@@ -223,7 +223,7 @@ class Pools:
         only slots that free within the pool's longest loan."""
         ends = self.ends.by_node() if any(p.loan.max_walltime is not None for p in self.cy.cfg.pools) else {}
         for host in sorted(pool_of):
-            if not by_name[host][3] or host in self.dt.closed:
+            if not by_name[host].usable or host in self.dt.closed:
                 continue  # down, offline or in a downtime: not part of the pool now
             pool = pool_of[host]
             b = books[pool.name]
