@@ -189,7 +189,8 @@ class Pools:
         idx = self.cy.index
         pool_of, by_name, vo_of = idx.pool_of, idx.by_name, idx.vo_of
         books = self.books = {p.name: PoolBook(p) for p in self.cy.cfg.pools}
-        owners: dict[str, list[int]] = {}
+        owners: dict[str, tuple[int, int]] = {}
+        """Host -> (cores, memory) its pool's consumers' jobs use there."""
         stuck: set[str] = set()
         """Hosts running others' jobs no loan could be: they may run longer than a loan may,
         so such a host is guarded only when the hosts without them do not suffice."""
@@ -210,9 +211,8 @@ class Pools:
                         stuck.add(host)
                     continue
                 b.used[c] += pool.packages(cores, mem)
-                o = owners.setdefault(host, [0, 0])
-                o[0] += cores
-                o[1] += mem
+                oc, om = owners.get(host, (0, 0))
+                owners[host] = (oc + cores, om + mem)
         for job, vo in eligible:
             for b in books.values():
                 c = b.consumer(job.queue, vo, job.group)
