@@ -40,7 +40,7 @@ from mysched.core.hold.gates import admission_for, cycle_of
 from mysched.core.hold.pools import Pools
 from mysched.core.hold.reservations import Reservation, Reservations, wants_reservation
 from mysched.core.model.batch import Job, JobState, Snapshot
-from mysched.core.model.plan import Plan, Start, Wait
+from mysched.core.model.plan import Plan, PoolGate, Start, Wait
 from mysched.core.model.reasons import NODE_REJECTIONS, Reason
 from mysched.core.place.admission import Ask
 from mysched.core.place.board import Board
@@ -66,7 +66,7 @@ POLICIES = ("mysched", "fifo", "least-loaded", "easy")
 def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy: str = "mysched",
          index: NodeIndex | None = None, throttles: tuple[Throttle, ...] = (),
          reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None,
-         pool_gates: dict[str, tuple[str, str]] | None = None) -> Plan:
+         pool_gates: dict[str, PoolGate] | None = None) -> Plan:
     """Decide which queued jobs to start where, and why every other job waits.
 
     `index` is an optional cache of node facts (see `NodeIndex`); results are the same with
@@ -96,7 +96,7 @@ class Planner:
     def __init__(self, snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str,
                  index: NodeIndex, throttles: tuple[Throttle, ...] = (),
                  reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None,
-                 pool_gates: dict[str, tuple[str, str]] | None = None) -> None:
+                 pool_gates: dict[str, PoolGate] | None = None) -> None:
         t = index.tally(policy)
         self.queued, self.vo_queued = t.sync(snapshot)
         cy = self.cy = cycle_of(snapshot, config, usage, now, policy, index)

@@ -27,7 +27,7 @@ from mysched.core.cycle import Cycle
 from mysched.core.hold.downtimes import Downtimes
 from mysched.core.hold.ends import Ends
 from mysched.core.model.batch import Job
-from mysched.core.model.plan import Plan
+from mysched.core.model.plan import Plan, PoolGate, PoolNeed
 from mysched.core.place.board import Board
 from mysched.core.place.tally import RUNNING
 from mysched.core.settings import Consumer, PoolConfig
@@ -141,7 +141,7 @@ class Pools:
     """One plan's guarantee pools: each pool's book, and the hosts guarded or held."""
 
     def __init__(self, cy: Cycle, board: Board, ends: Ends, dt: Downtimes,
-                 previous: dict[str, tuple[str, str]] | None) -> None:
+                 previous: dict[str, PoolGate] | None) -> None:
         self.cy = cy
         self.board = board
         self.ends = ends
@@ -349,6 +349,6 @@ class Pools:
         out.pool_loans = self.loans
         if self.on:
             out.pools = {name: b.status() for name, b in self.books.items()}
-            out.pool_gates = {h: (b.cfg.name, g) for b in self.books.values() for h, g in b.gates.items()}
+            out.pool_gates = {h: PoolGate(b.cfg.name, g) for b in self.books.values() for h, g in b.gates.items()}
             out.pool_horizons = {h: t for b in self.books.values() for h, t in b.horizon.items()}
-            out.pool_need = {h: (n, b.cfg.slots) for b in self.books.values() for h, n in b.need.items()}
+            out.pool_need = {h: PoolNeed(n, b.cfg.slots) for b in self.books.values() for h, n in b.need.items()}
