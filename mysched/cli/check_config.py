@@ -44,8 +44,8 @@ def pool_report(cfg: Config, nodes: tuple[Node, ...]) -> tuple[list[str], list[s
     idx = NodeIndex().get(cfg, nodes)
     lines, problems = [], []
     for pool in cfg.pools:
-        hosts = [n for n in idx.entries if idx.pool_of.get(n[0].name) is pool and n[4]]
-        total = sum(pool.fit(e[0].slots, e[0].mem) for e in hosts)
+        hosts = [e.node for e in idx.entries if idx.pool_of.get(e.node.name) is pool and e.counted]
+        total = sum(pool.fit(n.slots, n.mem) for n in hosts)
         owed = [(c, c.guarantee(total)) for c in pool.consumers]
         promised = sum(g for _, g in owed)
         pk = " + ".join(([f"{pool.slots} slot(s)"] if pool.slots else [])
@@ -58,13 +58,13 @@ def pool_report(cfg: Config, nodes: tuple[Node, ...]) -> tuple[list[str], list[s
                             f"its {len(hosts)} host(s) hold {total}")
         if not hosts:
             lines.append("    selects no host: check hosts, node_types, properties, min_mem and min_slots"
-                         + (" (these nodes report no memory)" if pool.min_mem and all(e[0].mem is None for e in
+                         + (" (these nodes report no memory)" if pool.min_mem and all(e.node.mem is None for e in
                                                                                      idx.entries) else ""))
-        unknown_mem = sum(1 for e in hosts if e[0].mem is None)
+        unknown_mem = sum(1 for n in hosts if n.mem is None)
         if pool.mem and unknown_mem:
             lines.append(f"    {unknown_mem} host(s) report no memory: packages counted by slots there "
                          "(set node_types.NAME.mem)")
-    lost = sorted(e[0].name for e in idx.entries if e[0].name not in idx.pool_of)
+    lost = sorted(e.node.name for e in idx.entries if e.node.name not in idx.pool_of)
     if lost:
         lines.append(f"  hosts in no pool ({len(lost)}): " + ", ".join(lost[:20]) + (" ..." if len(lost) > 20 else ""))
     return lines, problems
@@ -79,7 +79,7 @@ def farm_warnings(cfg: Config, snap: Snapshot, where: Callable[[tuple], str] | N
         have = {q.name for q in snap.queues}
         out += [f"{at(('queues', q))}: queues.{q}: pbs_server has no such queue" for q in cfg.queues if q not in have]
     idx = NodeIndex().get(cfg, snap.nodes)
-    keys = {e[2] for e in idx.entries}  # each node's type and queues
+    keys = {e.key for e in idx.entries}  # each node's type and queues
     out += [f"{at(('downtimes', d.name))}: downtimes.{d.name}: matches none of the server's {len(snap.nodes)} node(s)"
             for d in cfg.downtimes if not any(d in ws for ws in idx.downtimes.values())]
     out += [f"{at(('node_types', nt.name))}: node_types.{nt.name}: matches none of the server's {len(snap.nodes)} node(s)"

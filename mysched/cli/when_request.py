@@ -83,8 +83,12 @@ def _reserved(doc: dict[str, Any], all_rows: list[dict[str, Any]], target: str, 
         if r.get("request"):
             req = read_request(r, node_names)
             # what the planner keeps whole nodes for: memory, nodes alone, a request not read here
-            rj = rj._replace(request=Request(exclusive=True) if isinstance(req, str) or req[2] else
-                             Request(parts=req[0], procs=req[1] or None))
+            if isinstance(req, str):
+                rj = rj._replace(request=Request(exclusive=True))
+            else:
+                parts, procs, memory = req
+                rj = rj._replace(request=Request(exclusive=True) if memory else
+                                 Request(parts=parts, procs=procs or None))
         out[r["id"]] = (rj, got["start"], tuple(got["nodes"]))
     return out
 

@@ -23,25 +23,26 @@ def limits(doc: dict[str, Any], j: dict[str, Any]) -> dict[str, dict[str, Any]]:
     users = {k: UserLimits((v or {}).get("max_running"), (v or {}).get("max_cores"))
              for k, v in (lim.get("users") or {}).items()}
     ukey, ulimits = Config(users=users).user_limits(j["user"]) or (None, UserLimits())  # the planner's rule
-    count = {k: [0, 0] for k in ("group", "queue", "user")}  # running jobs, their cores
+    jobs = dict.fromkeys(("group", "queue", "user"), 0)  # running jobs of the job's group, queue and user
+    cores = dict.fromkeys(jobs, 0)  # and their cores
     for x in rows(doc, "jobs"):
         if x["state"] in RUNNING:
-            for k, c in count.items():
+            for k in jobs:
                 if x[k] == j[k]:
-                    c[0] += 1
-                    c[1] += x["cores"]
+                    jobs[k] += 1
+                    cores[k] += x["cores"]
     return {
         "vo": {"name": j["vo"], "running_jobs": vo.get("running_jobs"), "max_running": vo.get("max_running"),
                "max_per_node": vo.get("max_per_node"), "running_slots": vo.get("running_slots"),
                "max_cores": vo.get("max_cores"), "guarantee": vo.get("guarantee"),
                "below_guarantee": vo.get("below_guarantee")},
-        "group": {"name": j["group"], "running_jobs": count["group"][0], "running_cores": count["group"][1],
+        "group": {"name": j["group"], "running_jobs": jobs["group"], "running_cores": cores["group"],
                   "max_running": glimits.get("max_running"), "max_cores": glimits.get("max_cores"),
                   "max_per_node": glimits.get("max_per_node")},
-        "queue": {"name": j["queue"], "running_jobs": count["queue"][0], "running_cores": count["queue"][1],
+        "queue": {"name": j["queue"], "running_jobs": jobs["queue"], "running_cores": cores["queue"],
                   "max_running": qlimits.get("max_running"), "max_cores": qlimits.get("max_cores")},
         # key: the block that sets the user's limits (users.NAME, else users.default; null: none)
-        "user": {"name": j["user"], "key": ukey, "running_jobs": count["user"][0], "running_cores": count["user"][1],
+        "user": {"name": j["user"], "key": ukey, "running_jobs": jobs["user"], "running_cores": cores["user"],
                  "max_running": ulimits.max_running, "max_cores": ulimits.max_cores},
     }
 

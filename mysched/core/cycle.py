@@ -41,4 +41,4 @@ class Cycle:
 
     def keys_of(self, queue: str, vo: str, group: str) -> tuple:
         """Keys of the node groups a job of (queue, VO, group) may use (queue assignment, node type)."""
-        return self.index.rules(queue, vo, group)[5]
+        return self.index.rules(queue, vo, group).keys

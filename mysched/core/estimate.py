@@ -92,8 +92,10 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
             w = windows.get(name)
             if not (w and clear_start(w, t, wall) != t):
                 h = held.get(name)
-                if h is not None and wall is not None and t + wall <= h[0]:
-                    ts = h[1]  # ends before the reservation starts: its cores too
+                if h is not None and wall is not None:
+                    start, before = h
+                    if t + wall <= start:
+                        ts = before  # ends before the reservation starts: its cores too
                 free[name] = bisect_right(ts, t)
         chosen = match_parts(parts, serve, free)
         if chosen is None or not procs:
@@ -108,8 +110,8 @@ def estimate_request(job: Job, vo: str, parts: Sequence[NodePart], procs: int, r
         return chosen if left <= 0 else None
 
     # the core times a job that ends before a reservation starts may use are candidates too
-    got = _earliest(room, per_node, windows, wall, now, [h[0] for h in held.values()],
-                    [t for h in held.values() for t in h[1]])
+    got = _earliest(room, per_node, windows, wall, now, [start for start, _ in held.values()],
+                    [t for _, before in held.values() for t in before])
     if got is None:
         return Estimate(None, False, f"cannot estimate: {unknown} running or earlier job(s) on the nodes it may "
                         "use have no requested walltime", competing)

@@ -40,9 +40,9 @@ from mysched.core.hold.gates import admission_for, cycle_of
 from mysched.core.hold.pools import Pools
 from mysched.core.hold.reservations import Reservation, Reservations, wants_reservation
 from mysched.core.model.batch import Job, JobState, Snapshot, id_order
-from mysched.core.model.request import NodePart, Request
-from mysched.core.model.plan import Plan, Start, Wait
+from mysched.core.model.plan import Plan, PoolGate, Start, Wait
 from mysched.core.model.reasons import Reason
+from mysched.core.model.request import NodePart, Request
 from mysched.core.place.admission import Ask
 from mysched.core.place.board import Board
 from mysched.core.place.nodeindex import NodeIndex
@@ -67,7 +67,7 @@ POLICIES = ("mysched", "fifo", "least-loaded", "easy")
 def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy: str = "mysched",
          index: NodeIndex | None = None, throttles: tuple[Throttle, ...] = (),
          reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None,
-         pool_gates: dict[str, tuple[str, str]] | None = None) -> Plan:
+         pool_gates: dict[str, PoolGate] | None = None) -> Plan:
     """Decide which queued jobs to start where, and why every other job waits.
 
     `index` is an optional cache of node facts (see `NodeIndex`); results are the same with
@@ -97,7 +97,7 @@ class Planner:
     def __init__(self, snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str,
                  index: NodeIndex, throttles: tuple[Throttle, ...] = (),
                  reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None,
-                 pool_gates: dict[str, tuple[str, str]] | None = None) -> None:
+                 pool_gates: dict[str, PoolGate] | None = None) -> None:
         t = index.tally(policy)
         self.queued, self.vo_queued = t.sync(snapshot)
         cy = self.cy = cycle_of(snapshot, config, usage, now, policy, index)
@@ -227,7 +227,8 @@ class Planner:
             elif job.request is not None and not job.request.simple:
                 why = self.requests.never_fits(job, vo, job.request)
                 if why is not None:
-                    self.wait(job, why[0], vo, detail=why[1])  # never_fits, or nodes_down
+                    reason, detail = why
+                    self.wait(job, reason, vo, detail=detail)  # never_fits, or nodes_down
                 else:
                     out.append((job.submit_time, job.id, job, vo))
             elif job.cores > max_slots:  # too_large, or nodes_down when a node down or offline is wide enough
@@ -289,8 +290,9 @@ class Planner:
         if self.limits.on:
             lim = self.limits.refusal(job, vo, rules)
             if lim is not None:
-                self.wait(job, lim[0], vo, lim[1])
-                return lim[0]
+                reason, detail = lim
+                self.wait(job, reason, vo, detail)
+                return reason
         pc = self.cy.index.job_class(queue, vo, group, job.user) if self.cy.packing else None
         cls = pc.name if pc else None
         if job.request is not None and not job.request.simple:

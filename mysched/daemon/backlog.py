@@ -60,7 +60,10 @@ class Backlog:
         self.dropped = 0
         """Cycle records dropped since the store last worked (over `MAX_CYCLES`)."""
         self._locked_since: float | None = None
-        self._written = [0, 0]  # finished jobs and cycles written after they waited
+        self._written_jobs = 0
+        """Finished jobs written after they waited (since the store last worked)."""
+        self._written_cycles = 0
+        """Cycle records written after they waited."""
         self._sqlite = getattr(store, "dialect", "") == "sqlite"
         self._wait(LOCK_WAIT)
 
@@ -101,7 +104,7 @@ class Backlog:
         except StoreError as exc:
             self.failed(str(exc), f" ({len(self.finished)} finished job(s) kept to retry)", exc)
             return
-        self._written[0] += waited
+        self._written_jobs += waited
         self.finished = []
 
     def record_cycle(self, record: dict[str, Any], what: str = "could not record the cycle") -> None:
@@ -117,7 +120,7 @@ class Backlog:
             self.failed(f"{what}: {exc}", f" ({len(self.cycles)} cycle record(s) kept to retry"
                         + (f", {self.dropped} oldest dropped)" if self.dropped else ")"), exc)
             return
-        self._written[1] += waited
+        self._written_cycles += waited
         self.cycles = []
 
     def pending_jobs(self) -> set[str]:
@@ -127,7 +130,7 @@ class Backlog:
     def end_cycle(self) -> None:
         """Say so when the store works again; export what waits."""
         if self.said and not self.error:
-            what = (f"wrote {self._written[0]} finished job(s) and {self._written[1]} cycle record(s) that waited"
+            what = (f"wrote {self._written_jobs} finished job(s) and {self._written_cycles} cycle record(s) that waited"
                     + (f"; {self.dropped} older cycle record(s) were dropped" if self.dropped else ""))
             if self._locked_since is not None:
                 log.info("history store: lock free after %.0f s, writing again (%s)",
@@ -137,7 +140,7 @@ class Backlog:
             self.said, self.dropped, self._locked_since = set(), 0, None
             self._wait(LOCK_WAIT)
         if not self.said:
-            self._written = [0, 0]
+            self._written_jobs = self._written_cycles = 0
         self.metrics.history_pending(len(self.finished), len(self.cycles))
 
     def close(self) -> None:

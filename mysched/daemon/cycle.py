@@ -145,11 +145,12 @@ class Daemon:
             self._quiet = (now, ids, 0)
             return
         since, before, changed = self._quiet
-        self._quiet = (since, ids, changed + len(ids ^ before))
-        if self._quiet[2] >= 5 and now - since >= 600:
+        changed += len(ids ^ before)
+        self._quiet = (since, ids, changed)
+        if changed >= 5 and now - since >= 600:
             log.warning("pbs_server has scheduling = True and %d jobs came or went in %.0f min, but no job event "
                         "arrived: listen on the address the server's host name resolves to (daemon.event_address); "
-                        "cycles run on the fixed interval", self._quiet[2], (now - since) / 60)
+                        "cycles run on the fixed interval", changed, (now - since) / 60)
             self._warned_scheduling = True
 
     def _history(self, now: float, snapshot: Snapshot) -> UsageLedger:
@@ -206,7 +207,7 @@ class Daemon:
                     self.backlog.failed(str(exc), " (usage goes on from memory)", exc)
             self._count(recs + self.backlog.finished + ([] if self.store is not None else new))
             if len(self._seen_ids) > 500_000:
-                self._seen_ids = {k for k in self._seen_ids if k[1] >= now - 2 * cfg.history_window}
+                self._seen_ids = {(jid, start) for jid, start in self._seen_ids if start >= now - 2 * cfg.history_window}
         self._last_history = now
         return self.ledger
 
@@ -355,7 +356,7 @@ class Daemon:
         """A cycle that raised (a bug, not the outside world): log its traceback -- once for a
         repeated failure, then one line -- count it, and let the service carry on."""
         self.consecutive_failures += 1
-        key = (type(exc).__name__, str(exc))
+        kind, text = key = (type(exc).__name__, str(exc))
         if key != self._last_crash:
             log.error("cycle crashed (%d in a row; a bug -- the next cycle follows):", self.consecutive_failures,
                       exc_info=exc)
@@ -364,7 +365,7 @@ class Daemon:
             log.error("cycle crashed again (%d in a row): %s: %s", self.consecutive_failures, *key)
         self.metrics.observe_cycle(0.0, "crash")
         self.metrics.cycle_error("internal")
-        return CycleOutcome("crash", error=f"internal error: {key[0]}: {key[1]}")
+        return CycleOutcome("crash", error=f"internal error: {kind}: {text}")
 
     def _failed(self, t0: float, msg: str) -> CycleOutcome:
         """A cycle the outside world stopped (server or store down): logged when the failure

@@ -358,8 +358,8 @@ class Metrics:
                 age[(name,)] = a
         self.loads.replace({
             "mysched_load_value": value, "mysched_load_age_seconds": age,
-            "mysched_load_stale": {(n,): 1 if s[2] else 0 for n, s in sources.items()},
-            "mysched_load_failing": {(n,): 1 if s[3] else 0 for n, s in sources.items()},
+            "mysched_load_stale": {(n,): 1 if stale else 0 for n, (_v, _a, stale, _f) in sources.items()},
+            "mysched_load_failing": {(n,): 1 if failing else 0 for n, (_v, _a, _s, failing) in sources.items()},
             "mysched_load_throttle_factor": {(rule,): f for rule, f in factors.items()}})
 
     def set_role(self, leader: bool) -> None:

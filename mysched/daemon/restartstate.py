@@ -15,6 +15,7 @@ from typing import Any
 
 from mysched.core.hold.drains import Drain
 from mysched.core.hold.reservations import Reservation
+from mysched.core.model.plan import PoolGate
 from mysched.daemon.statusfile import read_status
 from mysched.errors import MyschedError
 
@@ -42,5 +43,5 @@ def _drains(doc: dict[str, Any]) -> dict[str, Drain]:
             for n, d in (doc.get("drains") or {}).items()}
 
 
-def _gates(doc: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    return {h: (g[0], g[1]) for h, g in (doc.get("pool_gates") or {}).items()}
+def _gates(doc: dict[str, Any]) -> dict[str, PoolGate]:
+    return {h: PoolGate(g[0], g[1]) for h, g in (doc.get("pool_gates") or {}).items()}

@@ -184,7 +184,8 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         "reservations": {j: {"start": r.start, "nodes": list(r.nodes)} for j, r in plan.reservations.items()
                          if j not in started},
         "drains": {n: {"since": d.since, "ready": d.ready} for n, d in plan.drains.items()},
-        "downtimes": {n: {"name": w[2], "start": w[3], "end": w[1], "begin": w[0]} for n, w in plan.downtimes.items()},
+        "downtimes": {n: {"name": w.name, "start": w.start, "end": w.end, "begin": w.begin}
+                      for n, w in plan.downtimes.items()},
         # every window not over, for start estimates (`mysched when`)
         "downtime_windows": [{"name": d.name, "start": d.start, "end": d.end, "hosts": list(d.hosts),
                               "node_types": list(d.node_types), "margin": d.margin}

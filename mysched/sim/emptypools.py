@@ -19,8 +19,8 @@ def pool_causes(config: Config, index: NodeIndex) -> dict[str, str]:
     """Pool name -> why it can guarantee no package on the farm of `index` (pools that can: absent)."""
     hosts: dict[str, list[Node]] = {}
     for name, pool in index.pool_of.items():
-        hosts.setdefault(pool.name, []).append(index.by_name[name][0])
-    entries = [(e[0], e[1]) for e in index.entries]
+        hosts.setdefault(pool.name, []).append(index.by_name[name].node)
+    entries = [(e.node, e.ntype) for e in index.entries]
     out = {}
     for pool in config.pools:
         why = _cause(pool, hosts.get(pool.name, []), entries, index)

@@ -130,7 +130,7 @@ def read_load_series(path: str, config: Config) -> LoadSeries:
     samples = {}
     for name, pts in raw.items():
         pts.sort()
-        samples[name] = ([p[0] for p in pts], [p[1] for p in pts])
+        samples[name] = ([t for t, _ in pts], [v for _, v in pts])
     return LoadSeries(path, samples, relative=not kinds.pop())
 
 

@@ -39,8 +39,8 @@ class PoolWatch:
         self.cycles += 1
         owed_now = set()
         for name, st in p.pools.items():
-            was = self.size.get(name, (0, 0, 0))
-            self.size[name] = (max(was[0], st["hosts"]), max(was[1], st["total"]), max(was[2], st["guaranteed"]))
+            hosts, total, guaranteed = self.size.get(name, (0, 0, 0))
+            self.size[name] = (max(hosts, st["hosts"]), max(total, st["total"]), max(guaranteed, st["guaranteed"]))
             for c in st["consumers"]:
                 key = (name, f"{c['kind']} {c['consumer']}")
                 if c["owed"] > 0:
@@ -56,7 +56,8 @@ class PoolWatch:
         self._last = (now, owed_now)
         free_end = dict(free)  # after the plan's starts -- owners' starts count as room kept for them
         for s in p.starts:
-            gated = self.pools.get(p.pool_gates[s.placement[0][0]][0]) if s.placement[0][0] in p.pool_gates else None
+            first, _cores = s.placement[0]
+            gated = self.pools.get(p.pool_gates[first].pool) if first in p.pool_gates else None
             owner_start = (gated is not None and s.job_id not in p.pool_loans
                            and gated.consumer_of(s.queue, s.vo, s.group) is not None)
             for host, cores in s.placement:
@@ -67,24 +68,26 @@ class PoolWatch:
                 gate = p.pool_gates.get(host)
                 if gate is None:
                     continue
-                pool = self.pools[gate[0]]
-                loan = p.pool_loans.get(s.job_id) == gate[0]
+                pool_name, state = gate
+                pool = self.pools[pool_name]
+                loan = p.pool_loans.get(s.job_id) == pool_name
                 owner = pool.consumer_of(s.queue, s.vo, s.group) is not None
                 job = jobs.get(s.job_id)
-                if gate[1] == "held" and not owner and not loan:
-                    self._breach(gate[0], "a held package went to a non-owner")
+                if state == "held" and not owner and not loan:
+                    self._breach(pool_name, "a held package went to a non-owner")
                 if loan:
+                    packages, per_package = p.pool_need.get(host, (0, 0))
                     if job is None or pool.loan.refuses(s.queue, job.walltime) is not None:
-                        self._breach(gate[0], "a loan the loan policy refuses")
-                    elif gate[1] == "held" and not (
+                        self._breach(pool_name, "a loan the loan policy refuses")
+                    elif state == "held" and not (
                             (host in p.pool_horizons and p.now + job.walltime <= p.pool_horizons[host])
-                            or free_end.get(host, 0) >= p.pool_need.get(host, (0, 0))[0] * p.pool_need.get(host, (0, 0))[1]):
-                        self._breach(gate[0], "a loan on a held host that could delay the owners' package")
+                            or free_end.get(host, 0) >= packages * per_package):
+                        self._breach(pool_name, "a loan on a held host that could delay the owners' package")
         for jid, pool in p.pool_loans.items():
             meta = runtime.get(jid)
             job = jobs.get(jid)
             if meta is not None and job is not None:
-                self.loaned_s[pool] = self.loaned_s.get(pool, 0.0) + job.cores * meta[0]
+                self.loaned_s[pool] = self.loaned_s.get(pool, 0.0) + job.cores * meta.runtime
 
     def _breach(self, pool: str, what: str) -> None:
         self.breaches[pool] = self.breaches.get(pool, 0) + 1

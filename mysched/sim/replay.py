@@ -52,7 +52,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     # and not as waiting work, which would make a farm idle for their sake look badly used.
     unfit: dict[str, list[float]] = {}
     work = 0.0
-    too_large = larger_than_farm(tuple(e[0] for e in index.entries))
+    too_large = larger_than_farm(tuple(e.node for e in index.entries))
     for tj in workload:
         vo = tj.job.vo or config.vo_of(tj.job.group)
         res.vo_jobs[vo] = res.vo_jobs.get(vo, 0) + 1
@@ -104,7 +104,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         next_load = opts.load_series.next_change(t0 - 1e-9, config)
     acc = {"q_used": 0.0, "q_avail": 0.0, "s_used": 0.0, "s_avail": 0.0, "div": 0.0, "busy": 0.0, "work": 0.0}
     span_end = max(tj.job.submit_time for tj in workload)
-    pi_acc = {c: [0.0, 0.0, 0.0] for c in classes}  # sum PI, sum class fill, samples
+    pi_acc = {c: (0.0, 0.0, 0.0) for c in classes}  # sum PI, sum class fill, samples
 
     def packing_now(c: str) -> tuple[float, float] | None:
         used_nodes = farm.class_nodes.get(c, 0)
@@ -114,16 +114,17 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         needed = math.ceil(cs / slots_per_node)
         return needed / used_nodes, cs / (used_nodes * slots_per_node)
 
-    grid_at = [t0, 0]  # the last time seen and its grid index (the next call starts there)
+    grid_t, grid_k = t0, 0  # the last time seen and its grid index (the next call starts there)
     shut = closed_spans(index, nodes)  # scheduled downtimes: their slots are not available
 
     def closed(ta: float, tb: float) -> float:
         return sum(n * (min(tb, e) - max(ta, s)) for s, e, n in shut if s < tb and e > ta) if shut else 0.0
 
-    vo_waiting: dict[str, list[float]] = {}  # VO -> [its running slot-seconds, seconds] while it had jobs waiting
+    vo_waiting: dict[str, tuple[float, float]] = {}  # VO -> (its running slot-seconds, seconds) while it had jobs waiting
     why = WaitReasons(max(interval, (span_end - t0) / SAMPLES))  # job-hours waited, by the planner's reasons
 
     def on_change(ta: float, tb: float) -> None:
+        nonlocal grid_t, grid_k
         dt = tb - ta
         acc["work"] += farm.used * dt
         why.waited += farm.queued * dt
@@ -134,16 +135,15 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             running = farm.vo_running
             for vo, q in farm.vo_queued.items():
                 if q > 0 and (vo not in unfit or waiting(vo, ta) > 0):
-                    w = vo_waiting.get(vo) or vo_waiting.setdefault(vo, [0.0, 0.0])
-                    w[0] += running.get(vo, 0) * dt
-                    w[1] += dt
+                    slot_s, secs = vo_waiting.get(vo, (0.0, 0.0))
+                    vo_waiting[vo] = (slot_s + running.get(vo, 0) * dt, secs + dt)
             if ta < span_end:  # the same while the workload still submits
                 ds = min(tb, span_end) - ta
                 acc["s_used"] += farm.used * ds
                 acc["s_avail"] += max(total * ds - closed(ta, ta + ds), farm.used * ds)
-        ka = grid_at[1] if ta == grid_at[0] else math.ceil((ta - t0) / interval - 1e-9)
+        ka = grid_k if ta == grid_t else math.ceil((ta - t0) / interval - 1e-9)
         kb = math.ceil((tb - t0) / interval - 1e-9)
-        grid_at[0], grid_at[1] = tb, kb
+        grid_t, grid_k = tb, kb
         k = kb - ka
         if k > 0 and farm.busy_nodes:
             acc["div"] += k * farm.div_sum
@@ -152,10 +152,9 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             for c in classes:
                 got = packing_now(c)
                 if got is not None:
-                    a = pi_acc[c]
-                    a[0] += k * got[0]
-                    a[1] += k * got[1]
-                    a[2] += k
+                    pi, fill = got
+                    spi, sfill, n = pi_acc[c]
+                    pi_acc[c] = (spi + k * pi, sfill + k * fill, n + k)
 
     farm.on_change = on_change
 
@@ -297,13 +296,14 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
 
 
 def _vo_figures(vo: str, config: Config, total: int, guarantees: dict[str, int], res: SimResult, area: float,
-                used_total: float, below: BelowGuarantee, waiting: list[float] | None) -> dict:
+                used_total: float, below: BelowGuarantee, waiting: tuple[float, float] | None) -> dict:
     """One VO's line of the report. `used` is its part of the core-seconds run: once every job
     has run that is the workload's mix, whatever the policy, so the figures that answer "what
     did this configuration give the VO" are its waits and `slots_while_waiting` (its running
     slots / the farm's slots, averaged over the time it had jobs waiting)."""
     by_size = res.vo_wait.get(vo, {})
     started = sum(n for _, n in by_size.values())
+    slot_s, secs = waiting or (0.0, 0.0)
     return {
         "share": round(config.vo(vo).share_fraction(total), 6),
         "guarantee": guarantees.get(vo, 0),
@@ -311,9 +311,8 @@ def _vo_figures(vo: str, config: Config, total: int, guarantees: dict[str, int],
         "started": started,
         "used": round(area / used_total, 6) if used_total else 0.0,
         "wait_mean_s": round(sum(w for w, _ in by_size.values()) / started, 1) if started else None,
-        "waiting_s": round(waiting[1], 1) if waiting else 0.0,
-        "slots_while_waiting": round(waiting[0] / (total * waiting[1]), 6) if waiting and waiting[1] and total
-        else None,
+        "waiting_s": round(secs, 1),
+        "slots_while_waiting": round(slot_s / (total * secs), 6) if secs and total else None,
         "below_guarantee_s": round(below.below_s.get(vo, 0.0), 1),
         "below_guarantee_capped_s": round(below.capped_s.get(vo, 0.0), 1),
         "wait_by_size": {c: {"jobs": n, "mean": round(w / n, 1)} for c, (w, n) in sorted(by_size.items())},
@@ -389,10 +388,10 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
         wait = now - job.submit_time
         res.wait.append(wait)
         cls = size_class(job.cores)
-        res.by_size.setdefault(cls, []).append((wait, farm._meta[s.job_id][0]))
-        acc = res.vo_wait.setdefault(s.vo, {}).setdefault(cls, [0.0, 0])
-        acc[0] += wait
-        acc[1] += 1
+        res.by_size.setdefault(cls, []).append((wait, farm._meta[s.job_id].runtime))
+        by_size = res.vo_wait.setdefault(s.vo, {})
+        waited, n = by_size.get(cls, (0.0, 0))
+        by_size[cls] = (waited + wait, n + 1)
     if held is not None:
         _count_idle(held, farm, set(p.drains) | {n for r in p.reservations.values() for n in r.nodes}, now)
         if held.get("below") is not None:  # the VOs this cycle's starts touched: settled here

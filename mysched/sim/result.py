@@ -83,8 +83,8 @@ class SimResult:
     """Package guarantees (`mysched.sim.poolstats.PoolWatch.figures`)."""
     by_size: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     """Size class (1, 2-8, >8 cores) -> (wait, run time) of each job started."""
-    vo_wait: dict[str, dict[str, list]] = field(default_factory=dict)
-    """VO -> size class -> [summed wait, jobs started]: a VO's multi-core wait beside its own
+    vo_wait: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)
+    """VO -> size class -> (summed wait, jobs started): a VO's multi-core wait beside its own
     single-core wait, apart from where fair share puts the VO."""
     throttled_s: dict[str, float] | None = None
     """With a load series: VO -> slot-seconds its jobs waited for external load."""
@@ -226,10 +226,11 @@ class BelowGuarantee:
             n = self.waiting(vo, t)
             state = None if n <= 0 or self.running.get(vo, 0) >= g[vo] else n <= self.capped.get(vo, 0)
             cur = since.get(vo)
-            if cur is not None and cur[1] is state:
-                continue
             if cur is not None:
-                (self.capped_s if cur[1] else self.below_s)[vo] += t - cur[0]
+                t0, capped = cur
+                if capped is state:
+                    continue
+                (self.capped_s if capped else self.below_s)[vo] += t - t0
                 del since[vo]
             if state is not None:
                 since[vo] = (t, state)

@@ -63,12 +63,14 @@ def closed_spans(index: NodeIndex, nodes: tuple[Node, ...]) -> list[tuple[float,
     slots = {n.name: n.slots for n in nodes}
     spans: dict[tuple[float, float], int] = {}
     for name, windows in index.downtimes.items():
-        merged: list[list[float]] = []
+        merged: list[tuple[float, float]] = []
         for w in windows:  # soonest first; from its begin (its start less its margin) nothing runs
-            if merged and w.begin <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], w.end)
-            else:
-                merged.append([w.begin, w.end])
+            if merged:
+                begin, end = merged[-1]
+                if w.begin <= end:
+                    merged[-1] = (begin, max(end, w.end))
+                    continue
+            merged.append((w.begin, w.end))
         for s, e in merged:
             spans[(s, e)] = spans.get((s, e), 0) + slots.get(name, 0)
     return [(s, e, n) for (s, e), n in sorted(spans.items())]

@@ -11,11 +11,19 @@ from __future__ import annotations
 import heapq
 import math
 from operator import attrgetter
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from mysched.config.values import MAX_FARM_SLOTS, MAX_WORKLOAD_HOURS  # noqa: F401 - re-exported to the simulator
 from mysched.errors import JobGone, JobStateError, RunRefused, ServerError
 from mysched.core.model.batch import Changes, FinishedJob, Job, JobState, Node, NodeState, Placement, Queue, Snapshot, TraceJob
+
+
+class JobMeta(NamedTuple):
+    """What the farm keeps of a submitted job beside the job itself."""
+
+    runtime: float
+    """How long it runs once started (the trace's run time)."""
+    vo: str
 
 
 class SimulatedFarm:
@@ -44,7 +52,7 @@ class SimulatedFarm:
         self._token: object = None
         self._started: dict[str, Job] = {}
         self._stopped: list[str] = []
-        self._meta: dict[str, tuple[float, str]] = {}
+        self._meta: dict[str, JobMeta] = {}
         """Job id -> (runtime, VO)."""
         self._ends: list[tuple[float, str]] = []
         self.free = {n.name: (n.slots if n.state.usable else 0) for n in self.nodes}
@@ -231,7 +239,7 @@ class SimulatedFarm:
         self.jobs[job.id] = job
         self._waiting[job.id] = job
         vo = job.vo or self.vo_of(job.group)
-        self._meta[job.id] = (max(0.0, tj.runtime), vo)
+        self._meta[job.id] = JobMeta(max(0.0, tj.runtime), vo)
         self.queued += 1
         self.vo_queued[vo] = self.vo_queued.get(vo, 0) + 1
         self.dirty = True
@@ -239,7 +247,7 @@ class SimulatedFarm:
 
     def _end(self, job_id: str) -> None:
         job = self.jobs.pop(job_id)
-        vo = self._meta.pop(job_id)[1]
+        vo = self._meta.pop(job_id).vo
         if self._started.pop(job_id, None) is None:  # (a job started and ended unseen is no change)
             self._stopped.append(job_id)
         cls = self._job_class.pop(job_id, None)

@@ -8,6 +8,7 @@ from typing import Iterable
 
 from mysched.core.cycle import Cycle
 from mysched.core.model.batch import Job
+from mysched.core.model.plan import DowntimeAt
 from mysched.core.model.windows import Downtime, clear_start, current, when
 from mysched.core.place.board import Board
 
@@ -25,14 +26,14 @@ class Downtimes:
         """Nodes within a window now."""
         self.ahead: dict[str, Downtime] = {}
         """Nodes with a window ahead."""
-        self.windows: dict[str, tuple[float, float, str, float]] = {}
-        """Node -> (begin, end, name, start) of its window in force or next (`Plan.downtimes`)."""
+        self.windows: dict[str, DowntimeAt] = {}
+        """Node -> its window in force or next (`Plan.downtimes`)."""
         for name, windows in cy.index.downtimes.items():
             w = current(windows, now)
             if w is None:
                 continue
             cy.wake(w.end)  # the node reopens (or its next window comes into force)
-            self.windows[name] = (w.begin, w.end, w.name, w.start)
+            self.windows[name] = DowntimeAt(w.begin, w.end, w.name, w.start)
             if w.begin > now:
                 self.ahead[name] = w
                 continue

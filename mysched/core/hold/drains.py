@@ -96,7 +96,7 @@ class Drains:
         by_name = self.cy.index.by_name
         for name, d in self._drain_prev.items():
             e = by_name.get(name)
-            if e is None or not e[3]:
+            if e is None or not e.usable:
                 continue  # gone, down or offline
             if d.ready is not None and self.cy.now >= d.ready + keep:
                 continue  # kept long enough without a multi-core job
@@ -167,7 +167,7 @@ class Drains:
         """Nodes the waiting multi-core jobs may use, least expected waste first."""
         keys: set = set()
         for j, vo in waiting:
-            keys |= set(self.cy.index.rules(j.queue, vo, j.group)[5])
+            keys |= set(self.cy.index.rules(j.queue, vo, j.group).keys)
         left = self._expected_left()
         # a node even the shortest waiting job would run into a downtime on drains for nothing
         shortest = min((j.walltime if j.walltime is not None else math.inf for j, _ in waiting), default=math.inf)

@@ -9,6 +9,7 @@ part found none, and the job got no reservation while later jobs took its nodes.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from mysched.core.cycle import Cycle
 from mysched.core.hold.downtimes import Downtimes
@@ -24,6 +25,13 @@ def job_parts(job: Job) -> list[tuple[int, int, str | None, frozenset]]:
     if req is not None and not req.simple:
         return [(p.count, p.ppn, p.host, p.properties) for p in req.parts]
     return [(1, job.cores, None, frozenset())]
+
+
+class Pick(NamedTuple):
+    """A reservation's nodes, and when they have room for it."""
+
+    start: float
+    nodes: list[str]
 
 
 class Picker:
@@ -50,19 +58,19 @@ class Picker:
         return self.dt.room(name, t, wall) if self.dt.ahead else t
 
 
-    def better(self, a: tuple[float, list[str]], b: tuple[float, list[str]]) -> bool:
+    def better(self, a: Pick, b: Pick) -> bool:
         """Is reservation `a` (start, nodes) better than `b`: it starts the job earlier, or as
         early and holds fewer cores free now (EASY: those left out take backfill of any length)?
         Even a second counts: jobs of one size often end within seconds, and the set that frees
         a second later may leave all the cores free now to long backfill jobs."""
-        if a[0] != b[0]:
-            return a[0] < b[0]
+        if a.start != b.start:
+            return a.start < b.start
         loads = self.board.usages
-        return sum(loads[n].free for n in a[1]) < sum(loads[n].free for n in b[1])
+        return sum(loads[n].free for n in a.nodes) < sum(loads[n].free for n in b.nodes)
 
     def pick(self, parts: list[tuple[int, int, str | None, frozenset]], names: list[str],
               ends: dict[str, list[tuple[float, int]]], procs: int = 0,
-              wall: float | None = None) -> tuple[float, list[str]] | None:
+              wall: float | None = None) -> Pick | None:
         """The nodes that serve every part (and `procs` cores anywhere) earliest for a job of
         walltime `wall`, and when (the latest of them)."""
         by_name = self.cy.index.by_name
@@ -72,14 +80,14 @@ class Picker:
             got = self._pick_matched(parts, names, ends, wall)
             if got is None:
                 return None
-            start, chosen = max(start, got[0]), got[1]
+            start, chosen = max(start, got.start), got.nodes
             parts = []
         for count, ppn, host, props in parts:
             if host is not None:
                 cand = [(self.room_at(host, ppn, ends, wall), host)] if host in names and host not in chosen else []
             else:
                 cand = sorted((self.room_at(n, ppn, ends, wall), n) for n in names
-                              if n not in chosen and (not props or props <= by_name[n][0].properties))
+                              if n not in chosen and (not props or props <= by_name[n].node.properties))
             if len(cand) < count:
                 return None
             for t, n in cand[:count]:
@@ -89,20 +97,20 @@ class Picker:
             got = self._pick_procs_clear(procs, [n for n in names if n not in chosen], ends, wall)
             if got is None:
                 return None
-            start = max(start, got[0])
-            chosen += got[1]
-        return start, chosen
+            start = max(start, got.start)
+            chosen += got.nodes
+        return Pick(start, chosen)
 
     def _pick_procs_clear(self, procs: int, names: list[str], ends: dict[str, list[tuple[float, int]]],
-                          wall: float | None) -> tuple[float, list[str]] | None:
+                          wall: float | None) -> Pick | None:
         """`_pick_procs` on nodes where the job, started when the cores are free, runs into no
         scheduled downtime. When the earliest pick would, the earliest time is searched at
         which nodes clear of every window for the job's walltime give the cores -- past a
         window, as a node request's reservation moves past it (`room_at`): leaving such nodes
         out altogether found no room on a farm under one window, and the job had none."""
         got = self._pick_procs(procs, [n for n in names if n not in self.dt.closed], ends)
-        if not self.cy.index.downtimes or (got is not None and all(self.dt.room(n, got[0], wall) <= got[0]
-                                                                    for n in got[1])):
+        if not self.cy.index.downtimes or (got is not None and all(self.dt.room(n, got.start, wall) <= got.start
+                                                                    for n in got.nodes)):
             return got
         by_name, usages, now = self.cy.index.by_name, self.board.usages, self.cy.now
         mine = [n for n in names if by_name[n].usable and by_name[n].node.slots > 0]
@@ -127,11 +135,11 @@ class Picker:
                     if left > 0:
                         out.append(n)
                         left -= f
-                return t, out
+                return Pick(t, out)
         return None
 
     def _pick_procs(self, procs: int, names: list[str], ends: dict[str, list[tuple[float, int]]]
-                    ) -> tuple[float, list[str]] | None:
+                    ) -> Pick | None:
         """The earliest time `procs` cores are free over `names`, and the nodes that give them."""
         free: dict[str, int] = {}
         ended: dict[str, int] = {}
@@ -168,11 +176,11 @@ class Picker:
             if f > 0 and left > 0:
                 out.append(n)
                 left -= f
-        return t, out
+        return Pick(t, out)
 
     def _pick_matched(self, parts: list[tuple[int, int, str | None, frozenset]], names: list[str],
                       ends: dict[str, list[tuple[float, int]]], wall: float | None
-                      ) -> tuple[float, list[str]] | None:
+                      ) -> Pick | None:
         """Distinct nodes for all `parts` at the earliest time a matching of them exists (the
         nodes in the parts' order), or None."""
         by_name = self.cy.index.by_name
@@ -182,7 +190,7 @@ class Picker:
                 cand = [(self.room_at(host, ppn, ends, wall), host)] if host in names else []
             else:
                 cand = sorted((self.room_at(n, ppn, ends, wall), n) for n in names
-                              if not props or props <= by_name[n][0].properties)
+                              if not props or props <= by_name[n].node.properties)
             if len(cand) < count:
                 return None
             lists.append(cand)
@@ -192,4 +200,5 @@ class Picker:
         def match(t: float) -> list[str] | None:
             return match_parts(want, [[n for tn, n in c if tn <= t] for c in lists], big)
 
-        return earliest(sorted({t for c in lists for t, _ in c}), match)
+        got = earliest(sorted({t for c in lists for t, _ in c}), match)
+        return Pick(*got) if got is not None else None

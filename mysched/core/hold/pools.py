@@ -27,7 +27,7 @@ from mysched.core.cycle import Cycle
 from mysched.core.hold.downtimes import Downtimes
 from mysched.core.hold.ends import Ends
 from mysched.core.model.batch import Job
-from mysched.core.model.plan import Plan
+from mysched.core.model.plan import Plan, PoolGate, PoolNeed
 from mysched.core.place.board import Board
 from mysched.core.place.tally import RUNNING
 from mysched.core.settings import Consumer, PoolConfig
@@ -141,7 +141,7 @@ class Pools:
     """One plan's guarantee pools: each pool's book, and the hosts guarded or held."""
 
     def __init__(self, cy: Cycle, board: Board, ends: Ends, dt: Downtimes,
-                 previous: dict[str, tuple[str, str]] | None) -> None:
+                 previous: dict[str, PoolGate] | None) -> None:
         self.cy = cy
         self.board = board
         self.ends = ends
@@ -189,7 +189,8 @@ class Pools:
         idx = self.cy.index
         pool_of, by_name, vo_of = idx.pool_of, idx.by_name, idx.vo_of
         books = self.books = {p.name: PoolBook(p) for p in self.cy.cfg.pools}
-        owners: dict[str, list[int]] = {}
+        owners: dict[str, tuple[int, int]] = {}
+        """Host -> (cores, memory) its pool's consumers' jobs use there."""
         stuck: set[str] = set()
         """Hosts running others' jobs no loan could be: they may run longer than a loan may,
         so such a host is guarded only when the hosts without them do not suffice."""
@@ -200,7 +201,7 @@ class Pools:
             for host, cores in job.placement:
                 pool = pool_of.get(host)
                 e = by_name.get(host)
-                if pool is None or e is None or not e[3]:
+                if pool is None or e is None or not e.usable:
                     continue  # jobs on hosts that are down count towards no guarantee
                 b = books[pool.name]
                 c = b.consumer(job.queue, vo, job.group)
@@ -210,9 +211,8 @@ class Pools:
                         stuck.add(host)
                     continue
                 b.used[c] += pool.packages(cores, mem)
-                o = owners.setdefault(host, [0, 0])
-                o[0] += cores
-                o[1] += mem
+                oc, om = owners.get(host, (0, 0))
+                owners[host] = (oc + cores, om + mem)
         for job, vo in eligible:
             for b in books.values():
                 c = b.consumer(job.queue, vo, job.group)
@@ -223,7 +223,7 @@ class Pools:
         only slots that free within the pool's longest loan."""
         ends = self.ends.by_node() if any(p.loan.max_walltime is not None for p in self.cy.cfg.pools) else {}
         for host in sorted(pool_of):
-            if not by_name[host][3] or host in self.dt.closed:
+            if not by_name[host].usable or host in self.dt.closed:
                 continue  # down, offline or in a downtime: not part of the pool now
             pool = pool_of[host]
             b = books[pool.name]
@@ -349,6 +349,6 @@ class Pools:
         out.pool_loans = self.loans
         if self.on:
             out.pools = {name: b.status() for name, b in self.books.items()}
-            out.pool_gates = {h: (b.cfg.name, g) for b in self.books.values() for h, g in b.gates.items()}
+            out.pool_gates = {h: PoolGate(b.cfg.name, g) for b in self.books.values() for h, g in b.gates.items()}
             out.pool_horizons = {h: t for b in self.books.values() for h, t in b.horizon.items()}
-            out.pool_need = {h: (n, b.cfg.slots) for b in self.books.values() for h, n in b.need.items()}
+            out.pool_need = {h: PoolNeed(n, b.cfg.slots) for b in self.books.values() for h, n in b.need.items()}

@@ -73,6 +73,18 @@ def reserved_cores(job: Job, nodes: list[str] | tuple[str, ...]) -> list[int | N
     return (per + [None] * len(nodes))[:len(nodes)]
 
 
+class Hold(NamedTuple):
+    """What holds one node for a reservation."""
+
+    start: float
+    """When the reservation starts (-inf: its job started this cycle, the node stays closed)."""
+    job_id: str
+    need: int | None
+    """Cores the reserved job needs there (None: the whole node)."""
+    vo: str | None
+    group: str | None
+
+
 class Reservation(NamedTuple):
     job_id: str
     start: float
@@ -98,9 +110,8 @@ class Reservations:
         """Job id -> its reservation in this plan (`Plan.reservations`)."""
         self.depth = cy.cfg.reservation_depth if cy.policy != "fifo" else 0
         self.on = self.depth > 0
-        self.nodes: dict[str, tuple[float, str, int | None, str | None, str | None]] = {}
-        """node -> (start, job id, cores it needs there -- None: the whole node --, VO, group) of
-        the reservation holding it"""
+        self.nodes: dict[str, Hold] = {}
+        """node -> what of the reservation holding it"""
         self._resv_prev = previous or {}
         self._released: set[str] = set()
         self._resv_never: set[tuple] = set()
@@ -131,7 +142,7 @@ class Reservations:
     def holder(self, name: str) -> str | None:
         """The job whose reservation holds node `name`, if any."""
         held = self.nodes.get(name)
-        return held[1] if held is not None else None
+        return held.job_id if held is not None else None
 
     def holding(self, name: str) -> bool:
         """Does a reservation hold node `name`?"""
@@ -149,9 +160,9 @@ class Reservations:
         f = self._resv_factor
         return f <= 0 or job.walltime is None or self.cy.now - job.submit_time >= f * job.walltime
 
-    def _fits_before(self, job: Job, held: tuple, ld: NodeUsage, cores: int | None = None) -> bool:
-        """May `job` start now (`cores` of it, all by default) on node `ld`, `held` (start, job
-        id, cores needed there, VO, group) by a reservation? Its owner may; another job if it
+    def _fits_before(self, job: Job, held: Hold, ld: NodeUsage, cores: int | None = None) -> bool:
+        """May `job` start now (`cores` of it, all by default) on node `ld`, `held` by a
+        reservation? Its owner may; another job if it
         ends before the reservation starts, or if the node still has the cores the reservation
         needs there at its start with this job running on (MAUI reserves a job's tasks, not
         whole nodes: a 4-core reservation on a 32-core node left its 28 other cores to short jobs
@@ -161,14 +172,14 @@ class Reservations:
         past its requested walltime may hold some yet): refusing every job there then kept its
         nodes' spare cores idle for the cycle, the reserved job started or not (seen live: a job of
         a VO below its guarantee waited a cycle on an empty farm beside a 5-core reservation)."""
-        if held[1] == job.id or (job.walltime is not None and self.cy.now + job.walltime <= held[0]):
+        start, job_id, need, vo, group = held
+        if job_id == job.id or (job.walltime is not None and self.cy.now + job.walltime <= start):
             return True
-        need = held[2]
         if need is None or self.cy.exclusive_packing or (job.request is not None and job.request.exclusive):
             return False
-        if self._same_node_limit(job, held[3], held[4]):
+        if self._same_node_limit(job, vo, group):
             return False
-        free = ld.free if held[0] <= self.cy.now else self._free_at(ld, held[0])
+        free = ld.free if start <= self.cy.now else self._free_at(ld, start)
         return free - (job.cores if cores is None else cores) >= need
 
     def _same_node_limit(self, job: Job, vo: str | None, group: str | None) -> bool:
@@ -203,7 +214,7 @@ class Reservations:
             job, vo = got
             keys = self._keys_of(job, vo)
             by_name = self.cy.index.by_name
-            if not all(n in by_name and by_name[n][2] in keys and n not in self.nodes for n in prev.nodes):
+            if not all(n in by_name and by_name[n].key in keys and n not in self.nodes for n in prev.nodes):
                 continue
             req = job.request
             parts, ends, procs = job_parts(job), self.ends.by_node(), (req.procs or 0) if req is not None else 0
@@ -221,8 +232,8 @@ class Reservations:
                                    ends, procs, job.walltime)
                 if fresh is not None and (pick is None or self.picker.better(fresh, pick)):
                     pick = fresh
-            if pick is not None and pick[0] <= self._resv_horizon:
-                self._hold(job, max(self.cy.now, pick[0]), pick[1])
+            if pick is not None and pick.start <= self._resv_horizon:
+                self._hold(job, max(self.cy.now, pick.start), pick.nodes)
 
     def on_refusal(self, job: Job, vo: str, waits: dict[str, Wait]) -> str:
         """A multi-core job found no room: what to add to its wait. In submit order (easy,
@@ -287,8 +298,9 @@ class Reservations:
         held = self.nodes
         vo = job.vo or self.cy.index.vo_of(job.group)
         for n, need in zip(nodes, reserved_cores(job, nodes)):  # a released node stays closed this cycle
-            held[n] = (-math.inf, job.id, None, vo, job.group) if held.get(n, (0.0,))[0] == -math.inf else \
-                (start, job.id, need, vo, job.group)
+            was = held.get(n)
+            held[n] = Hold(-math.inf, job.id, None, vo, job.group) if was is not None and was.start == -math.inf \
+                else Hold(start, job.id, need, vo, job.group)
             self.first_holds.setdefault(n, held[n])
         self.depth -= 1
         self.cy.wake(start)
@@ -312,8 +324,8 @@ class Reservations:
         self._released.add(job_id)
         self.depth += 1
         for n, held in list(self.nodes.items()):
-            if held[1] == job_id:
-                self.nodes[n] = (-math.inf, job_id, None, held[3], held[4])
+            if held.job_id == job_id:
+                self.nodes[n] = held._replace(start=-math.inf, need=None)
 
     def _reserve(self, job: Job, vo: str) -> str:
         """Reserve nodes for a job that does not fit now; return what to add to its wait."""
@@ -329,7 +341,7 @@ class Reservations:
         # A request no open node could serve in time (all nodes down, say) is not tried again for
         # each such job this cycle: nodes only close during it, but for those a started reserved
         # job releases -- a reservation missed so waits a cycle. With downtimes the walltime counts.
-        sig = (self.cy.index.rules(job.queue, vo, job.group)[5], tuple(parts), procs,
+        sig = (self.cy.index.rules(job.queue, vo, job.group).keys, tuple(parts), procs,
                job.walltime if self.cy.index.downtimes else None)
         if sig in self._resv_never:
             return ""
@@ -337,13 +349,13 @@ class Reservations:
         names = self._open_nodes(self._keys_of(job, vo))
         prev = self._resv_prev.get(job.id)
         got = self.picker.pick(parts, names, ends, procs, job.walltime)
-        if got is None or not math.isfinite(got[0]):
+        if got is None or not math.isfinite(got.start):
             self._resv_never.add(sig)
             return ""
         start, nodes = got
         if prev is not None and set(prev.nodes) <= set(names):
             again = self.picker.pick(parts, list(prev.nodes), ends, procs, job.walltime)
-            if again is not None and again[0] <= start + 1.0:
+            if again is not None and again.start <= start + 1.0:
                 start, nodes = again  # the same nodes, unless another set starts it earlier
         if start <= self.cy.now or start > self._resv_horizon:  # (inf too) never further ahead than a walltime believed
             return ""
@@ -353,8 +365,8 @@ class Reservations:
     def _open_nodes(self, keys: set) -> list[str]:
         """The nodes of pools `keys` no other waiting job's reservation holds."""
         held, released = self.nodes, self._released
-        return [e[0].name for e in self.cy.index.entries if e[2] in keys
-                and (e[0].name not in held or held[e[0].name][1] in released)]
+        return [e.node.name for e in self.cy.index.entries if e.key in keys
+                and (e.node.name not in held or held[e.node.name].job_id in released)]
 
     def _keys_of(self, job: Job, vo: str) -> set:
-        return set(self.cy.index.rules(job.queue, vo, job.group)[5])
+        return set(self.cy.index.rules(job.queue, vo, job.group).keys)

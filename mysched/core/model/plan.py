@@ -59,6 +59,32 @@ class VOStatus(NamedTuple):
         return self.running_slots < self.guarantee
 
 
+class PoolGate(NamedTuple):
+    """A pool host's gate in a plan."""
+
+    pool: str
+    gate: str
+    """"guarded" or "held" (`mysched.core.hold.pools`)."""
+
+
+class PoolNeed(NamedTuple):
+    """What a plan holds on a held pool host."""
+
+    packages: int
+    slots: int
+    """Slots per package."""
+
+
+class DowntimeAt(NamedTuple):
+    """The scheduled downtime in force or next on a node, as a plan reports it."""
+
+    begin: float
+    """Its start less its margin: from here on the node takes only jobs ending by then."""
+    end: float
+    name: str
+    start: float
+
+
 @dataclass
 class Plan:
     """The planner's output: what to start, why the rest waits, and the farm's figures."""
@@ -96,22 +122,22 @@ class Plan:
     """Free slots left on draining or reserved nodes after `starts` (what holding them costs now)."""
     pools: dict[str, dict] = field(default_factory=dict)
     """Package guarantees after this cycle: pool -> figures (`mysched.core.hold.pools.PoolBook.status`)."""
-    pool_gates: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """Host -> (pool, "guarded" or "held") in this plan."""
+    pool_gates: dict[str, PoolGate] = field(default_factory=dict)
+    """Host -> its pool and gate in this plan."""
     pool_horizons: dict[str, float] = field(default_factory=dict)
     """Held hosts without a free package -> when their jobs end by requested walltime: a loan
     ending by then may start there."""
-    pool_need: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Held host -> (packages held there in this plan, slots per package): a loan may also
-    take the free slots beyond them."""
+    pool_need: dict[str, PoolNeed] = field(default_factory=dict)
+    """Held host -> the packages held there in this plan: a loan may also take the free
+    slots beyond them."""
     pool_loans: dict[str, str] = field(default_factory=dict)
     """Job id -> pool, for the starts that borrow guaranteed packages."""
     node_load: dict[str, str] = field(default_factory=dict)
     """Nodes skipped for the load their pbs_mom reports: name -> why."""
-    downtimes: dict[str, tuple[float, float, str, float]] = field(default_factory=dict)
-    """Node -> (begin, end, name, start) of the scheduled downtime in force or next on it:
-    before `begin` (its start less its margin) it takes only jobs ending by then, until `end`
-    none (`mysched.core.model.windows`)."""
+    downtimes: dict[str, DowntimeAt] = field(default_factory=dict)
+    """Node -> the scheduled downtime in force or next on it: before `begin` (its start less
+    its margin) it takes only jobs ending by then, until `end` none
+    (`mysched.core.model.windows`)."""
     vo_table: Callable[[], dict[str, VOStatus]] | None = field(default=None, repr=False, compare=False)
     """Makes `vos` on first read."""
     _vos: dict[str, VOStatus] | None = field(default=None, repr=False, compare=False)

@@ -96,16 +96,17 @@ class Board:
         packing = self.packing
         held: dict[str, list[tuple[int, float, str]]] = {}
         for name, base in self.tally.loads.items():
-            best = None
+            best: str | None = None  # the class holding the node: the latest to start there
+            best_start = 0.0
             for cls in base.class_times:
                 pc = packing.get(cls)
                 if pc is None or pc.policy != "exclusive" or not base.classes.get(cls):
                     continue
                 start = base.class_start(cls)
-                if start + pc.ttl > self.now and (best is None or (start, cls) > (best[1], best[0])):
-                    best = (cls, start)
+                if start + pc.ttl > self.now and (best is None or (start, cls) > (best_start, best)):
+                    best, best_start = cls, start
             if best is not None:
-                held.setdefault(best[0], []).append((base.classes[best[0]], best[1], name))
+                held.setdefault(best, []).append((base.classes[best], best_start, name))
         if not held:
             return []
         waiting: dict[str, int] = {}

@@ -123,9 +123,10 @@ class NodeIndex:
         """Free slots of the farm if no job ran."""
         self.packing = {pc.name: pc for pc in config.packing}
         if config.downtimes:  # kept while the windows and the node names and types are (not their states)
-            dkey = (config.downtimes, tuple((e.node.name, e.ntype) for e in entries))
+            typed = tuple((e.node.name, e.ntype) for e in entries)
+            dkey = (config.downtimes, typed)
             if getattr(self, "_dt_key", None) != dkey:
-                self._dt_key, self._dt = dkey, windows_by_node(config.downtimes, dkey[1])
+                self._dt_key, self._dt = dkey, windows_by_node(config.downtimes, typed)
             self.downtimes = self._dt
         else:
             self.downtimes = {}

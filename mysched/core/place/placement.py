@@ -81,27 +81,37 @@ def place(admission: Admission, usages: dict[str, NodeUsage], ask: Ask, pc: Pack
     scan = admission.scan
     if pc is None and len(groups) == 1:
         got = scan(groups[0].ranking.keys, usages, ask, False, None, only, diverse)
-        return got[1] if got is not None else None
-    best = None
+        if got is None:
+            return None
+        _key, ld = got
+        return ld
+    best: NodeUsage | None = None  # the admitted node of the lowest sort key `best_key` so far
+    best_key: tuple = ()
     if pc is None or pc.policy == "none":
         for avoid in ((cls, None) if pc is not None else (None,)):
             for g in groups:
                 got = scan(g.ranking.keys, usages, ask, False, avoid, only, diverse)
-                if got is not None and (best is None or got[0] < best[0]):
-                    best = got
+                if got is not None:
+                    key, ld = got
+                    if best is None or key < best_key:
+                        best, best_key = ld, key
             if best is not None:
-                return best[1]
+                return best
         return None
     for held_only in ((True, False) if pc.policy == "exclusive" else (False,)):
         for g in groups:
             r = g.by_class.get(cls)
             got = scan(r.keys, usages, ask, held_only, None, only, diverse) if r is not None else None
-            if got is not None and (best is None or got[0] < best[0]):
-                best = got
+            if got is not None:
+                key, ld = got
+                if best is None or key < best_key:
+                    best, best_key = ld, key
         if best is not None:
-            return best[1]
+            return best
     for g in groups:
         got = scan(g.ranking.keys, usages, ask, False, None, only, diverse)
-        if got is not None and (best is None or got[0] < best[0]):
-            best = got
-    return best[1] if best is not None else None
+        if got is not None:
+            key, ld = got
+            if best is None or key < best_key:
+                best, best_key = ld, key
+    return best

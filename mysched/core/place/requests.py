@@ -44,8 +44,10 @@ class RequestPlacer:
         """(reason, vo, detail) for a job on one node wider than every usable node: it waits
         `nodes_down` for a node it may use that is down or offline now, else `too_large`."""
         why = self.never_fits(job, vo, Request((NodePart(1, job.cores),)))
-        if why is not None and why[0] == Reason.NODES_DOWN:
-            return why[0], vo, why[1]
+        if why is not None:
+            reason, detail = why
+            if reason == Reason.NODES_DOWN:
+                return reason, vo, detail
         return Reason.TOO_LARGE, vo, f"asks for {job.cores} cores; largest usable node has {self.index.max_slots}"
 
     def never_fits(self, job: Job, vo: str, req: Request) -> tuple[str, str] | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Iterable, Protocol
 
-from mysched.core.model.batch import Changes, Job, JobState, Snapshot
+from mysched.core.model.batch import Changes, Job, JobState, Node, Snapshot
 from mysched.core.place.nodeusage import NodeUsage, _take
 from mysched.core.place.ranking import NodeGroup, Ranking
 from mysched.core.place.score import key_fn, keeps_whole
@@ -29,7 +29,8 @@ class NodeFacts(Protocol):
     """What a tally reads of its node index (`mysched.core.place.nodeindex.NodeIndex`)."""
 
     config: Config
-    by_name: dict[str, tuple]
+    by_name: dict[str, tuple[Node, str | None, tuple, bool, bool]]
+    """Node name -> its `NodeEntry` (node, type, key, usable, counted)."""
     usable_free: dict[str, int]
     idle_free: int
     pool_keys: list[tuple]
@@ -41,6 +42,21 @@ class NodeFacts(Protocol):
     def vo_of(self, group: str) -> str: ...
 
     def empty_ranking(self, policy: str, pool_key: tuple) -> Ranking: ...
+
+
+class Counted:
+    """A running job the tally counts. Mutable (`gen` moves on each sync that sees it) and
+    slotted: a sync looks at every running job's record."""
+
+    __slots__ = ("job", "vo", "cls", "gen")
+
+    def __init__(self, job: Job, vo: str, cls: str | None, gen: int) -> None:
+        self.job = job
+        self.vo = vo
+        self.cls = cls
+        """Its packing class (None: the farm has none)."""
+        self.gen = gen
+        """The sync that saw it last (`Tally.gen`)."""
 
 
 class Tally:
@@ -62,8 +78,8 @@ class Tally:
         """Which per-node counts plans read: users for the diversity score, VOs and groups
         only where a per-node limit exists."""
         self.packing = index.packing
-        self.jobs: dict[str, list] = {}
-        """Counted running jobs: id -> [job, VO, packing class, generation last seen]."""
+        self.jobs: dict[str, Counted] = {}
+        """Counted running jobs by id."""
         self.gen = 0
         self.token: object = None
         """`Snapshot.token` of the snapshot synced last."""
@@ -127,9 +143,9 @@ class Tally:
             st = job.state
             if st is r or st is e or st is s:
                 rec = known(job.id)
-                if rec is not None and (rec[0] is job or rec[0] == job):
-                    if rec[3] != gen:
-                        rec[3] = gen
+                if rec is not None and (rec.job is job or rec.job == job):
+                    if rec.gen != gen:
+                        rec.gen = gen
                         seen += 1
                 else:
                     fresh.append(job)
@@ -138,7 +154,7 @@ class Tally:
                 vo_queued[vo] = vo_queued.get(vo, 0) + 1
                 queued.append((job, vo))
         if seen < len(counted):  # jobs ended, or changed (a new object under a known id)
-            gone = [jid for jid, rec in counted.items() if rec[3] != gen]
+            gone = [jid for jid, rec in counted.items() if rec.gen != gen]
             self._apply([counted.pop(jid) for jid in gone], -1)
         self._add(fresh)
         return queued, vo_queued
@@ -175,11 +191,11 @@ class Tally:
                 cls = pc.name if pc else DEFAULT_CLASS
             else:
                 cls = None
-            rec = counted[job.id] = [job, vo, cls, gen]
+            rec = counted[job.id] = Counted(job, vo, cls, gen)
             add.append(rec)
         self._apply(add, +1)
 
-    def _apply(self, recs: list[list], sign: int) -> None:
+    def _apply(self, recs: list[Counted], sign: int) -> None:
         """Add (sign +1) or remove (-1) running jobs."""
         if not recs:
             return
@@ -192,7 +208,8 @@ class Tally:
         group_slots, user_slots, queue_jobs = self.group_slots, self.user_slots, self.queue_jobs
         queue_cores, user_jobs = self.queue_cores, self.user_jobs
         used, free, off = self.used, self.free, self.off_used
-        for job, vo, cls, _ in recs:
+        for rec in recs:
+            job, vo, cls = rec.job, rec.vo, rec.cls
             cores, group, user = job.cores, job.group, job.user
             u = user if t_users else None
             v = vo if t_vos else None
@@ -223,11 +240,14 @@ class Tally:
                         e = by_name.get(name)
                         if e is None:
                             continue  # a node the server does not list
-                        ld = loads[name] = NodeUsage(e[0], e[2], e[3])
-                        ld.pool = self.pools[e[2]]  # its node group: read by the checks of a plan
+                        node, _ntype, key, usable, counted = e
+                        ld = loads[name] = NodeUsage(node, key, usable)
+                        ld.pool = self.pools[key]  # its node group: read by the checks of a plan
+                    else:
+                        _node, _ntype, _key, _usable, counted = by_name[name]
                     touched[name] = ld
                     # take the node's part out of the totals; put it back once changed
-                    if by_name[name][4]:
+                    if counted:
                         used -= min(ld.used, ld.slots)
                     else:
                         off -= min(ld.used, ld.slots)
@@ -245,7 +265,8 @@ class Tally:
                     else:
                         ld.remove(u, v, g, cls, cores, job.start_time, mem, req.exclusive, vmem)
         for name, ld in touched.items():
-            if by_name[name][4]:
+            _node, _ntype, _key, _usable, counted = by_name[name]
+            if counted:
                 used += min(ld.used, ld.slots)
             else:
                 off += min(ld.used, ld.slots)

@@ -156,7 +156,8 @@ class Limits:
         got = memo.get(key)
         if got is None:
             got = memo[key] = self.why(job, vo) or ("", "")
-        return got if got[0] else (reason, "")
+        limit, _detail = got
+        return got if limit else (reason, "")
 
     def cores_left(self, reason: str, job: Job, vo: str) -> int:
         """Cores the VO's or group's max_cores still leaves (after `reason` refused `job`)."""

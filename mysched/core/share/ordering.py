@@ -22,6 +22,9 @@ from mysched.core.settings import Config
 from mysched.core.share.standing import VOFacts
 from mysched.core.share.usage import Usage
 
+_BELOW_GUARANTEE, _BY_SHARE = 0, 1
+"""The first field of a VO's sort key: VOs below their guarantee come before all others."""
+
 
 class Trier(Protocol):
     """What the order asks of the planner: try a job, make jobs wait, and the cycle's figures."""
@@ -147,8 +150,8 @@ class ShareOrder:
         f = self.vo_facts[vo]
         running = self.vo_slots.get(vo, 0)
         if running < f.guarantee:
-            return (0, running / f.guarantee, vo)
-        return (1, -self.priority(vo), f.usage_fraction, vo)
+            return (_BELOW_GUARANTEE, running / f.guarantee, vo)
+        return (_BY_SHARE, -self.priority(vo), f.usage_fraction, vo)
 
     def _sub_key(self, usage: float, running: int, name: str, share: float = 1.0) -> tuple:
         """Smallest first: LSF's dynamic priority share / (eps + u_hist + u_run), inverted;
@@ -204,7 +207,7 @@ class ShareOrder:
             if self.host.free_total() <= 0:
                 self._drain_tree(vos, heap, Reason.NO_FREE_SLOT)
                 return
-            if first and heap.current[vo][0] == 1:
+            if first and heap.current[vo][0] == _BY_SHARE:  # no VO below its guarantee is left
                 self._run_reserved(eligible, first, vos, heap)
                 first = set()
                 continue

@@ -108,8 +108,8 @@ class UsageLedger:
         self._events: list[tuple[float, int, int, float, tuple[Key, ...]]] = []
         """Heap of (time, sequence, cores: + at a job's start, - at its end, its start, keys)."""
         self._seq = 0
-        self._straddle: dict[Key, list[float]] = {}
-        """Per key with jobs that straddle the edge: [their cores, sum of cores x W(start)]."""
+        self._straddle: dict[Key, tuple[int, float]] = {}
+        """Per key with jobs that straddle the edge: (their cores, sum of cores x W(start))."""
         self._jobs: dict[Key, int] = {}
         """Jobs of the key still (partly) inside the window."""
         self._now = -math.inf
@@ -133,8 +133,9 @@ class UsageLedger:
         self._t0 = t
         for k in self._sums:
             self._sums[k] *= f
-        for cb in self._straddle.values():
-            cb[1] *= f
+        straddle = self._straddle
+        for k, (n, weighted) in straddle.items():
+            straddle[k] = (n, weighted * f)
 
     # -- updates --------------------------------------------------------------------------
     def add(self, vo: str, group: str, user: str, start: float, end: float, cores: int = 1) -> None:
@@ -182,10 +183,10 @@ class UsageLedger:
                 for k in keys:
                     cb = straddle.get(k)
                     if cb is None:
-                        straddle[k] = [cores, cores * w_lo]
+                        straddle[k] = (cores, cores * w_lo)
                     else:
-                        cb[0] += cores
-                        cb[1] += cores * w_lo
+                        n, weighted = cb
+                        straddle[k] = (n + cores, weighted + cores * w_lo)
                 continue
             whole = -cores * self._c * (self._w(t) - w_lo)  # the edge passed its end: all of it goes
             for k in keys:
@@ -196,10 +197,9 @@ class UsageLedger:
                 self._jobs[k] = left
                 v = sums[k] - whole
                 sums[k] = v if v > 0.0 else 0.0
-                cb = straddle[k]
-                if cb[0] + cores:
-                    cb[0] += cores
-                    cb[1] += cores * w_lo
+                n, weighted = straddle[k]
+                if n + cores:
+                    straddle[k] = (n + cores, weighted + cores * w_lo)
                 else:  # none straddles the edge any more
                     del straddle[k]
         self._edge = edge

@@ -317,7 +317,8 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
                         break
                     continue
                 good += 1
-                if a[7] == 5 and (a[8] <= 0 or run < 0):
+                queue, user, group, cores, walltime, mem, vo, status, alloc = a
+                if status == 5 and (alloc <= 0 or run < 0):
                     cancelled += 1
                     continue
                 if not 0 <= submit < 1e12:  # also NaN
@@ -335,10 +336,10 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
                     rd.repaired(lineno, "duplicate_id", f"job number {clip(jid)} already on line {first_at}: "
                                 f"replayed as {clip(jid)}.{n}")
                     jid = f"{jid}.{n}"
-                if a[3] == 0:
+                if cores == 0:
                     rd.repaired(lineno, "assumed_1_core", f"job {clip(jid)}: no processor count (allocated and "
                                 "requested <= 0): replayed on 1 core")
-                    a = a[:3] + (1,) + a[4:]
+                    cores = 1
                 t = base + submit
                 if start_from is not None and t < start_from:
                     early += 1
@@ -349,8 +350,8 @@ def read_swf(path: str | os.PathLike[str], *, first: int | None = None, start_fr
                 if limit == 0:
                     tr.truncated = True
                     break
-                append(TraceJob(Job(jid, a[0], a[1], a[2], a[3], queued, t, None, a[4], a[5], (), a[6]), run))
-                if a[7] == 5:
+                append(TraceJob(Job(jid, queue, user, group, cores, queued, t, None, walltime, mem, (), vo), run))
+                if status == 5:
                     cancelled_ran += 1
                 if len(jobs) == limit:
                     if in_order:  # stop here, not at the next job line: 3 GiB of comments may come first
