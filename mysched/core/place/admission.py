@@ -34,7 +34,7 @@ CHECKS: tuple[Check, ...] = (
           "R.NODE_LOAD if ld.free >= cores else R.NO_FREE_SLOT"),
     Check(Reason.NODE_DOWN, "not ld.usable and (ld.name not in dt_closed or not by_name[ld.name].usable)"),
     Check(Reason.NO_FREE_SLOT, "ld.free < cores or (excl and ld.njobs)"),
-    Check(Reason.QUEUE_NODES, "ld.pool not in groups", "access(ld.key, job.queue)"),
+    Check(Reason.QUEUE_NODES, "ld.group not in groups", "access(ld.key, job.queue)"),
     Check(Reason.DOWNTIME, "dt_on and (ld.name in dt_ahead or ld.name in dt_closed) and shuts(ld.name, wall)"),
     Check(Reason.PACKING, "ld.reserved is not None and ld.reserved != cls"),
     Check(Reason.RESERVED, "resv_nodes and ld.name in resv_nodes and resv_refuses(job, ld, cores)"),
@@ -184,7 +184,7 @@ class IdleAdmission:
             e = self.entries[name]
             ld = self._idle[name] = NodeUsage(e.node, e.key, e.usable)
             ld.free = ld.slots if self.free is None else self.free.get(name, 0)  # idle: whatever pbs_server says
-            ld.pool = e.key  # an ask's `groups` here are node group keys
+            ld.group = e.key  # an ask's `groups` here are node group keys
         return ld
 
     def first(self, name: str, ask: Ask) -> str | None:

@@ -32,7 +32,7 @@ class NodeUsages(dict):
         else:
             e = self.index.by_name[name]
             ld = NodeUsage(e.node, e.key, e.usable)
-        ld.pool = self.groups[ld.key]
+        ld.group = self.groups[ld.key]
         self[name] = ld
         return ld
 
@@ -51,7 +51,7 @@ class Board:
         self.keyf = tally.keyf
         self.track = tally.track
         self.packing = index.packing
-        groups = tally.pools
+        groups = tally.groups
         for k, g in groups.items():  # this plan's scratch rankings
             g.ranking = tally.rankings[k].view()
             classes = tally.by_class[k]
@@ -71,8 +71,8 @@ class Board:
         nodes, nodes in a scheduled downtime)."""
         ld = self.usages[name]
         ld.usable = False
-        ld.pool.ranking.drop(name)
-        for r in ld.pool.by_class.values():
+        ld.group.ranking.drop(name)
+        for r in ld.group.by_class.values():
             r.drop(name)
 
     def skip_loaded(self, nodes: Iterable[Node], limits: NodeLoadLimits) -> None:
@@ -147,7 +147,7 @@ class Board:
             ld.reserved = cls
             self.node_classes[name] = cls
             ttl_end = self.now + pc.ttl
-        group = ld.pool
+        group = ld.group
         if ld.free > 0:
             k = self.keyf(ld)
             group.ranking.put(name, k)

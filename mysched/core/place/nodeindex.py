@@ -110,7 +110,7 @@ class NodeIndex:
         """Host -> the guarantee pool (`PoolConfig`) it belongs to."""
         self.pool_guardable = guardable
         """Pool hosts some consumer of their pool may use (only these are guarded for it)."""
-        self.pool_keys = list(keys)
+        self.group_keys = list(keys)
         self.key_max: dict[NodeKey, int] = {}
         """Node group key -> the most slots of its nodes that are not down or offline."""
         for e in entries:
@@ -161,7 +161,7 @@ class NodeIndex:
             qc = cfg.queues.get(queue)
             v = cfg.vos.get(vo)
             g = cfg.groups.get(group)
-            keys = [key for key in self.pool_keys if admits(cfg, key, queue, vo, group)]
+            keys = [key for key in self.group_keys if admits(cfg, key, queue, vo, group)]
             got = self._rules[k] = KindRules(qc.max_running if qc else None, v.max_running if v else None,
                                              g.max_running if g else None, v.max_per_node if v else None,
                                              g.max_per_node if g else None, tuple(keys))
@@ -189,9 +189,9 @@ class NodeIndex:
             t = self._tallies[policy] = Tally(self, policy)
         return t
 
-    def empty_ranking(self, policy: str, pool_key: tuple) -> Ranking:
+    def empty_ranking(self, policy: str, group_key: tuple) -> Ranking:
         """The pool's usable nodes ranked as if no job ran anywhere."""
         whole = keeps_whole(self.config)
         items = [empty_key(policy, e.node, whole) for e in self.entries
-                 if e.key == pool_key and e.node.name in self.usable_free and e.node.slots > 0]
+                 if e.key == group_key and e.node.name in self.usable_free and e.node.slots > 0]
         return Ranking(sorted(items), {k[-1]: k for k in items})

@@ -14,7 +14,7 @@ class NodeUsage:
     reads in this plan (no diversity score, no per-node limit, no packing): not counted."""
 
     __slots__ = ("name", "slots", "cap", "free", "used", "njobs", "users", "vos", "groups", "classes",
-                 "class_times", "key", "pool", "reserved", "usable", "mem", "mem_used", "excl", "vmem", "vmem_used")
+                 "class_times", "key", "group", "reserved", "usable", "mem", "mem_used", "excl", "vmem", "vmem_used")
 
     def __init__(self, node: Node, key: tuple, usable: bool) -> None:
         self.name = node.name
@@ -31,7 +31,8 @@ class NodeUsage:
         self.class_times: dict[str, list[float]] = {}
         """Start times of the class jobs (exclusive packing reservations follow the latest)."""
         self.key = key
-        self.pool = None
+        self.group = None
+        """Its `NodeGroup` (type and queue assignment): what the checks ask about access."""
         self.reserved: str | None = None
         self.usable = usable
         self.mem = node.mem
@@ -49,7 +50,7 @@ class NodeUsage:
         c.name, c.slots, c.cap, c.free, c.used, c.njobs = self.name, self.slots, self.cap, self.free, self.used, self.njobs
         c.users, c.vos, c.groups, c.classes = dict(self.users), dict(self.vos), dict(self.groups), dict(self.classes)
         c.class_times = {k: list(v) for k, v in self.class_times.items()} if self.class_times else {}
-        c.key, c.pool, c.reserved, c.usable = self.key, self.pool, None, self.usable
+        c.key, c.group, c.reserved, c.usable = self.key, self.group, None, self.usable
         c.mem, c.mem_used, c.excl = self.mem, self.mem_used, self.excl
         c.vmem, c.vmem_used = self.vmem, self.vmem_used
         return c

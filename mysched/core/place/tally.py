@@ -33,7 +33,7 @@ class NodeFacts(Protocol):
     """Node name -> its `NodeEntry` (node, type, key, usable, counted)."""
     usable_free: dict[str, int]
     idle_free: int
-    pool_keys: list[tuple]
+    group_keys: list[tuple]
     packing: dict[str, PackingClass]
     group_vo: dict[str, str]
 
@@ -41,7 +41,7 @@ class NodeFacts(Protocol):
 
     def vo_of(self, group: str) -> str: ...
 
-    def empty_ranking(self, policy: str, pool_key: tuple) -> Ranking: ...
+    def empty_ranking(self, policy: str, group_key: tuple) -> Ranking: ...
 
 
 class Counted:
@@ -92,9 +92,9 @@ class Tally:
         self.queue_jobs: dict[str, int] = {}
         self.queue_cores: dict[str, int] = {}
         self.user_jobs: dict[str, int] = {}
-        self.rankings = {k: index.empty_ranking(policy, k) for k in index.pool_keys}
-        self.by_class: dict[tuple, dict[str, Ranking]] = {k: {} for k in index.pool_keys}
-        self.pools = {k: NodeGroup(k) for k in index.pool_keys}
+        self.rankings = {k: index.empty_ranking(policy, k) for k in index.group_keys}
+        self.by_class: dict[tuple, dict[str, Ranking]] = {k: {} for k in index.group_keys}
+        self.groups = {k: NodeGroup(k) for k in index.group_keys}
         self._scratch: dict[tuple, tuple[dict, dict]] = {}
         self.used = 0
         """Slots in use on counted nodes."""
@@ -242,7 +242,7 @@ class Tally:
                             continue  # a node the server does not list
                         node, _ntype, key, usable, counted = e
                         ld = loads[name] = NodeUsage(node, key, usable)
-                        ld.pool = self.pools[key]  # its node group: read by the checks of a plan
+                        ld.group = self.groups[key]  # its node group: read by the checks of a plan
                     else:
                         _node, _ntype, _key, _usable, counted = by_name[name]
                     touched[name] = ld
