@@ -85,31 +85,28 @@ def place(admission: Admission, usages: dict[str, NodeUsage], ask: Ask, pc: Pack
             return None
         _key, ld = got
         return ld
-    best: NodeUsage | None = None  # the admitted node of the lowest sort key `best_key` so far
-    best_key: tuple = ()
+    ranked = [g.ranking.keys for g in groups]
     if pc is None or pc.policy == "none":
         for avoid in ((cls, None) if pc is not None else (None,)):
-            for g in groups:
-                got = scan(g.ranking.keys, usages, ask, False, avoid, only, diverse)
-                if got is not None:
-                    key, ld = got
-                    if best is None or key < best_key:
-                        best, best_key = ld, key
-            if best is not None:
-                return best
+            ld = _best(scan, ranked, usages, ask, False, avoid, only, diverse)
+            if ld is not None:
+                return ld
         return None
+    held = [g.by_class[cls].keys for g in groups if cls in g.by_class]
     for held_only in ((True, False) if pc.policy == "exclusive" else (False,)):
-        for g in groups:
-            r = g.by_class.get(cls)
-            got = scan(r.keys, usages, ask, held_only, None, only, diverse) if r is not None else None
-            if got is not None:
-                key, ld = got
-                if best is None or key < best_key:
-                    best, best_key = ld, key
-        if best is not None:
-            return best
-    for g in groups:
-        got = scan(g.ranking.keys, usages, ask, False, None, only, diverse)
+        ld = _best(scan, held, usages, ask, held_only, None, only, diverse)
+        if ld is not None:
+            return ld
+    return _best(scan, ranked, usages, ask, False, None, only, diverse)
+
+
+def _best(scan: Callable, rankings: list[list[tuple]], usages: dict[str, NodeUsage], ask: Ask, held_only: bool,
+          avoid: str | None, only: set[str] | None, diverse: bool) -> NodeUsage | None:
+    """The admitted node of the lowest sort key along several rankings, or None."""
+    best: NodeUsage | None = None
+    best_key: tuple = ()
+    for keys in rankings:
+        got = scan(keys, usages, ask, held_only, avoid, only, diverse)
         if got is not None:
             key, ld = got
             if best is None or key < best_key:
