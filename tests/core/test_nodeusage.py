@@ -17,18 +17,19 @@ def _usage(slots: int = 8, state: NodeState = NodeState.FREE, usable: bool = Tru
 
 
 def _state(ld: NodeUsage) -> tuple:
-    return (ld.free, ld.used, ld.njobs, ld.users, ld.vos, ld.groups, ld.classes, ld.class_times,
-            ld.mem_used, ld.vmem_used, ld.excl)
+    """Its counts, copied (a later change must not show through)."""
+    return (ld.free, ld.used, ld.njobs, dict(ld.users), dict(ld.vos), dict(ld.groups), dict(ld.classes),
+            {c: list(t) for c, t in ld.class_times.items()}, ld.mem_used, ld.vmem_used, ld.excl)
 
 
 def test_add_counts_a_job_and_remove_with_the_same_arguments_undoes_it():
     ld = _usage(8, mem=16 * GB)
     ld.add("u1", "atlas", "atl", "mc", 2, 100.0, mem=GB)
     before = _state(ld)
-    ld.add("u2", "cms", "cms", "mc", 3, 200.0, mem=2 * GB, vmem=4 * GB)
-    assert (ld.free, ld.users, ld.classes, ld.class_times["mc"], ld.mem_used) == \
-        (3, {"u1": 1, "u2": 1}, {"mc": 2}, [100.0, 200.0], 3 * GB)
-    ld.remove("u2", "cms", "cms", "mc", 3, 200.0, mem=2 * GB, vmem=4 * GB)
+    ld.add("u2", "cms", "cms", "sc", 3, 200.0, mem=2 * GB, vmem=4 * GB)
+    assert (ld.free, ld.users, ld.classes, ld.class_times, ld.mem_used) == \
+        (3, {"u1": 1, "u2": 1}, {"mc": 1, "sc": 1}, {"mc": [100.0], "sc": [200.0]}, 3 * GB)
+    ld.remove("u2", "cms", "cms", "sc", 3, 200.0, mem=2 * GB, vmem=4 * GB)
     assert _state(ld) == before
 
 
@@ -41,6 +42,9 @@ def test_a_none_user_vo_group_or_class_is_not_counted():
 def test_a_job_that_asked_for_its_node_alone_leaves_no_room_until_it_is_removed():
     ld = _usage(8)
     ld.add("u", "v", "g", None, 1, 0.0, excl=True)
+    ld.add("u", "v", "g", None, 2, 0.0)
+    assert ld.free == 0
+    ld.remove("u", "v", "g", None, 2, 0.0)
     assert ld.free == 0
     ld.remove("u", "v", "g", None, 1, 0.0, excl=True)
     assert ld.free == 8
@@ -84,8 +88,8 @@ def test_room_at_is_now_the_end_that_frees_enough_or_never():
 
 def test_a_class_started_last_when_its_latest_job_started():
     ld = _usage(8)
-    ld.add("u", "v", "g", "mc", 1, 300.0)
     ld.add("u", "v", "g", "mc", 1, 700.0)
+    ld.add("u", "v", "g", "mc", 1, 300.0)
     ld.add("u", "v", "g", "sc", 1, 500.0)
     assert (ld.class_start("mc"), ld.class_start("sc"), ld.class_start("none")) == (700.0, 500.0, None)
     ld.remove("u", "v", "g", "mc", 1, 700.0)

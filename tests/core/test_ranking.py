@@ -42,6 +42,13 @@ def test_changing_a_view_leaves_the_original_as_it_was():
     assert (base.keys, base.of) == ([(1, "a"), (2, "b")], {"a": (1, "a"), "b": (2, "b")})
 
 
+def test_dropping_from_a_view_leaves_the_original_as_it_was():
+    base = _ranked((1, "a"), (2, "b"))
+    v = base.view()
+    v.drop("a")
+    assert (v.keys, base.keys, base.of) == ([(2, "b")], [(1, "a"), (2, "b")], {"a": (1, "a"), "b": (2, "b")})
+
+
 def test_a_view_copies_on_its_first_real_change_not_on_a_no_op():
     base = _ranked((1, "a"))
     v = base.view()
