@@ -368,8 +368,10 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
                         keep=c.get(dr, ("drain",), "keep", parse_duration, 1800.0),
                         min_cores=c.get(dr, ("drain",), "min_cores", int_(2, MAX_NODE_SLOTS), 2),
                         backfill=c.get(dr, ("drain",), "backfill", one_of(*DRAIN_BACKFILL), "expected"))
-    if dr and (drain.rate > 0) != (drain.max_draining > 0):
-        c.problem(("drain",), "set both rate (nodes per hour) and max_draining, or neither")
+    # rate 0 switches the partition off whatever max_draining says (a sweep of drain.rate=0,12);
+    # a rate with no max_draining, or a max_draining with no rate written, is a setting half made
+    if dr and ((drain.rate > 0 and drain.max_draining == 0) or (drain.max_draining > 0 and "rate" not in dr)):
+        c.problem(("drain",), "set both rate (nodes per hour) and max_draining, or neither (rate = 0: off)")
     if not 0 <= drain.keep <= DAY:
         c.problem(("drain", "keep"), "must be a duration of at most a day")
 
