@@ -1,0 +1,389 @@
+"""`mysched sweep`: a grid of configuration settings x seeds x policies, one simulator run a cell.
+
+Every choice a site makes is a trade-off the simulator answers one run at a time; a sweep runs
+the whole grid (on a pool of processes or a Dask cluster, `mysched.sim.sweepdask`) and keeps
+each finished cell under a key of everything that decides its figures, so that an interrupted
+or repeated sweep reuses them. A cell runs `mysched simulate` itself, in-process, so its
+figures are exactly those of `mysched simulate --json` with the same options.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import io
+import itertools
+import json
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Protocol
+
+import libconf
+
+from mysched.config import config_from_text
+from mysched.errors import ConfigError, MyschedError, UsageError
+from mysched.files import os_reason, write_atomic
+
+CELL_SOURCE = "<sweep cell>"
+"""The name a cell's configuration text is checked under (its line numbers mean nothing to the user)."""
+
+MAX_CELLS = 100_000
+"""More cells than this is a typo in a range, not a sweep anyone waits for."""
+
+Setting = tuple[str, Any]
+
+_PREFIX = re.compile(r"^mysched( \w+)?: (error: )?")
+"""How `mysched` begins its error lines; a failed cell's reason is given without it."""
+
+
+# --- the grid ------------------------------------------------------------------------------
+
+def _split_values(text: str) -> list[str]:
+    """Split at commas outside double quotes ("a,b" stays one string)."""
+    out, cur, quoted = [], "", False
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+        if ch == "," and not quoted:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return [v.strip() for v in out]
+
+
+def literal(text: str) -> Any:
+    """A value as the configuration file would read it: a number, "string", true/false, an
+    array or list; a bare word is taken as a string (``backfill=requested``)."""
+    try:
+        return libconf.loads(f"v = {text};")["v"]
+    except Exception:  # noqa: BLE001 - libconf raises several kinds; not a literal: a bare word
+        if re.fullmatch(r"[^\s\";{}()\[\]=]+", text):
+            return text
+        raise UsageError(f"--set: cannot read {text[:200]!r} as a value (a number, \"string\", true or false)") from None
+
+
+def parse_set(text: str) -> tuple[str, list[Any]]:
+    """``KEY=V1,V2,...`` -> (dotted key, values in order, without repeats)."""
+    key, eq, rest = text.partition("=")
+    key = key.strip()
+    if not eq or not re.fullmatch(r"[A-Za-z][-\w]*(\.[A-Za-z*][-\w*]*)*", key):
+        raise UsageError(f"--set {text[:200]}: expected KEY=V1,V2,... with a dotted configuration key "
+                         "(drain.rate=0,6,12)")
+    raw = _split_values(rest)
+    if any(not v for v in raw):
+        raise UsageError(f"--set {text[:200]}: an empty value")
+    values: list[Any] = []
+    for v in raw:
+        lit = literal(v)
+        if lit not in values:
+            values.append(lit)
+    return key, values
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``1,2,3``, ``1-8`` or a mix (``1-4,9``): the seeds in order, without repeats."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not m:
+            raise UsageError(f"--seeds {text[:200]}: expected seeds like 1,2,3 or 1-8")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo or hi - lo >= MAX_CELLS:
+            raise UsageError(f"--seeds {text[:200]}: {part.strip()} is not a range from low to high")
+        seeds.extend(s for s in range(lo, hi + 1) if s not in seeds)
+    return seeds
+
+
+def base_document(text: str, filename: str) -> dict:
+    """The base configuration as a libconf document, its @includes read in (relative to its file)."""
+    includedir = os.path.dirname(os.path.abspath(filename)) if not filename.startswith("<") else os.getcwd()
+    try:
+        return libconf.loads(text, filename=filename, includedir=includedir) if text.strip() else {}
+    except Exception as exc:  # noqa: BLE001 - the reader named the problem already when it could
+        raise ConfigError(f"{filename}: cannot be read for --set: {str(exc)[:200]}") from None
+
+
+def with_settings(doc: dict, settings: tuple[Setting, ...]) -> str:
+    """The configuration text of `doc` with each dotted key set (groups created as needed)."""
+    out = copy.deepcopy(doc)
+    for key, value in settings:
+        *groups, last = key.split(".")
+        node = out
+        for g in groups:
+            if not isinstance(node.get(g), dict):
+                node[g] = {}
+            node = node[g]
+        node[last] = value
+    try:
+        return libconf.dumps(out)
+    except Exception as exc:  # noqa: BLE001 - a value libconf cannot write (mixed array)
+        raise UsageError(f"--set {', '.join(f'{k}={v!r}' for k, v in settings)}: {str(exc)[:200]}") from None
+
+
+def refusal(text: str) -> str | None:
+    """Why the configuration reader refuses `text` (its first problem, without the line of the
+    generated text), or None when it reads."""
+    try:
+        config_from_text(text, CELL_SOURCE)
+    except ConfigError as exc:
+        first = exc.problems[0] if exc.problems else str(exc)
+        return re.sub(rf"^{re.escape(CELL_SOURCE)}(:\d+)?: ", "", first)
+    return None
+
+
+def show(settings: tuple[Setting, ...]) -> str:
+    return " ".join(f"{k}={json.dumps(v) if isinstance(v, str) else _lit(v)}" for k, v in settings) or "(base)"
+
+
+def _lit(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def check_grid(grid: list[tuple[str, list[Any]]], refused: dict[tuple[Setting, ...], str]) -> None:
+    """Refuse, before anything runs, a value refused in every combination it is in -- an unknown
+    key, a value out of range: a typo must not cost a night of runs. A value refused only with
+    some other setting (drain.rate without drain.max_draining) leaves those cells out, named."""
+    for i, (key, values) in enumerate(grid):
+        for v in values:
+            mine = [why for settings, why in refused.items() if settings[i][1] == v]
+            total = 1
+            for j, (_, vals) in enumerate(grid):
+                total *= len(vals) if j != i else 1
+            if mine and len(mine) == total:
+                raise UsageError(f"--set {key}={json.dumps(v) if isinstance(v, str) else _lit(v)}: {mine[0]}")
+
+
+# --- cells ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Cell:
+    """One simulator run: settings x seed (None for a trace) x policy, with what it runs on."""
+
+    settings: tuple[Setting, ...]
+    seed: int | None
+    policy: str
+    config_text: str
+    sim_args: tuple[str, ...] = ()
+    trace_id: str = ""
+    """For --trace: the file's path, size and mtime (its jobs decide the figures too)."""
+
+    @property
+    def key(self) -> str:
+        h = hashlib.sha256()
+        for part in (self.config_text, json.dumps(list(self.sim_args)), str(self.seed), self.policy, self.trace_id):
+            h.update(part.encode("utf-8"))
+            h.update(b"\0")
+        return h.hexdigest()
+
+    @property
+    def name(self) -> str:
+        return f"{show(self.settings)} policy={self.policy}" + (f" seed={self.seed}" if self.seed is not None else "")
+
+    def argv(self, config_path: str, json_path: str) -> list[str]:
+        """The `mysched simulate` command line of this cell."""
+        return (["simulate", "-c", config_path, *self.sim_args, "--policy", self.policy, "--json", json_path,
+                 "--progress", "never"] + (["--seed", str(self.seed)] if self.seed is not None else []))
+
+
+def trace_id(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise UsageError(f"--trace {path}: {os_reason(exc)}") from None
+    return f"{os.path.abspath(path)}\0{st.st_size}\0{st.st_mtime_ns}"
+
+
+@dataclass
+class Grid:
+    """The cells of a sweep, and those the configuration refused (named, not run)."""
+
+    cells: list[Cell] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+
+
+def make_cells(doc: dict, grid: list[tuple[str, list[Any]]], seeds: list[int | None], policies: list[str],
+               sim_args: tuple[str, ...], trace: str = "") -> Grid:
+    """Every combination of the grid's values x seeds x policies; a combination the
+    configuration refuses is kept aside with why."""
+    out = Grid()
+    keys = [k for k, _ in grid]
+    combos = list(itertools.product(*(vals for _, vals in grid)))
+    if len(combos) * len(seeds) * len(policies) > MAX_CELLS:
+        raise UsageError(f"{len(combos) * len(seeds) * len(policies)} cells: more than {MAX_CELLS}; "
+                         "sweep fewer values at once")
+    tid = trace_id(trace) if trace else ""
+    texts = {}
+    refused: dict[tuple[Setting, ...], str] = {}
+    for combo in combos:
+        settings = tuple(zip(keys, combo))
+        texts[settings] = with_settings(doc, settings)
+        why = refusal(texts[settings]) if settings else None
+        if why:
+            refused[settings] = why
+    check_grid(grid, refused)
+    for settings, text in texts.items():
+        if settings in refused:
+            out.refused.append((show(settings), refused[settings]))
+            continue
+        for policy in policies:
+            for seed in seeds:
+                out.cells.append(Cell(settings, seed, policy, text, sim_args, tid))
+    return out
+
+
+def run_cell(cell: Cell) -> dict:
+    """The cell's `mysched simulate --json` document, run in this process (picklable: Dask and
+    the process pool ship it to their workers). A refused run raises `MyschedError` with the
+    simulator's own one-line message."""
+    from mysched.cli.main import main  # the command itself: the same figures, by construction
+
+    with tempfile.TemporaryDirectory(prefix="mysched-sweep-") as tmp:
+        cfg, out = os.path.join(tmp, "cell.cfg"), os.path.join(tmp, "cell.json")
+        with open(cfg, "w", encoding="utf-8") as f:
+            f.write(cell.config_text)
+        err = io.StringIO()
+        with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(err):
+            rc = main(cell.argv(cfg, out))
+        if rc != 0 or not os.path.exists(out):
+            lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
+            why = lines[-1] if lines else f"exit status {rc}"
+            raise MyschedError(f"{cell.name}: {_PREFIX.sub('', why)}")
+        with open(out, encoding="utf-8") as f:
+            return json.load(f)
+
+
+# --- executors -----------------------------------------------------------------------------
+
+class CellExecutor(Protocol):
+    """Runs fn over items; yields (item, result) or (item, exception) as each completes."""
+
+    def run(self, fn: Callable[[Any], Any], items: list[Any]) -> Iterator[tuple[Any, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+class SerialExecutor:
+    """In this process, one after another (tests; a single worker)."""
+
+    def run(self, fn: Callable[[Any], Any], items: list[Any]) -> Iterator[tuple[Any, Any]]:
+        for item in items:
+            try:
+                yield item, fn(item)
+            except MyschedError as exc:
+                yield item, exc
+
+    def close(self) -> None:
+        pass
+
+
+class ProcessExecutor:
+    """A local pool of processes (concurrent.futures), where Dask is not installed."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = workers or os.cpu_count() or 1
+        self._pool: Any = None
+
+    def run(self, fn: Callable[[Any], Any], items: list[Any]) -> Iterator[tuple[Any, Any]]:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        self._pool = ProcessPoolExecutor(max_workers=min(self.workers, max(1, len(items))))
+        futures = {self._pool.submit(fn, item): item for item in items}
+        for fut in as_completed(futures):
+            exc = fut.exception()
+            yield futures[fut], (exc if exc is not None else fut.result())
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+# --- the results store ---------------------------------------------------------------------
+
+class ResultStore:
+    """One JSON file a finished cell under `--results DIR`, named by the cell's key, written
+    whole or not at all: a sweep started again finds what the last one finished."""
+
+    def __init__(self, directory: str | None) -> None:
+        self.directory = directory
+        if directory is None:
+            return
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--results {directory}: cannot create it: {os_reason(exc)}") from None
+        if not os.path.isdir(directory):
+            raise UsageError(f"--results {directory}: not a directory")
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise UsageError(f"--results {directory}: not writable")
+
+    def _path(self, cell: Cell) -> str:
+        return os.path.join(self.directory or "", f"{cell.key}.json")
+
+    def get(self, cell: Cell) -> dict | None:
+        if self.directory is None:
+            return None
+        try:
+            with open(self._path(cell), encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError):  # not there, or damaged: the cell runs again
+            return None
+        return doc.get("result") if isinstance(doc, dict) and isinstance(doc.get("result"), dict) else None
+
+    def put(self, cell: Cell, result: dict) -> None:
+        if self.directory is None:
+            return
+        doc = {"cell": {"settings": [[k, v] for k, v in cell.settings], "seed": cell.seed, "policy": cell.policy,
+                        "simulate": list(cell.sim_args)}, "result": result}
+        try:
+            write_atomic(self._path(cell), (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
+        except OSError as exc:
+            raise MyschedError(f"--results {self.directory}: cannot store a cell: {os_reason(exc)}") from None
+
+
+def run_sweep(cells: list[Cell], executor: CellExecutor, store: ResultStore,
+              done: Callable[[Cell, dict | None, str | None], None] = lambda c, r, e: None,
+              fn: Callable[[Cell], dict] = run_cell) -> tuple[dict[str, dict], list[tuple[Cell, str]]]:
+    """Run the cells not already stored; each result is stored as it arrives (Ctrl-C keeps
+    what finished). Returns results by cell key, and the cells that failed with why."""
+    results: dict[str, dict] = {}
+    failed: list[tuple[Cell, str]] = []
+    todo = []
+    for cell in cells:
+        stored = store.get(cell)
+        if stored is not None:
+            results[cell.key] = stored
+            done(cell, stored, None)
+        else:
+            todo.append(cell)
+    first: dict[str, Cell] = {}
+    for cell in todo:  # settings that give the same text run once
+        first.setdefault(cell.key, cell)
+    unique = list(first.values())
+    try:
+        for cell, res in executor.run(fn, unique):
+            if isinstance(res, BaseException):
+                why = str(res).splitlines()[0] if str(res) else type(res).__name__
+                if not isinstance(res, MyschedError):
+                    why = f"{type(res).__name__}: {why}"
+                failed.append((cell, why[:300]))
+                done(cell, None, why)
+                continue
+            store.put(cell, res)
+            results[cell.key] = res
+            done(cell, res, None)
+    finally:
+        executor.close()
+    return results, failed
+
+
+def note(msg: str) -> None:
+    print(f"mysched: note: {msg}", file=sys.stderr)
