@@ -185,10 +185,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--seeds applies to the synthetic workload, not to --trace")
     seeds: list[int | None] = [None] if args.trace else list(sweep.parse_seeds(args.seeds or "1"))
     policies = ["mysched"] + [p for i, p in enumerate(args.policies) if p != "mysched" and p not in args.policies[:i]]
-    store = sweep.ResultStore(args.results)
     text, name = base_text(args)
     doc = sweep.base_document(text, name)
     cells = sweep.make_cells(doc, grid, seeds, policies, sim_args(args), args.trace or "")
+    store = sweep.ResultStore(args.results)  # created only once the grid is known to be good
     report = sys.stderr if "-" in (args.json, args.csv) else sys.stdout
     for setting, why in cells.refused:
         print(f"mysched: warning: {setting}: refused by the configuration, not run: {why}", file=sys.stderr)

@@ -322,8 +322,11 @@ class ResultStore:
             raise UsageError(f"--results {directory}: cannot create it: {os_reason(exc)}") from None
         if not os.path.isdir(directory):
             raise UsageError(f"--results {directory}: not a directory")
-        if not os.access(directory, os.W_OK | os.X_OK):
-            raise UsageError(f"--results {directory}: not writable")
+        try:  # a real file, not os.access: root may be refused too (a read-only mount)
+            with tempfile.TemporaryFile(dir=directory):
+                pass
+        except OSError as exc:
+            raise UsageError(f"--results {directory}: not writable: {os_reason(exc)}") from None
 
     def _path(self, cell: Cell) -> str:
         return os.path.join(self.directory or "", f"{cell.key}.json")
@@ -351,7 +354,7 @@ class ResultStore:
 
 def run_sweep(cells: list[Cell], executor: CellExecutor, store: ResultStore,
               done: Callable[[Cell, dict | None, str | None], None] = lambda c, r, e: None,
-              fn: Callable[[Cell], dict] = run_cell) -> tuple[dict[str, dict], list[tuple[Cell, str]]]:
+              fn: Callable[[Cell], dict] | None = None) -> tuple[dict[str, dict], list[tuple[Cell, str]]]:
     """Run the cells not already stored; each result is stored as it arrives (Ctrl-C keeps
     what finished). Returns results by cell key, and the cells that failed with why."""
     results: dict[str, dict] = {}
@@ -369,7 +372,7 @@ def run_sweep(cells: list[Cell], executor: CellExecutor, store: ResultStore,
         first.setdefault(cell.key, cell)
     unique = list(first.values())
     try:
-        for cell, res in executor.run(fn, unique):
+        for cell, res in executor.run(fn or run_cell, unique):
             if isinstance(res, BaseException):
                 why = str(res).splitlines()[0] if str(res) else type(res).__name__
                 if not isinstance(res, MyschedError):
