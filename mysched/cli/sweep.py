@@ -8,8 +8,8 @@ import sys
 from typing import Any, Callable
 
 from mysched.backends.sim.farm import MAX_WORKLOAD_HOURS
-from mysched.cli.common import (date_arg, default_config_text, duration_arg, int_between, int_up_to, non_empty,
-                                output_path, positive_float, positive_int, positive_up_to)
+from mysched.cli.common import (date_arg, default_config_text, duration_arg, fraction, int_between, int_up_to,
+                                non_empty, output_path, positive_float, positive_int, positive_up_to)
 from mysched.cli.main import command
 from mysched.config.parse import read_text
 from mysched.config.values import DAY, MAX_FARM_NODES, MAX_NODE_SLOTS
@@ -35,7 +35,7 @@ WORKLOAD = (  # (option, dest, argparse keywords): passed on to every cell's `my
     ("--from", "start_from", dict(type=_kept(date_arg), metavar="DATE", help="skip jobs submitted before DATE")),
     ("--duration", "duration", dict(type=_kept(positive_up_to(MAX_WORKLOAD_HOURS)), metavar="HOURS",
                                     help="synthetic workload: hours of submissions (default 48)")),
-    ("--mcore-fraction", "mcore_fraction", dict(type=_kept(float), metavar="F",
+    ("--mcore-fraction", "mcore_fraction", dict(type=_kept(fraction), metavar="F",
                                                 help="synthetic workload: fraction of 8-core production jobs")),
     ("--bursts", "bursts", dict(type=_kept(int_between(0, MAX_BURST_JOBS)), metavar="N",
                                 help="synthetic workload: bursts of N multi-core pilots")),
@@ -201,11 +201,11 @@ def run(args: argparse.Namespace) -> int:
     bar = ProgressBar("sweep", wanted(args.progress))
     finished = [0]
 
-    def done(cell: sweep.Cell, result: dict | None, why: str | None) -> None:
+    def done(cell: sweep.Cell, result: dict | None, exc: BaseException | None) -> None:
         finished[0] += 1
-        if why:
+        if exc is not None and not isinstance(exc, UsageError):  # options simulate refuses: said once, below
             bar.interrupt()
-            print(f"mysched: warning: {cell.name}: failed: {why}", file=sys.stderr)
+            print(f"mysched: warning: failed: {sweep.reason(cell, exc)}", file=sys.stderr)
         bar.update(finished[0] / total, f"{finished[0]}/{total} cells  {bar.elapsed:6.1f} s")
 
     stored = sum(1 for c in {c.key: c for c in cells.cells}.values() if store.get(c) is not None)
@@ -218,12 +218,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"mysched sweep: interrupted: {finished[0]} of {total} cells finished{kept}", file=sys.stderr)
         return 130
     if failed and len(failed) == total:
-        raise MyschedError(f"every cell failed; the first: {failed[0][1]}")
+        cell, first = failed[0]
+        kind = UsageError if isinstance(first, UsageError) else MyschedError
+        raise kind(f"every cell failed; the first: {sweep.reason(cell, first)}")
     rows = sweeptable.summarise(cells.cells, results)
     print(f"{stored} cell(s) reused from {args.results}" if stored else "", file=report, end="\n" if stored else "")
     print(sweeptable.format_table(rows), file=report)
     refused = list(cells.refused)
-    failures = [(c.name, why) for c, why in failed]
+    failures = [(c.name, sweep.reason(c, exc)) for c, exc in failed]
     for option, content in (("json", lambda: sweeptable.rows_json(rows, refused, failures)),
                             ("csv", lambda: sweeptable.rows_csv(rows))):
         path = getattr(args, option)

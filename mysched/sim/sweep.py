@@ -189,7 +189,8 @@ class Cell:
 
     def argv(self, config_path: str, json_path: str) -> list[str]:
         """The `mysched simulate` command line of this cell."""
-        return (["simulate", "-c", config_path, *self.sim_args, "--policy", self.policy, "--json", json_path,
+        config = ["-c", config_path] if self.config_text else []  # a trace without -c: simulate's own default
+        return (["simulate", *config, *self.sim_args, "--policy", self.policy, "--json", json_path,
                  "--progress", "never"] + (["--seed", str(self.seed)] if self.seed is not None else []))
 
 
@@ -247,15 +248,17 @@ def run_cell(cell: Cell) -> dict:
 
     with tempfile.TemporaryDirectory(prefix="mysched-sweep-") as tmp:
         cfg, out = os.path.join(tmp, "cell.cfg"), os.path.join(tmp, "cell.json")
-        with open(cfg, "w", encoding="utf-8") as f:
-            f.write(cell.config_text)
+        if cell.config_text:
+            with open(cfg, "w", encoding="utf-8") as f:
+                f.write(cell.config_text)
         err = io.StringIO()
         with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(err):
             rc = main(cell.argv(cfg, out))
         if rc != 0 or not os.path.exists(out):
             lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
             why = lines[-1] if lines else f"exit status {rc}"
-            raise MyschedError(f"{cell.name}: {_PREFIX.sub('', why)}")
+            kind = UsageError if rc == 2 else MyschedError  # options simulate refuses: bad input, said so
+            raise kind(f"{cell.name}: {_PREFIX.sub('', why)}")
         with open(out, encoding="utf-8") as f:
             return json.load(f)
 
@@ -352,13 +355,21 @@ class ResultStore:
             raise MyschedError(f"--results {self.directory}: cannot store a cell: {os_reason(exc)}") from None
 
 
+def reason(cell: Cell, exc: BaseException) -> str:
+    """Why a cell failed, in one line naming it once (a worker's own failure by its type)."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    if not isinstance(exc, MyschedError):
+        text = f"{type(exc).__name__}: {text}".rstrip(": ")
+    return text if text.startswith(cell.name) else f"{cell.name}: {text}"
+
+
 def run_sweep(cells: list[Cell], executor: CellExecutor, store: ResultStore,
-              done: Callable[[Cell, dict | None, str | None], None] = lambda c, r, e: None,
+              done: Callable[[Cell, dict | None, BaseException | None], None] = lambda c, r, e: None,
               fn: Callable[[Cell], dict] | None = None) -> tuple[dict[str, dict], list[tuple[Cell, str]]]:
     """Run the cells not already stored; each result is stored as it arrives (Ctrl-C keeps
-    what finished). Returns results by cell key, and the cells that failed with why."""
+    what finished). Returns results by cell key, and the cells that failed with their error."""
     results: dict[str, dict] = {}
-    failed: list[tuple[Cell, str]] = []
+    failed: list[tuple[Cell, BaseException]] = []
     todo = []
     for cell in cells:
         stored = store.get(cell)
@@ -374,11 +385,8 @@ def run_sweep(cells: list[Cell], executor: CellExecutor, store: ResultStore,
     try:
         for cell, res in executor.run(fn or run_cell, unique):
             if isinstance(res, BaseException):
-                why = str(res).splitlines()[0] if str(res) else type(res).__name__
-                if not isinstance(res, MyschedError):
-                    why = f"{type(res).__name__}: {why}"
-                failed.append((cell, why[:300]))
-                done(cell, None, why)
+                failed.append((cell, res))
+                done(cell, None, res)
                 continue
             store.put(cell, res)
             results[cell.key] = res

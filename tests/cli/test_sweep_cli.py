@@ -128,3 +128,39 @@ def test_a_failing_cell_is_named_and_the_others_reported(tmp_path, capsys, seria
     err = capsys.readouterr().err
     assert "seed=2: broken" in err and "1 of 2 cells failed" in err
     assert json.loads((tmp_path / "x.json").read_text())["rows"][0]["seeds"] == [1]
+
+
+def test_workload_options_simulate_refuses_are_bad_input(tmp_path, capsys, serial):
+    assert main(["sweep", *SHORT, "--first", "3", "--seeds", "1,2", "--progress", "never"]) == 2
+    _one_line_error(capsys.readouterr().err, "every cell failed", "--first and --from apply to --trace")
+
+
+SWF = "".join(f"{i} {i * 30} 0 {600 + 60 * i} {1 + i % 3} -1 -1 {1 + i % 3} 1200 -1 1 1 {1 + i % 2} -1 1 -1 -1 -1\n"
+              for i in range(1, 40))
+
+
+def test_a_trace_cell_gives_the_figures_of_simulate_on_the_trace(tmp_path, capsys, serial):
+    trace = tmp_path / "t.swf"
+    trace.write_text(SWF)
+    farm = ["--nodes", "4", "--slots-per-node", "4"]
+    assert main(["sweep", "--trace", str(trace), *farm, "--results", str(tmp_path / "res"), "--progress", "never"]) == 0
+    (stored,) = (tmp_path / "res").iterdir()
+    got = json.loads(stored.read_text())["result"]
+    assert main(["simulate", "--trace", str(trace), *farm, "--json", str(tmp_path / "s.json"),
+                 "--progress", "never"]) == 0
+    want = json.loads((tmp_path / "s.json").read_text())
+    assert got["jobs"] == 39
+    assert {k: v for k, v in got.items() if k not in ("wall_s", "cycle_s")} == \
+        {k: v for k, v in want.items() if k not in ("wall_s", "cycle_s")}
+
+
+def test_a_changed_trace_is_a_new_cell(tmp_path, capsys, serial):
+    trace = tmp_path / "t.swf"
+    trace.write_text(SWF)
+    argv = ["sweep", "--trace", str(trace), "--nodes", "4", "--slots-per-node", "4", "--results",
+            str(tmp_path / "res"), "--progress", "never"]
+    assert main(argv) == 0
+    trace.write_text(SWF + SWF.splitlines(keepends=True)[0].replace("1 30 ", "99 3000 ", 1))
+    assert main(argv) == 0
+    assert "reused" not in capsys.readouterr().out
+    assert len(list((tmp_path / "res").iterdir())) == 2

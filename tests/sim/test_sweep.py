@@ -144,7 +144,7 @@ def test_a_failed_cell_is_named_and_the_others_stored(base, tmp_path):
 
     store = ResultStore(str(tmp_path))
     results, failed = sweep.run_sweep(grid.cells, SerialExecutor(), store, fn=half)
-    assert [(c.seed, why) for c, why in failed] == [(1, "seed 1: no")]
+    assert [(c.seed, str(exc)) for c, exc in failed] == [(1, "seed 1: no")]
     assert list(results) == [grid.cells[1].key] and os.listdir(tmp_path) == [f"{grid.cells[1].key}.json"]
 
 
