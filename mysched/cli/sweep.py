@@ -174,19 +174,19 @@ def _check(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from mysched.cli.progress import ProgressBar, wanted
     from mysched.files import write_output
-    from mysched.sim import sweep, sweeptable
+    from mysched.sim import sweep, sweepgrid, sweeptable
 
     _check(args)
-    grid = [sweep.parse_set(s) for s in args.sets]
+    grid = [sweepgrid.parse_set(s) for s in args.sets]
     keys = [k for k, _ in grid]
     if len(set(keys)) != len(keys):
         raise UsageError(f"--set {next(k for k in keys if keys.count(k) > 1)} is given twice: list its values once")
     if args.trace and args.seeds:
         raise UsageError("--seeds applies to the synthetic workload, not to --trace")
-    seeds: list[int | None] = [None] if args.trace else list(sweep.parse_seeds(args.seeds or "1"))
+    seeds: list[int | None] = [None] if args.trace else list(sweepgrid.parse_seeds(args.seeds or "1"))
     policies = ["mysched"] + [p for i, p in enumerate(args.policies) if p != "mysched" and p not in args.policies[:i]]
     text, name = base_text(args)
-    doc = sweep.base_document(text, name)
+    doc = sweepgrid.base_document(text, name)
     cells = sweep.make_cells(doc, grid, seeds, policies, sim_args(args), args.trace or "")
     store = sweep.ResultStore(args.results)  # created only once the grid is known to be good
     report = sys.stderr if "-" in (args.json, args.csv) else sys.stdout

@@ -14,7 +14,8 @@ import json
 import statistics
 from typing import Any, Iterable
 
-from mysched.sim.sweep import Cell, show
+from mysched.sim.sweep import Cell
+from mysched.sim.sweepgrid import show
 
 SIZES = ("1", "2-8", ">8")
 """The simulator's size classes (`mysched.sim.replay.size_class`)."""

@@ -11,7 +11,7 @@ import pytest
 from mysched.cli.common import default_config_text
 from mysched.cli.main import main
 from mysched.errors import MyschedError, UsageError
-from mysched.sim import sweep, sweeptable
+from mysched.sim import sweep, sweepgrid, sweeptable
 from mysched.sim.sweep import Cell, ResultStore, SerialExecutor
 
 SHORT = ("--duration", "2", "--nodes", "10", "--slots-per-node", "4")
@@ -23,31 +23,31 @@ TIMING = ("wall_s", "cycle_s")
 
 @pytest.fixture(scope="module")
 def base() -> dict:
-    return sweep.base_document(default_config_text(), "<embedded mysched.cfg>")
+    return sweepgrid.base_document(default_config_text(), "<embedded mysched.cfg>")
 
 
 def test_set_values_are_read_as_the_configuration_file_reads_them():
-    assert sweep.parse_set("drain.rate=0,6,12") == ("drain.rate", [0, 6, 12])
-    assert sweep.parse_set("drain.backfill=requested,\"expected\"") == ("drain.backfill", ["requested", "expected"])
-    assert sweep.parse_set("x.y=true,false,1.5") == ("x.y", [True, False, 1.5])
-    assert sweep.parse_set('a.b="x,y",z') == ("a.b", ["x,y", "z"])
-    assert sweep.parse_set("a=1,1,2") == ("a", [1, 2])  # a repeat runs once
+    assert sweepgrid.parse_set("drain.rate=0,6,12") == ("drain.rate", [0, 6, 12])
+    assert sweepgrid.parse_set("drain.backfill=requested,\"expected\"") == ("drain.backfill", ["requested", "expected"])
+    assert sweepgrid.parse_set("x.y=true,false,1.5") == ("x.y", [True, False, 1.5])
+    assert sweepgrid.parse_set('a.b="x,y",z') == ("a.b", ["x,y", "z"])
+    assert sweepgrid.parse_set("a=1,1,2") == ("a", [1, 2])  # a repeat runs once
 
 
 @pytest.mark.parametrize("text", ["drain.rate", "=1,2", "drain.rate=1,,2", "drain..rate=1", "a=x y"])
 def test_set_refuses_what_is_no_key_and_values(text):
     with pytest.raises(UsageError) as exc:
-        sweep.parse_set(text)
+        sweepgrid.parse_set(text)
     assert "\n" not in str(exc.value) and str(exc.value).startswith("--set")
 
 
 def test_seeds_as_lists_and_ranges():
-    assert sweep.parse_seeds("1,2,3") == [1, 2, 3]
-    assert sweep.parse_seeds("1-8") == list(range(1, 9))
-    assert sweep.parse_seeds("3-4,1,4") == [3, 4, 1]
+    assert sweepgrid.parse_seeds("1,2,3") == [1, 2, 3]
+    assert sweepgrid.parse_seeds("1-8") == list(range(1, 9))
+    assert sweepgrid.parse_seeds("3-4,1,4") == [3, 4, 1]
     for bad in ("x", "4-1", "1,", "-3"):
         with pytest.raises(UsageError, match="--seeds"):
-            sweep.parse_seeds(bad)
+            sweepgrid.parse_seeds(bad)
 
 
 def test_an_unknown_key_is_refused_naming_it(base):
