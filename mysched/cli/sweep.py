@@ -131,7 +131,7 @@ def base_text(args: argparse.Namespace) -> tuple[str, str]:
 
 def make_executor(args: argparse.Namespace) -> Any:
     """Dask where it is installed (or asked for); else a local pool of processes, said once."""
-    from mysched.sim.sweep import ProcessExecutor, note
+    from mysched.sim.sweep import ProcessExecutor, SerialExecutor, note
 
     dask = importlib.util.find_spec("distributed") is not None
     try:
@@ -145,6 +145,8 @@ def make_executor(args: argparse.Namespace) -> Any:
     if args.scheduler or args.cluster:
         raise UsageError(f"{'--scheduler' if args.scheduler else '--cluster'} needs Dask, which is not installed: "
                          "pip install 'mysched[sweep]'")
+    if args.workers == 1:
+        return SerialExecutor()
     note("Dask is not installed: the cells run on a local pool of processes (pip install 'mysched[sweep]')")
     return ProcessExecutor(args.workers)
 

@@ -122,6 +122,8 @@ def run_cell(cell: Cell) -> dict:
         err = io.StringIO()
         with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(err):
             rc = main(cell.argv(cfg, out))
+        if rc == 130:  # Ctrl-C reached the simulation: it stops the sweep, not just this cell
+            raise KeyboardInterrupt
         if rc != 0 or not os.path.exists(out):
             lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
             why = lines[-1] if lines else f"exit status {rc}"
@@ -147,9 +149,10 @@ class SerialExecutor:
     def run(self, fn: Callable[[Any], Any], items: list[Any]) -> Iterator[tuple[Any, Any]]:
         for item in items:
             try:
-                yield item, fn(item)
-            except MyschedError as exc:
-                yield item, exc
+                res = fn(item)
+            except Exception as exc:  # noqa: BLE001 - reported as the cell's failure, as a worker's would be
+                res = exc
+            yield item, res
 
     def close(self) -> None:
         pass
@@ -252,6 +255,8 @@ def run_sweep(cells: list[Cell], executor: CellExecutor, store: ResultStore,
     unique = list(first.values())
     try:
         for cell, res in executor.run(fn or run_cell, unique):
+            if isinstance(res, KeyboardInterrupt):  # from a worker: Ctrl-C reached it first
+                raise res
             if isinstance(res, BaseException):
                 failed.append((cell, res))
                 done(cell, None, res)

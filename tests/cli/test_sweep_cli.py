@@ -164,3 +164,28 @@ def test_a_changed_trace_is_a_new_cell(tmp_path, capsys, serial):
     assert main(argv) == 0
     assert "reused" not in capsys.readouterr().out
     assert len(list((tmp_path / "res").iterdir())) == 2
+
+
+def test_ctrl_c_inside_a_cell_stops_the_sweep_not_only_the_cell(tmp_path, capsys, monkeypatch):
+    """The simulation catches Ctrl-C itself (exit 130): the sweep must not go on to the next cell."""
+    monkeypatch.setattr(cli_sweep, "make_executor", lambda args: SerialExecutor())
+    import mysched.sim.replay as replay
+
+    calls = []
+
+    def interrupted(*a, **kw):
+        calls.append(1)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(replay, "simulate", interrupted)
+    monkeypatch.setattr("mysched.cli.simulate.simulate", interrupted)
+    assert main(["sweep", *SHORT, "--seeds", "1-3", "--results", str(tmp_path / "res"), "--progress", "never"]) == 130
+    assert calls == [1] and "interrupted: 0 of 3 cells finished" in capsys.readouterr().err
+    assert os.listdir(tmp_path / "res") == []
+
+
+def test_plot_draws_occupancy_against_wait(tmp_path, capsys, serial):
+    assert main(["sweep", *SHORT, "--seeds", "1,2", "--set", "drain.max_draining=3", "--set", "drain.rate=6,12",
+                 "--plot", str(tmp_path / "sweep"), "--progress", "never"]) == 0
+    assert (tmp_path / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"plot written to {tmp_path / 'sweep.png'}" in capsys.readouterr().out
