@@ -15,7 +15,7 @@ from typing import Callable
 from mysched import __version__
 from mysched.errors import MyschedError, UsageError
 
-COMMAND_MODULES = ("simulate", "run", "check_config", "history", "jobs", "farm", "pools", "loads", "usage", "bench")
+COMMAND_MODULES = ("simulate", "run", "check_config", "history", "jobs", "farm", "pools", "loads", "usage", "bench", "sweep")
 
 Handler = Callable[[argparse.Namespace], int]
 _COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], str]] = []
