@@ -73,15 +73,16 @@ def test_a_sweep_names_refused_combinations_and_writes_its_rows(tmp_path, capsys
     assert main(["sweep", *SHORT, *DRAIN, "--seeds", "1-2", "--policy", "fifo", "--results", str(res),
                  "--json", str(js), "--csv", str(cs), "--progress", "never"]) == 0
     out, err = capsys.readouterr()
-    assert "drain.rate=0 drain.max_draining=3: refused by the configuration, not run" in err
     assert "drain.rate=12 drain.max_draining=0: refused by the configuration, not run" in err
+    assert "drain.rate=0 drain.max_draining=3: refused" not in err  # rate 0: the partition off
     doc = json.loads(js.read_text())
     assert [(r["setting"], r["policy"], r["seeds"]) for r in doc["rows"]] == [
         ("drain.rate=0 drain.max_draining=0", "mysched", [1, 2]), ("drain.rate=0 drain.max_draining=0", "fifo", [1, 2]),
+        ("drain.rate=0 drain.max_draining=3", "mysched", [1, 2]), ("drain.rate=0 drain.max_draining=3", "fifo", [1, 2]),
         ("drain.rate=12 drain.max_draining=3", "mysched", [1, 2]), ("drain.rate=12 drain.max_draining=3", "fifo", [1, 2])]
-    assert len(doc["refused"]) == 2 and not doc["failed"]
-    assert len(os.listdir(res)) == 8
-    assert len(cs.read_text().splitlines()) == 5
+    assert len(doc["refused"]) == 1 and not doc["failed"]
+    assert len(os.listdir(res)) == 12
+    assert len(cs.read_text().splitlines()) == 7
     assert "drain.rate=12 drain.max_draining=3" in out and "on the Pareto front" in out
 
 
