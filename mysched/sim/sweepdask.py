@@ -25,6 +25,11 @@ CONNECT_TIMEOUT = 10.0
 """Seconds to wait for an existing scheduler (`--scheduler`) before naming it unreachable:
 distributed itself retries for 30 s, long for a typo in an address."""
 
+NO_DASHBOARD = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
+"""The scheduler's options for no dashboard: distributed still serves its HTTP routes, by
+default on port 8787 of every interface and with a warning where another cluster has it;
+on a port of its own on the loopback, nothing shows and nothing is open to the network."""
+
 CLUSTERS = ("pbs",)
 """The batch systems `--cluster` starts workers on (TORQUE speaks PBS)."""
 
@@ -120,7 +125,7 @@ class DaskExecutor:
         else:
             self._cluster = _ignoring_interrupts(lambda: distributed.LocalCluster(
                 n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                dashboard_address=None, silence_logs=logging.WARNING))
+                dashboard_address=None, scheduler_kwargs=NO_DASHBOARD, silence_logs=logging.WARNING))
         if self._client is None:
             try:
                 self._client = distributed.Client(self._cluster, set_as_default=False)
@@ -220,7 +225,7 @@ def _pbs_cluster(jobs: int, queue: str | None, walltime: str | None, cores: int,
         raise UsageError(f"memory per job {clip(memory)!r}: not a size (e.g. 2GB)") from None
     options: dict[str, Any] = {"cores": cores, "memory": memory, "processes": 1, "queue": queue,
                                "resource_spec": resources, "name": "mysched-sweep",
-                               "scheduler_options": {"dashboard_address": None},
+                               "scheduler_options": NO_DASHBOARD,
                                "silence_logs": logging.WARNING}
     if walltime is not None:
         options["walltime"] = walltime
