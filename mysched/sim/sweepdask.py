@@ -62,8 +62,9 @@ def _quiet_worker() -> None:
 def _ignoring_interrupts(start: Callable[[], Any]) -> Any:
     """`start()` with SIGINT ignored, so the worker processes it spawns inherit the ignore:
     a Ctrl-C on the terminal reaches the whole process group, and workers that died of it
-    each printed a traceback while the sweep was stopping them itself. Only the main thread
-    may change a signal's handler; elsewhere `start()` runs as it is."""
+    each printed a traceback while the sweep was stopping them itself. A Ctrl-C during the
+    start itself (a second or two) is lost. Only the main thread may change a signal's
+    handler; elsewhere `start()` runs as it is."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
@@ -167,15 +168,25 @@ class DaskExecutor:
 
     def close(self) -> None:
         """Closes the client, and the cluster if this executor started it (its worker
-        processes end; the PBS worker jobs are deleted). Safe to call twice."""
+        processes end; the PBS worker jobs are deleted). Safe to call twice.
+
+        A local worker still running a cancelled cell (after Ctrl-C) cannot be interrupted:
+        distributed kills it after 4 s, with a warning per worker that says nothing the
+        user did not ask for, so it is kept quiet."""
         client, cluster = self._client, self._cluster
         self._client = self._cluster = None
+        nanny = logging.getLogger("distributed.nanny")
+        level = nanny.level
+        nanny.setLevel(logging.ERROR)
         try:
             if client is not None:
                 client.close()
         finally:
-            if cluster is not None:
-                cluster.close()
+            try:
+                if cluster is not None:
+                    cluster.close()
+            finally:
+                nanny.setLevel(level)
 
     def __enter__(self) -> DaskExecutor:
         return self
@@ -229,7 +240,7 @@ def _pbs_cluster(jobs: int, queue: str | None, walltime: str | None, cores: int,
                                "silence_logs": logging.WARNING}
     if walltime is not None:
         options["walltime"] = walltime
-    cluster = _ignoring_interrupts(lambda: jobqueue.PBSCluster(**options))
+    cluster = jobqueue.PBSCluster(**options)  # no local worker processes: Ctrl-C stays with us
     try:
         cluster.scale(jobs=jobs)
     except BaseException:

@@ -188,3 +188,53 @@ def test_pbs_worker_jobs_ask_torque_for_nodes_and_are_deleted_at_the_end(monkeyp
     assert sys.executable in script
     deleted = " ".join(line for line in log.read_text().splitlines() if line.startswith("qdel"))  # by number
     assert sorted(deleted.split()) == sorted(["qdel"] * len(jobs) + jobs)
+
+
+SWEEP_SCRIPT = """
+import signal, sys, time
+from mysched.sim.sweepdask import DaskExecutor
+
+def cell(x):
+    if x < 0:
+        raise ValueError("refused")
+    time.sleep(x)
+    return x
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as on a terminal
+    ex = DaskExecutor(workers=2)
+    try:
+        print(sorted(type(r).__name__ for _, r in ex.run(cell, [-1, 0])), flush=True)
+        open(sys.argv[1], "w").close()
+        for item, _ in ex.run(cell, [30, 30, 30]):
+            print("finished", item, flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    finally:
+        ex.close()
+        print("closed", flush=True)
+"""
+
+
+def test_ctrl_c_on_a_terminal_stops_the_sweep_without_a_word_from_the_workers(tmp_path):
+    """The whole process group gets the SIGINT, as from a terminal: the sweep stops and
+    closes, and neither the interrupt nor the failed cell before it prints a traceback."""
+    import subprocess
+
+    script, running = tmp_path / "sweep.py", tmp_path / "running"
+    script.write_text(SWEEP_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script), str(running)], start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not running.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert out.split("\n") == ["['ValueError', 'int']", "interrupted", "closed", ""], err
+    assert err == ""
+    assert proc.returncode == 0
