@@ -226,14 +226,19 @@ def _pbs_cluster(jobs: int, queue: str | None, walltime: str | None, cores: int,
     if jobs < 1:
         raise UsageError(f"--cluster-jobs {jobs}: at least one worker job is needed")
     if cores < 1:
-        raise UsageError(f"cores per job {cores}: at least one core is needed")
+        raise UsageError(f"--job-cores {cores}: at least one core is needed")
     jobqueue = _need("dask_jobqueue")
     if shutil.which("qsub") is None:
         raise UsageError("--cluster pbs submits the workers with qsub, which is not on the PATH here")
+    from dask.utils import parse_bytes
+
     try:
-        resources = torque_resources(cores, memory)
+        size = parse_bytes(memory)
     except ValueError:
-        raise UsageError(f"memory per job {clip(memory)!r}: not a size (e.g. 2GB)") from None
+        size = 0
+    if size <= 0:
+        raise UsageError(f"--job-memory {clip(memory)!r}: not a size of memory (e.g. 2GB)")
+    resources = torque_resources(cores, memory)
     options: dict[str, Any] = {"cores": cores, "memory": memory, "processes": 1, "queue": queue,
                                "resource_spec": resources, "name": "mysched-sweep",
                                "scheduler_options": NO_DASHBOARD,

@@ -98,7 +98,16 @@ def test_an_existing_scheduler_is_used_and_left_running(local):
     assert dict(local.run(square, [6])) == {6: 36}
 
 
-def test_ctrl_c_cancels_the_cells_left_and_close_ends_the_workers():
+@pytest.fixture
+def ctrl_c_interrupts():
+    """SIGINT raises KeyboardInterrupt, as in a fresh interpreter, whatever handler an
+    earlier test left behind (the daemon's start-up one exits instead)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_cancels_the_cells_left_and_close_ends_the_workers(ctrl_c_interrupts):
     executor = DaskExecutor(workers=2)
     pids = worker_pids(executor)
     got = []
@@ -238,3 +247,12 @@ def test_ctrl_c_on_a_terminal_stops_the_sweep_without_a_word_from_the_workers(tm
     assert out.split("\n") == ["['ValueError', 'int']", "interrupted", "closed", ""], err
     assert err == ""
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("memory", ["lots", "0", "-1GB"])
+def test_pbs_worker_memory_must_be_a_size(memory, monkeypatch, tmp_path):
+    (tmp_path / "qsub").write_text("#!/bin/sh\nexit 1\n")
+    (tmp_path / "qsub").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(UsageError, match=f"--job-memory '{memory}': not a size of memory"):
+        DaskExecutor(cluster="pbs", memory=memory)
