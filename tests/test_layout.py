@@ -142,12 +142,13 @@ def test_each_rule_is_defined_once():
 
 def test_the_command_line_loads_heavy_libraries_only_for_the_commands_that_use_them():
     """Every command module is imported to build the parser: `mysched jobs` on a login node or
-    `mysched bench` must not pay for SQLAlchemy, matplotlib, Prometheus or APScheduler."""
+    `mysched bench` must not pay for SQLAlchemy, matplotlib, Prometheus, APScheduler or Dask."""
     import subprocess
 
     code = ("import sys, importlib; importlib.import_module('mysched.cli.main').build_parser(); "
             "print(sorted({m.split('.')[0] for m in sys.modules} & "
-            "{'sqlalchemy', 'matplotlib', 'prometheus_client', 'apscheduler', 'psycopg2'}))")
+            "{'sqlalchemy', 'matplotlib', 'prometheus_client', 'apscheduler', 'psycopg2', "
+            "'dask', 'distributed', 'dask_jobqueue'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
