@@ -10,6 +10,7 @@ finishes; what a cell is, and what is stored, is `mysched.sim.sweep`'s business.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import shutil
 import signal
@@ -124,9 +125,16 @@ class DaskExecutor:
         elif cluster == "pbs":
             self._cluster = _pbs_cluster(cluster_jobs, queue, walltime, cores, memory)
         else:
-            self._cluster = _ignoring_interrupts(lambda: distributed.LocalCluster(
-                n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                dashboard_address=None, scheduler_kwargs=NO_DASHBOARD, silence_logs=logging.WARNING))
+            import dask
+
+            # Workers forked from this process start with Dask and mysched imported: spawned ones
+            # import them again each (over a second apiece without a bytecode cache), which on a
+            # sweep of short cells cost more than the cells saved by running two at once.
+            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+                self._cluster = _ignoring_interrupts(lambda: distributed.LocalCluster(
+                    n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                    dashboard_address=None, scheduler_kwargs=NO_DASHBOARD, silence_logs=logging.WARNING))
         if self._client is None:
             try:
                 self._client = distributed.Client(self._cluster, set_as_default=False)
