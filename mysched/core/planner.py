@@ -31,7 +31,7 @@ ever take capacity away. A caller that plans again and again on one farm passes 
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from mysched.core.hold.downtimes import Downtimes
 from mysched.core.hold.drains import Drain, Drains
@@ -99,7 +99,7 @@ class Planner:
                  reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None,
                  pool_gates: dict[str, PoolGate] | None = None) -> None:
         t = index.tally(policy)
-        self.queued, self.vo_queued = t.sync(snapshot)
+        self.queued, self.vo_queued = t.sync(snapshot)  # before the cycle: its farm counts what runs
         cy = self.cy = cycle_of(snapshot, config, usage, now, policy, index)
         self.out = Plan(now=now, policy=policy, throttles=throttles)
         self.rank = 0
@@ -299,26 +299,14 @@ class Planner:
         cls = pc.name if pc else None
         if job.request is not None and not job.request.simple:
             return self._try_request(job, vo, reason, rules, pc)
-        # with reservations, draining nodes or downtimes, whether a node takes it depends on its walltime too
-        timed = self.resv.nodes or self.drains.draining or self.pools.on or self.dt.ahead
-        ckey = (queue, vo, group, job.cores, cls, job.walltime if timed else None)
+        ckey = (queue, vo, group, job.cores, cls, self._by_walltime(job))
         # a job's own reservation opens nodes to it alone: no wait of its class stands for it
         mine = self.resv.holds(job.id)
-        if self._class_cache and not mine:
-            cached = self._class_cache.get(ckey)
-            if cached is not None:
-                self._class_of[job.id] = ckey
-                self.wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
-                return cached.reason
+        if self._class_cache and not mine and (why := self._class_wait(job, vo, ckey)) is not None:
+            return why
         ask = Ask(job, vo, cls, job.cores, rules.groups, rules.vo_node_max, rules.group_node_max)
         usages, diverse = self.board.usages, self.cy.policy == "mysched"
-        ld = None
-        if self.pools.on:  # an owner within its guarantee goes to its pool's guarded hosts first
-            only = self.pools.prefer(job, vo)
-            if only:
-                ld = place(self.admission, usages, ask, pc, rules, diverse, only)
-        if ld is None:
-            ld = place(self.admission, usages, ask, pc, rules, diverse)
+        ld = self._preferring(job, vo, lambda only: place(self.admission, usages, ask, pc, rules, diverse, only))
         if ld is None:
             w = self.explainer.explain(job, vo, ask)
             self._explaining(job, ckey, mine, w, lambda: self.explainer.explain(job, vo, ask))
@@ -332,24 +320,14 @@ class Planner:
         """`try_job` for a whole request: place it on its nodes, or wait with why."""
         req = job.request
         cls = pc.name if pc else None
-        key = (job.queue, vo, job.group, req, cls,
-               job.walltime if self.resv.nodes or self.drains.draining or self.pools.on or self.dt.ahead else None)
+        key = (job.queue, vo, job.group, req, cls, self._by_walltime(job))
         mine = self.resv.holds(job.id)  # its own reserved nodes: the class's wait is not its
-        cached = None if mine else self._class_cache.get(key)
-        if cached is not None:
-            self._class_of[job.id] = key
-            self.wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
-            return cached.reason
-        got = None
+        if not mine and (why := self._class_wait(job, vo, key)) is not None:
+            return why
         placer = self.requests
         placer.refused.clear()
         placer.refused_nodes.clear()
-        if self.pools.on:  # an owner within its guarantee: its pool's guarded hosts first
-            only = self.pools.prefer(job, vo)
-            if only:
-                got = placer.place(job, vo, cls, rules, req, only)
-        if got is None or isinstance(got, str):
-            got = placer.place(job, vo, cls, rules, req)
+        got = self._preferring(job, vo, lambda only: placer.place(job, vo, cls, rules, req, only))
         if isinstance(got, str):
             # its words decide this cycle's reservation (as ever); the end of the cycle explains
             # it node by node where it asks for one node, as a plain job's wait is
@@ -362,6 +340,34 @@ class Planner:
             self._take(job, vo, pc, ld, cores, req.mem_for(cores, total), req.exclusive, req.vmem_for(cores, total))
         self._count_start(job, vo, tuple((ld.name, cores) for ld, cores in got), reason)
         return None
+
+    def _by_walltime(self, job: Job) -> float | None:
+        """The walltime in a job's class key: with reservations, draining nodes, pools or
+        downtimes whether a node takes a job depends on it too (None: it does not)."""
+        return job.walltime if self.resv.nodes or self.drains.draining or self.pools.on or self.dt.ahead else None
+
+    def _class_wait(self, job: Job, vo: str, key: tuple) -> str | None:
+        """The wait a job of the same class got this cycle, given to `job` too (no node took
+        that one, and starts only take room away); None if its class has none yet."""
+        cached = self._class_cache.get(key)
+        if cached is None:
+            return None
+        self._class_of[job.id] = key
+        self.wait(job, cached.reason, vo, cached.detail, cached.nodes_rejected)
+        return cached.reason
+
+    def _preferring(self, job: Job, vo: str, place_on: Callable[[set[str] | None], Any]) -> Any:
+        """`place_on(nodes)` first on the guarded hosts of the pools where `job` is an owner
+        within its guarantee, so it does not take room others could use; then anywhere. A
+        result that is None or a string (why not) counts as no place."""
+        got = None
+        if self.pools.on:
+            only = self.pools.prefer(job, vo)
+            if only:
+                got = place_on(only)
+        if got is None or isinstance(got, str):
+            got = place_on(None)
+        return got
 
     def _request_wait(self, job: Job, vo: str, rules: JobRules, cls: str | None, req: Request,
                       why: str | None = None, by_node: bool = True) -> Wait:

@@ -28,7 +28,8 @@ def admission_for(cfg: Config, board: Board, dt: Downtimes, resv: Reservations, 
 
 
 def cycle_of(snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str, index: NodeIndex) -> Cycle:
-    """A plan's read-only context: the index's tally brought up to date with `snapshot`."""
+    """A plan's read-only context, around the index's tally (synced to `snapshot` first: the
+    farm's slots count what runs on nodes down or offline)."""
     t = index.tally(policy)
     return Cycle(snapshot, config, usage, now, policy, index, t, index.packing,
                  any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing),
@@ -41,9 +42,10 @@ def as_planned(out: Plan, snapshot: Snapshot, config: Config, index: NodeIndex) 
     reservations, drains, pool gates and downtimes the plan reports. The caller books starts
     on the board (`Board.take`) to ask about the moments between them."""
     index = index.get(config, snapshot.nodes)
+    tally = index.tally(out.policy)
+    if snapshot.token is None or tally.token is not snapshot.token:
+        tally.sync(snapshot)  # (the plan synced it already, as a rule): before the cycle counts the farm
     cy = cycle_of(snapshot, config, Usage(), out.now, out.policy, index)
-    if snapshot.token is None or cy.tally.token is not snapshot.token:
-        cy.tally.sync(snapshot)  # (the plan synced it already, as a rule)
     board = Board(index, cy.tally, out.now)
     for name, cls in out.node_classes.items():
         if name in index.by_name:
