@@ -363,15 +363,13 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     load_sources, load_rules, node_load = build_loads(c, top, vos, queues)
     dr = c.group(top.get("drain"), ("drain",),
                  dict.fromkeys(["rate", "max_draining", "keep", "min_cores", "backfill"]))
-    drain = DrainConfig(rate=c.get(dr, ("drain",), "rate", number(0.0, 10000.0), 0.0),
-                        max_draining=c.get(dr, ("drain",), "max_draining", int_(0, MAX_FARM_NODES), 0),
+    # neither rate nor max_draining: the partition follows the demand (each is an override;
+    # either at 0 switches it off, so that a sweep of drain.rate=0,12 has an "off" cell)
+    drain = DrainConfig(rate=c.get(dr, ("drain",), "rate", number(0.0, 10000.0), None),
+                        max_draining=c.get(dr, ("drain",), "max_draining", int_(0, MAX_FARM_NODES), None),
                         keep=c.get(dr, ("drain",), "keep", parse_duration, 1800.0),
                         min_cores=c.get(dr, ("drain",), "min_cores", int_(2, MAX_NODE_SLOTS), 2),
                         backfill=c.get(dr, ("drain",), "backfill", one_of(*DRAIN_BACKFILL), "expected"))
-    # rate 0 switches the partition off whatever max_draining says (a sweep of drain.rate=0,12);
-    # a rate with no max_draining, or a max_draining with no rate written, is a setting half made
-    if dr and ((drain.rate > 0 and drain.max_draining == 0) or (drain.max_draining > 0 and "rate" not in dr)):
-        c.problem(("drain",), "set both rate (nodes per hour) and max_draining, or neither (rate = 0: off)")
     if not 0 <= drain.keep <= DAY:
         c.problem(("drain", "keep"), "must be a duration of at most a day")
 

@@ -100,6 +100,7 @@ class Planner:
                  pool_gates: dict[str, PoolGate] | None = None) -> None:
         t = index.tally(policy)
         self.queued, self.vo_queued = t.sync(snapshot)  # before the cycle: its farm counts what runs
+        t.keep_whole(self.queued)
         cy = self.cy = cycle_of(snapshot, config, usage, now, policy, index)
         self.out = Plan(now=now, policy=policy, throttles=throttles)
         self.rank = 0
@@ -125,6 +126,7 @@ class Planner:
         self.ends = Ends(snapshot, now)
         self.resv = Reservations(cy, board, self.dt, self.ends, policy == "mysched", reservations)
         self.drains = Drains(cy, board, self.ends, self.resv, self.dt, drains)
+        self.resv.elsewhere = self.drains.serves
         self.pools = Pools(cy, board, self.ends, self.dt, pool_gates)
         self.admission = admission_for(config, board, self.dt, self.resv, self.drains, self.pools)
         self.explainer = Explainer(board, self.admission, {
@@ -199,7 +201,7 @@ class Planner:
             self.order.run_list(eligible, Reason.EASY if self.cy.policy == "easy" else Reason.FIFO)
         if self.resv.made:
             self.resv.check(out.waits)
-        self.drains.update(out.waits)
+        self.drains.update(out.waits, out.starts)
         self._reexplain()
         self._finish()
         return out

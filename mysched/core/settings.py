@@ -201,11 +201,13 @@ class NodeLoadLimits:
 
 @dataclass(frozen=True)
 class DrainConfig:
-    """The dynamic multi-core partition (`mysched.core.hold.drains`); rate 0: off."""
+    """The dynamic multi-core partition (`mysched.core.hold.drains`): on by default, sized by
+    the waiting multi-core jobs; `rate` and `max_draining` are overrides (rate 0: off)."""
 
-    rate: float = 0.0
-    """Nodes that may start draining per hour."""
-    max_draining: int = 0
+    rate: float | None = None
+    """Nodes that may start draining per hour (None: as many as the demand asks)."""
+    max_draining: int | None = None
+    """Nodes in the partition at most (None: as the demand asks, draining at most half the nodes)."""
     keep: float = 1800.0
     """Seconds a drained node is kept for multi-core jobs."""
     min_cores: int = 2
@@ -216,8 +218,13 @@ class DrainConfig:
 
     @property
     def on(self) -> bool:
-        """Is the partition configured (a rate and a maximum)?"""
-        return self.rate > 0 and self.max_draining > 0
+        """Is the partition on (not switched off by a rate or a maximum of 0)?"""
+        return self.rate != 0 and self.max_draining != 0
+
+    @property
+    def auto(self) -> bool:
+        """Neither override set: the partition follows the demand alone."""
+        return self.rate is None and self.max_draining is None
 
 
 DRAIN_BACKFILL = ("requested", "expected")

@@ -41,10 +41,14 @@ from mysched.core.hold.downtimes import Downtimes
 from mysched.core.hold.ends import Ends
 from mysched.core.hold.reservations import Reservations
 from mysched.core.model.batch import Job
-from mysched.core.model.plan import Wait
+from mysched.core.model.plan import Start, Wait
 from mysched.core.place.board import Board
 
 HOUR = 3600.0
+import os as _os
+RACE = float(_os.environ.get("MX_RACE", "2.0"))
+"""Room drawn into the partition per multi-core job overtaken: which node empties first is
+not known, so several race."""
 ROOM_REASONS = frozenset({Reason.NO_FREE_SLOT, Reason.RESERVED, Reason.DRAINING, Reason.PACKING, Reason.NODE_LOAD, Reason.DOWNTIME})
 """Waits that room on a node would end (not limits, holds or throttles)."""
 
@@ -69,8 +73,11 @@ class Drains:
         self.resv = resv
         self.dt = dt
         d = cy.cfg.drain
-        self.on = d.on and cy.policy != "fifo"
+        # explicit settings drain for every policy but fifo, as they always have; the partition
+        # that follows the demand is mysched's own (easy and least-loaded stay textbook baselines)
+        self.on = d.on and (cy.policy == "mysched" if d.auto else cy.policy != "fifo")
         self.mc_min = d.min_cores
+        self.auto = self.on and d.auto
         self.draining: dict[str, Drain] = {}
         self.made: dict[str, Drain] = {}
         """The partition after this plan (`Plan.drains`)."""
@@ -78,6 +85,14 @@ class Drains:
         self._drain_prev = previous or {}
         self._horizons: dict[str, float] | None = None
         self._expect: list[tuple[tuple[tuple[str, int], ...], float]] | None = None
+
+    def serves(self, job: Job) -> bool:
+        """Is the job the partition's to serve (so no reservation of requested walltimes
+        holds nodes for it as well)? A job of one node and at least `drain.min_cores` cores,
+        when the partition follows the demand: reservations from walltimes that every pilot
+        sets to the queue's maximum lie days ahead, and held nodes beside draining ones
+        wasted both. Measured: docs/design/drain.md."""
+        return self.auto and job.cores >= self.mc_min and (job.request is None or job.request.simple)
 
     def as_planned(self, draining: frozenset[str], horizons: dict[str, float]) -> None:
         """The partition a plan began with, and its backfill horizons (`Plan.draining_now`,
@@ -135,7 +150,7 @@ class Drains:
                 h[name] = last
         return h
 
-    def update(self, waits: dict[str, Wait]) -> None:
+    def update(self, waits: dict[str, Wait], starts: list[Start]) -> None:
         """After the cycle's starts: drop served nodes, mark ready ones, start new drains."""
         if not self.on:
             return
@@ -156,13 +171,38 @@ class Drains:
                 d = d._replace(ready=None)
             out[name] = d
         cfg = self.cy.cfg.drain
-        recent = sum(1 for d in out.values() if self.cy.now - d.since < HOUR)
-        room = min(cfg.max_draining - len(out), math.floor(cfg.rate) - recent, len(waiting) - with_room)
+        if cfg.auto:
+            room = self._auto_room(waiting, waits, starts, need, out)
+        else:
+            recent = sum(1 for d in out.values() if self.cy.now - d.since < HOUR)
+            room = min((cfg.max_draining or 0) - len(out), math.floor(cfg.rate or 0) - recent,
+                       len(waiting) - with_room)
         if room <= 0:
             return
         for name in self._drain_candidates(waiting, need)[:room]:
             out[name] = Drain(name, self.cy.now)
 
+    def _auto_room(self, waiting: list[tuple[Job, str]], waits: dict[str, Wait], starts: list[Start],
+                   need: int, out: dict[str, Drain]) -> int:
+        """Nodes to start draining when the partition follows the demand: a multi-core job
+        the fair-share order put ahead of a single-core job that started this cycle was
+        overtaken only for want of a whole node -- each such job gets RACE nodes' worth of
+        room in the partition (the first to empty serves it). A job behind every start waits
+        as the single-core jobs of its priority do, and drains nothing."""
+        last = max((s.rank for s in starts if s.cores < self.mc_min), default=-1)
+        ahead = sum(1 for j, _ in waiting if waits[j.id].rank < last)
+        if not ahead:
+            return 0
+        small = self._small_used(starts)
+        usages = self.board.usages
+        capacity = emptying = 0
+        for name in out:
+            s = small.get(name, 0)
+            capacity += max(0, usages[name].cap - (usages[name].used - s)) // need
+            emptying += s > 0
+        want = math.ceil(RACE * ahead) - capacity
+        limit = max(1, len(self.cy.index.entries) // 2) - emptying
+        return min(want, limit)
     def _drain_candidates(self, waiting: list[tuple[Job, str]], need: int) -> list[str]:
         """Nodes the waiting multi-core jobs may use, least expected waste first."""
         keys: set = set()
@@ -183,6 +223,21 @@ class Drains:
             scored.append((left.get(name, 0.0), ld.used, name))
         scored.sort()
         return [name for _, _, name in scored]
+
+    def _small_used(self, starts: list[Start]) -> dict[str, int]:
+        """Per node, the cores of jobs smaller than multi-core ones that run there after this
+        cycle's starts (what a draining node still has to shed)."""
+        mc = self.mc_min
+        out: dict[str, int] = {}
+        for j in self.cy.snap.jobs:
+            if j.cores < mc and j.state.holds_slots and j.placement:
+                for name, cores in j.placement:
+                    out[name] = out.get(name, 0) + cores
+        for st in starts:
+            if st.cores < mc:
+                for name, cores in st.placement:
+                    out[name] = out.get(name, 0) + cores
+        return out
 
     def _expected(self) -> list[tuple[tuple[tuple[str, int], ...], float]]:
         """(placement, seconds it is expected to run on) of each job running before this cycle:

@@ -33,7 +33,7 @@ Measured alternatives: docs/design/reservations.md.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from mysched.core.model.reasons import Reason
 from mysched.core.cycle import Cycle
@@ -122,6 +122,8 @@ class Reservations:
         """Share order only: the jobs in the order the depth goes by (hot list, then the rest,
         each in submit order); `_resv_line` the multi-core ones without a reservation."""
         self._resv_line: list[str] | None = None
+        self.elsewhere: Callable[[Job], bool] = lambda job: False
+        """Jobs another hold serves (the multi-core partition, `Drains.serves`): no reservation."""
         self._resv_factor = self.cy.cfg.reservation_wait_factor
         self._resv_horizon = self.cy.now + horizon(self.cy.cfg.max_walltime, self.cy.snap.queues)
         """No reservation starts later (`mysched.core.rules.walltimes`)."""
@@ -209,7 +211,7 @@ class Reservations:
         kept = {n: r.job_id for r in self._resv_prev.values() if r.job_id in waiting for n in r.nodes}
         for prev in sorted(self._resv_prev.values(), key=lambda r: r.start):
             got = waiting.get(prev.job_id)
-            if got is None or self.depth <= 0:
+            if got is None or self.depth <= 0 or self.elsewhere(got[0]):
                 continue
             job, vo = got
             keys = self._keys_of(job, vo)
@@ -240,6 +242,8 @@ class Reservations:
         least-loaded) it takes a reservation if the depth allows. Under the share order only
         if no older multi-core job that has neither started nor a reservation (nor waits for
         something else) could take that depth first."""
+        if self.elsewhere(job):
+            return ""
         if job.id in self.made:  # kept from the last cycle: it already took its depth
             return self._reserve(job, vo)
         if self.depth <= 0:
@@ -247,7 +251,8 @@ class Reservations:
         if self.shares and self._resv_due(job):
             if self._resv_line is None:
                 self._resv_line = [j.id for j, _ in self._resv_order if j.id not in self.made
-                                   and wants_reservation(j) and self._resv_due(j)]
+                                   and wants_reservation(j) and self._resv_due(j)
+                                   and not self.elsewhere(j)]
                 self._resv_line.reverse()  # oldest last: popped as they start or get a reservation
             line, started, resv = self._resv_line, self._started_ids, self.made
             while line and (line[-1] in started or line[-1] in resv):
@@ -271,7 +276,7 @@ class Reservations:
         for job, vo in jobs:
             if self.depth <= 0:
                 return
-            if job.id in self.made or not wants_reservation(job):
+            if job.id in self.made or not wants_reservation(job) or self.elsewhere(job):
                 continue
             w = waits.get(job.id)
             if w is None or w.reason not in _CAPACITY:

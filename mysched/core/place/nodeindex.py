@@ -15,7 +15,7 @@ from mysched.core.rules.access import NodeKey, admits, consumer_admits, node_key
 from mysched.core.settings import Config, PackingClass
 from mysched.core.model.windows import windows_by_node
 from mysched.core.model.batch import Node, NodeState
-from mysched.core.place.score import empty_key, keeps_whole
+from mysched.core.place.score import empty_key
 from mysched.core.place.ranking import Ranking
 from mysched.core.place.tally import Tally
 
@@ -189,9 +189,9 @@ class NodeIndex:
             t = self._tallies[policy] = Tally(self, policy)
         return t
 
-    def empty_ranking(self, policy: str, group_key: tuple) -> Ranking:
-        """The pool's usable nodes ranked as if no job ran anywhere."""
-        whole = keeps_whole(self.config)
+    def empty_ranking(self, policy: str, group_key: tuple, whole: bool) -> Ranking:
+        """The pool's usable nodes ranked as if no job ran anywhere (`whole`: empty nodes
+        last, `keeps_whole`)."""
         items = [empty_key(policy, e.node, whole) for e in self.entries
                  if e.key == group_key and e.node.name in self.usable_free and e.node.slots > 0]
         return Ranking(sorted(items), {k[-1]: k for k in items})

@@ -11,12 +11,14 @@ if TYPE_CHECKING:
     from mysched.core.place.nodeusage import NodeUsage
 
 
-def keeps_whole(cfg: Config) -> bool:
+def keeps_whole(cfg: Config, multicore: bool = True) -> bool:
     """With the multi-core partition on, a job goes to a node that already runs something
     before an empty one (HTCondor's depth-first filling): single-core work spread over empty
     nodes leaves no node whole for a multi-core job but by draining. Diversity ranks next,
-    among busy nodes. Measured alternatives: docs/design/placement-score.md."""
-    return cfg.drain.on
+    among busy nodes. A partition that follows the demand fills depth-first only while
+    multi-core jobs run or wait (`multicore`): a farm of single-core work keeps the
+    diversity ranking it always had. Measured alternatives: docs/design/placement-score.md."""
+    return cfg.drain.on and (multicore or not cfg.drain.auto)
 
 
 def key_fn(policy: str, whole: bool = False) -> Callable[[NodeUsage], tuple]:

@@ -71,7 +71,12 @@ class Tally:
         cfg = index.config
         self.index = index
         self.policy = policy
-        self.keyf = key_fn(policy, keeps_whole(cfg))
+        self.whole = keeps_whole(cfg, False)
+        """Empty nodes ranked last (`keep_whole`)."""
+        self.keyf = key_fn(policy, self.whole)
+        self.mc_min = cfg.drain.min_cores
+        self.mc_running = 0
+        """Running jobs of at least `drain.min_cores` cores."""
         self.track = (policy == "mysched",
                       any(v.max_per_node is not None for v in cfg.vos.values()),
                       any(g.max_per_node is not None for g in cfg.groups.values()))
@@ -92,7 +97,7 @@ class Tally:
         self.queue_jobs: dict[str, int] = {}
         self.queue_cores: dict[str, int] = {}
         self.user_jobs: dict[str, int] = {}
-        self.rankings = {k: index.empty_ranking(policy, k) for k in index.group_keys}
+        self.rankings = {k: index.empty_ranking(policy, k, self.whole) for k in index.group_keys}
         self.by_class: dict[tuple, dict[str, Ranking]] = {k: {} for k in index.group_keys}
         self.groups = {k: NodeGroup(k) for k in index.group_keys}
         self._scratch: dict[tuple, tuple[dict, dict]] = {}
@@ -159,6 +164,21 @@ class Tally:
         self._add(fresh)
         return queued, vo_queued
 
+    def keep_whole(self, queued: list[tuple[Job, str]]) -> None:
+        """Rank empty nodes last while multi-core jobs run or wait (`keeps_whole`); the
+        rankings are made again when that changes (rarely: when the first multi-core job
+        comes or the last one goes)."""
+        mc = self.mc_min
+        want = keeps_whole(self.index.config, self.mc_running > 0 or any(j.cores >= mc for j, _ in queued))
+        if want == self.whole:
+            return
+        self.whole = want
+        self.keyf = key_fn(self.policy, want)
+        self.rankings = {k: self.index.empty_ranking(self.policy, k, want) for k in self.index.group_keys}
+        self.by_class = {k: {} for k in self.index.group_keys}
+        for ld in self.loads.values():
+            self._rank(ld)
+
     def _sync_changes(self, ch: Changes) -> tuple[list[tuple[Job, str]], dict[str, int]]:
         counted = self.jobs
         gone = [counted.pop(jid) for jid in ch.stopped if jid in counted]
@@ -214,6 +234,8 @@ class Tally:
             u = user if t_users else None
             v = vo if t_vos else None
             g = group if t_groups else None
+            if cores >= self.mc_min:
+                self.mc_running += sign
             if sign > 0:
                 vo_slots[vo] = vo_slots.get(vo, 0) + cores
                 vo_jobs[vo] = vo_jobs.get(vo, 0) + 1

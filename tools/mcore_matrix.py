@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""The multi-core matrix: is multi-core work served as well as EASY serves it, out of the box?
+
+Runs the synthetic workload at each `--mcore-fraction` x seed x farm x cycle mode under three
+policies -- mysched, easy, and mysched on the same jobs split into single-core ones
+(`--split-multicore`) -- on the embedded configuration with the farm's shape (the VOs' per-node
+job limits, 6 on 8 slots, grow with the node: tools/pools_sim.py) and no drain or reservation
+settings, and prints one row per run with the targets:
+
+  mc<=easy   the mysched policy's multi-core mean wait <= the easy policy's on the same jobs
+  mc/1c      multi-core mean wait / single-core mean wait in the same run (<= 2; median over
+             seeds <= 1.5, in the summary)
+  occ-easy   occupancy - easy's (>= -1 point); occ-split: - the split run's (>= -3 points)
+  viol       share violations (0)
+
+The cells run on `mysched sweep`'s executors (a pool of processes, `--workers`); with
+`--results DIR` finished cells are kept and reused (keyed by configuration, workload, policy and
+seed -- not by the code: clear DIR, or `--fresh mysched`, after changing the planner).
+
+Usage: tools/mcore_matrix.py [--fractions 0.5,1.0] [--seeds 1-8] [--farms 50x8,20x32,100x16]
+                             [--modes 60s,event] [--duration 48] [--workers N] [--results DIR]
+                             [--fresh mysched] [--json FILE]
+Exit status 0 when every target is met, 1 when one is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from pools_sim import config_text  # noqa: E402
+
+from mysched.sim.sweep import Cell, ProcessExecutor, ResultStore, run_sweep  # noqa: E402
+from mysched.sim.sweepgrid import parse_seeds  # noqa: E402
+
+POLICIES = ("mysched", "easy", "split")
+
+
+def _farm(text: str) -> tuple[int, int]:
+    n, _, s = text.partition("x")
+    return int(n), int(s)
+
+
+def _wait(doc: dict, cls: str) -> float:
+    return float(doc["by_size"].get(cls, {}).get("wait_mean", 0.0) or 0.0)
+
+
+def mc_wait(doc: dict) -> float:
+    """Mean wait of the jobs of more than one core (2-8 and > 8 together, by job count)."""
+    tot = n = 0.0
+    for cls, row in doc["by_size"].items():
+        if cls != "1":
+            tot += (row.get("wait_mean") or 0.0) * row.get("jobs", 0)
+            n += row.get("jobs", 0)
+    return tot / n if n else 0.0
+
+
+def cells_for(fraction: float, farm: tuple[int, int], mode: str, seed: int, duration: float) -> dict[str, Cell]:
+    nodes, slots = farm
+    text = config_text(slots, 0, pools=False)
+    args = ["--nodes", str(nodes), "--slots-per-node", str(slots), "--duration", f"{duration:g}",
+            "--mcore-fraction", f"{fraction:g}"] + (["--event-driven"] if mode == "event" else [])
+    out = {}
+    for p in POLICIES:
+        extra = ["--split-multicore"] if p == "split" else []
+        out[p] = Cell((), seed, "mysched" if p == "split" else p, text, tuple(args + extra))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--fractions", default="0.5,1.0")
+    ap.add_argument("--seeds", default="1-8")
+    ap.add_argument("--farms", default="50x8,20x32,100x16")
+    ap.add_argument("--modes", default="60s,event")
+    ap.add_argument("--duration", type=float, default=48.0)
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--results", default=None)
+    ap.add_argument("--fresh", action="append", default=[], choices=POLICIES,
+                    help="run this policy's cells again even if --results has them")
+    ap.add_argument("--json", default=None, help="write every row here")
+    a = ap.parse_args()
+    fractions = [float(x) for x in a.fractions.split(",")]
+    farms = [_farm(x) for x in a.farms.split(",")]
+    modes = a.modes.split(",")
+    seeds = parse_seeds(a.seeds)
+    runs = []
+    for f in fractions:
+        for farm in farms:
+            for mode in modes:
+                for seed in seeds:
+                    runs.append(((f, farm, mode, seed), cells_for(f, farm, mode, seed, a.duration)))
+    store = ResultStore(a.results)
+    if a.results:
+        for _, cells in runs:
+            for p in a.fresh:
+                path = store._path(cells[p])
+                if os.path.exists(path):
+                    os.unlink(path)
+    allcells = [c for _, cells in runs for c in cells.values()]
+    results, failed = run_sweep(allcells, ProcessExecutor(a.workers), store)
+    for cell, why in failed:
+        print(f"failed: {cell.name} {' '.join(cell.sim_args)}: {why}", file=sys.stderr)
+    if failed:
+        return 2
+    rows = []
+    ok = True
+    print(f"{'frac':>4} {'farm':>6} {'mode':>5} {'seed':>4}  {'mc h':>6} {'easy h':>6} {'1c h':>5} {'mc/1c':>5}"
+          f"  {'occ':>6} {'-easy':>6} {'-split':>6} {'viol':>4}  missed")
+    for (f, farm, mode, seed), cells in runs:
+        d = {p: results[c.key] for p, c in cells.items()}
+        mc, easy_mc, one = mc_wait(d["mysched"]), mc_wait(d["easy"]), _wait(d["mysched"], "1")
+        ratio = mc / one if one else (0.0 if mc == 0 else float("inf"))
+        occ = d["mysched"]["occupancy"]
+        de, ds = 100 * (occ - d["easy"]["occupancy"]), 100 * (occ - d["split"]["occupancy"])
+        viol = d["mysched"]["share_violations"]
+        missed = [name for name, bad in (("mc>easy", mc > easy_mc), ("mc/1c>2", ratio > 2),
+                                         ("occ<easy-1", de < -1), ("occ<split-3", ds < -3), ("viol", viol > 0)) if bad]
+        ok &= not missed
+        row = dict(fraction=f, farm=f"{farm[0]}x{farm[1]}", mode=mode, seed=seed, mc_wait=mc, easy_mc_wait=easy_mc,
+                   one_wait=one, ratio=ratio, occupancy=occ, vs_easy=de, vs_split=ds, violations=viol, missed=missed)
+        rows.append(row)
+        print(f"{f:4g} {row['farm']:>6} {mode:>5} {seed:4d}  {mc / 3600:6.2f} {easy_mc / 3600:6.2f} {one / 3600:5.2f} "
+              f"{ratio:5.2f}  {occ:6.2%} {de:+6.2f} {ds:+6.2f} {viol:4d}  {' '.join(missed)}")
+    print("\nmedian mc/1c over seeds (target <= 1.5):")
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["fraction"], r["farm"], r["mode"]), []).append(r["ratio"])
+    for (f, farm, mode), ratios in groups.items():
+        med = statistics.median(ratios)
+        ok &= med <= 1.5
+        print(f"  {f:4g} {farm:>6} {mode:>5}: {med:.2f}{'' if med <= 1.5 else '  MISSED'}")
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+    print("\nall targets met" if ok else "\nsome targets missed")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
