@@ -20,7 +20,10 @@ from ..conftest import snap
 
 START = float(calendar.timegm(time.strptime("2026-12-01T08:00", "%Y-%m-%dT%H:%M")))
 END = START + 4 * 3600
-VOS = 'vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };\n'
+# reservations from walltimes are what these tests are about: the multi-core partition,
+# which would serve one-node jobs instead (`Drains.serves`), is off
+VOS = ('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };\n'
+       'drain = { rate = 0; };\n')
 
 
 def config(hosts: str = "", extra: str = "", extra_window: str = ""):

@@ -56,9 +56,9 @@ def test_an_idle_pool_is_ranked_by_the_policys_score_of_empty_nodes():
              Node("wn05", 64, NodeState.FULL), Node("mpi01", 64), Node("wn01", 64))
     idx = NodeIndex().get(CFG, nodes)
     key = node_key(CFG, "wn02", None)  # the free untyped nodes no queue owns
-    assert [k[-1] for k in idx.empty_ranking("mysched", key).keys] == ["wn02", "wn03", "wn04"]
-    assert [k[-1] for k in idx.empty_ranking("fifo", key).keys] == ["wn02", "wn03", "wn04"]
-    assert [k[-1] for k in idx.empty_ranking("least-loaded", key).keys] == ["wn03", "wn04", "wn02"]
+    assert [k[-1] for k in idx.empty_ranking("mysched", key, False).keys] == ["wn02", "wn03", "wn04"]
+    assert [k[-1] for k in idx.empty_ranking("fifo", key, False).keys] == ["wn02", "wn03", "wn04"]
+    assert [k[-1] for k in idx.empty_ranking("least-loaded", key, False).keys] == ["wn03", "wn04", "wn02"]
 
 
 def test_a_host_joins_the_first_pool_selecting_it_and_is_guarded_only_for_a_consumer_that_can_use_it():

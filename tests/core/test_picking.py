@@ -14,7 +14,9 @@ from mysched.core.share.usage import Usage
 from ..conftest import snap
 
 NOW = 1000.0
-CFG = config_from_text('vos = { atlas = { groups = ["atlas", "sgm"]; share = 100; }; };')
+# reservations from walltimes are what these tests are about: the multi-core partition,
+# which would serve one-node jobs instead (`Drains.serves`), is off
+CFG = config_from_text('vos = { atlas = { groups = ["atlas", "sgm"]; share = 100; }; };\ndrain = { rate = 0; };')
 
 
 def busy(node: str, ends_in: float | None, cores: int = 4, jid: str = "") -> Job:
@@ -60,6 +62,7 @@ def test_only_nodes_with_the_asked_properties_or_name_are_picked():
 
 def test_only_nodes_the_job_may_use_are_picked():
     cfg = config_from_text('vos = { atlas = { groups = ["atlas", "sgm"]; share = 100; }; };\n'
+                           'drain = { rate = 0; };\n'
                            'node_types = { sw = { nodes = ["wn01"]; groups = ["sgm"]; }; };')
     run = [busy("wn01", 100), busy("wn02", 500)]
     assert reserve(run + [wide()], farm(2), cfg) == Reservation("big", NOW + 500, ("wn02",))

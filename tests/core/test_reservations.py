@@ -13,7 +13,9 @@ from mysched.core.share.usage import Usage
 from ..conftest import snap
 
 NOW = 1000.0
-CFG = 'vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
+# reservations from walltimes are what these tests are about: the multi-core partition,
+# which would serve one-node jobs instead (`Drains.serves`), is off
+CFG = 'vos = { atlas = { groups = ["atlas"]; share = 100; }; };\ndrain = { rate = 0; };\n'
 
 
 def run(jid, node, end, cores=1):
@@ -181,8 +183,9 @@ def test_a_released_node_stays_closed_when_the_next_reservation_takes_it():
 
 # -- the share order and the depth (issue #10) -------------------------------------------------
 
-TWO_VOS = 'vos = { atlas = { groups = ["atlas"]; share = 10; }; cms = { groups = ["cms"]; share = 10; }; };\n'
-"""Equal shares, too small for a guarantee on 8 slots: the fair-share order alone."""
+TWO_VOS = ('vos = { atlas = { groups = ["atlas"]; share = 10; }; cms = { groups = ["cms"]; share = 10; }; };\n'
+           'drain = { rate = 0; };\n')
+"""Equal shares, too small for a guarantee on 8 slots: the fair-share order alone (no partition)."""
 
 
 def vq(jid, vo, cores=1, walltime=None, submit=0.0):
@@ -337,7 +340,8 @@ def test_a_kept_reservation_is_named_in_its_jobs_wait_while_the_farm_is_full():
     from mysched.core.planner import plan
     from mysched.core.share.usage import Usage
 
-    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };')
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };'
+                           'drain = { rate = 0; };')
     now = 100_000.0
     running = [Job(f"{n}{i}", "q", "x", "cms", 1, JobState.RUNNING, 0.0, now - 600, wall, placement=((n, 1),))
                for n, wall in (("wn01", 4200.0), ("wn02", 7800.0)) for i in range(4)]
@@ -426,7 +430,7 @@ def test_a_job_that_could_bar_the_reserved_one_gets_none_of_its_nodes_extra_core
                           "atlasprd")):
         text = ('vos = { atlas = { groups = ["atlas", "atlasprd"]; share = 50; }; '
                 + (extra if group == "cms" else 'cms = { groups = ["cms"]; share = 50; };') + " };\n"
-                + (extra if group != "cms" else ""))
+                + (extra if group != "cms" else "") + "drain = { rate = 0; };\n")
         cfg = config_from_text(text)
         nodes = [Node("wn01", 8)]
         x = Job("x", "q", "c", "cms", 7, JobState.RUNNING, 0.0, NOW, 1000.0, placement=(("wn01", 7),))
@@ -440,7 +444,7 @@ def test_a_job_that_could_bar_the_reserved_one_gets_none_of_its_nodes_extra_core
         assert [s.job_id for s in p.starts] == ["big"], group
     # a job of another VO, with no per-node limit of big's to count against, may take them
     cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; '
-                           'share = 50; max_per_node = 1; }; };')
+                           'share = 50; max_per_node = 1; }; };drain = { rate = 0; };')
     x = Job("x", "q", "c", "cms", 7, JobState.RUNNING, 0.0, NOW, 1000.0, placement=(("wn01", 7),))
     p, jobs = _cycle([x, Job("big", "q", "c2", "cms", 6, JobState.QUEUED, 1.0, None, 3600.0)], [Node("wn01", 8)],
                      cfg, NOW, None)

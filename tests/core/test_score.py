@@ -63,10 +63,12 @@ def test_an_idle_node_scores_alike_whether_or_not_counts_were_kept_for_it(policy
     assert empty_key(policy, node, whole) == key_fn(policy, whole)(load("wn07", slots=16))
 
 
-def test_nodes_are_kept_whole_only_while_the_multicore_partition_is_on():
+def test_nodes_are_kept_whole_while_the_multicore_partition_is_on_and_multicore_work_is_there():
     base = config_from_text('vos = { a = { groups = ["a"]; share = 100; }; };')
-    assert not keeps_whole(base)
+    # automatic partition: depth-first only while multi-core jobs run or wait
+    assert keeps_whole(base) and not keeps_whole(base, multicore=False)
     on = config_from_text('vos = { a = { groups = ["a"]; share = 100; }; };\n'
                           'drain = { rate = 12; max_draining = 10; };')
-    assert keeps_whole(on)
+    assert keeps_whole(on) and keeps_whole(on, multicore=False)  # set by hand: always
     assert not keeps_whole(dataclasses.replace(on, drain=DrainConfig(rate=12, max_draining=0)))
+    assert not keeps_whole(dataclasses.replace(on, drain=DrainConfig(rate=0)), multicore=True)

@@ -90,5 +90,7 @@ def test_a_trace_vo_gets_no_share_when_the_configured_ones_take_it_all():
 def test_optional_features_left_empty_are_off():
     assert not HotLists() and HotLists(users=frozenset({"ops"}))
     assert not NodeLoadLimits() and NodeLoadLimits(min_free_mem=0)
-    assert not DrainConfig().on and not DrainConfig(rate=12).on and DrainConfig(rate=12, max_draining=1).on
+    # the multi-core partition is on unless switched off: automatic, or bounded by either override
+    assert DrainConfig().on and DrainConfig().auto and DrainConfig(rate=12).on and not DrainConfig(rate=12).auto
+    assert not DrainConfig(rate=0).on and not DrainConfig(max_draining=0).on
     assert not QueueConfig("q").restricted and QueueConfig("q", node_types=("gpu",)).restricted

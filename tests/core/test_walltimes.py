@@ -16,7 +16,9 @@ from mysched.core.rules.walltimes import YEAR, believed, horizon
 from ..conftest import snap
 
 NOW = 1000.0
-CFG = 'vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
+# reservations from walltimes are what these tests are about: the multi-core partition,
+# which would serve one-node jobs instead (`Drains.serves`), is off
+CFG = 'vos = { atlas = { groups = ["atlas"]; share = 100; }; };\ndrain = { rate = 0; };\n'
 
 
 def run(jid: str, node: str, walltime: float | None, cores: int = 1) -> Job:

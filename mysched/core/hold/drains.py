@@ -10,11 +10,16 @@ draining nodes do not sit idle). Those jobs are expected to run as long again as
 run, at most to their requested walltime (`drain.backfill = "expected"`, the default): taken
 to run to their request, pilots asking the queue's maximum let backfill refill a draining node
 for days while multi-core jobs starve.
-At most `drain.rate` nodes start draining per hour and at most `drain.max_draining` drain at
-once -- up to that many even for one waiting job: which node empties first is not known, so
-several race and the first with room serves it -- and nodes running multi-core jobs count
-among them, so the partition does not outgrow the cap;
-the nodes chosen waste least: fewest busy cores times the time each job is expected to
+
+How much drains follows the demand unless a site bounds it (`drain.rate`, `drain.max_draining`):
+a multi-core job that the fair-share order put ahead of a single-core job started in the same
+cycle was passed over only for want of a whole node, so it gets room in the partition -- RACE
+nodes' worth, since which node empties first is not known and the first with room serves it;
+one ranked behind every start waits as single-core jobs of its priority do, and drains
+nothing. At most half the nodes drain at once. With the bounds set, at most `drain.rate` nodes
+start draining per hour and at most `drain.max_draining` are in the partition, up to that many
+even for one waiting job; nodes running multi-core jobs count among them.
+The nodes chosen waste least: fewest busy cores times the time each job is expected to
 run on, then fewest busy cores. A job is expected to run as long again as it has run, but not
 past its requested walltime: batch job lifetimes are heavy-tailed, so one that has run long
 will likely run long yet (Downey, 1997), and pilots all request the queue's maximum, so the
@@ -45,8 +50,7 @@ from mysched.core.model.plan import Start, Wait
 from mysched.core.place.board import Board
 
 HOUR = 3600.0
-import os as _os
-RACE = float(_os.environ.get("MX_RACE", "2.0"))
+RACE = 2
 """Room drawn into the partition per multi-core job overtaken: which node empties first is
 not known, so several race."""
 ROOM_REASONS = frozenset({Reason.NO_FREE_SLOT, Reason.RESERVED, Reason.DRAINING, Reason.PACKING, Reason.NODE_LOAD, Reason.DOWNTIME})
@@ -174,9 +178,11 @@ class Drains:
         if cfg.auto:
             room = self._auto_room(waiting, waits, starts, need, out)
         else:
+            # an override left out bounds nothing: at most half the nodes, any number an hour
+            most = cfg.max_draining if cfg.max_draining is not None else self._half()
             recent = sum(1 for d in out.values() if self.cy.now - d.since < HOUR)
-            room = min((cfg.max_draining or 0) - len(out), math.floor(cfg.rate or 0) - recent,
-                       len(waiting) - with_room)
+            per_hour = math.floor(cfg.rate) - recent if cfg.rate is not None else most
+            room = min(most - len(out), per_hour, len(waiting) - with_room)
         if room <= 0:
             return
         for name in self._drain_candidates(waiting, need)[:room]:
@@ -201,8 +207,9 @@ class Drains:
             capacity += max(0, usages[name].cap - (usages[name].used - s)) // need
             emptying += s > 0
         want = math.ceil(RACE * ahead) - capacity
-        limit = max(1, len(self.cy.index.entries) // 2) - emptying
+        limit = self._half() - emptying
         return min(want, limit)
+
     def _drain_candidates(self, waiting: list[tuple[Job, str]], need: int) -> list[str]:
         """Nodes the waiting multi-core jobs may use, least expected waste first."""
         keys: set = set()
@@ -223,6 +230,10 @@ class Drains:
             scored.append((left.get(name, 0.0), ld.used, name))
         scored.sort()
         return [name for _, _, name in scored]
+
+    def _half(self) -> int:
+        """Half the farm's nodes: the most that drain at once unless `drain.max_draining` says."""
+        return max(1, len(self.cy.index.entries) // 2)
 
     def _small_used(self, starts: list[Start]) -> dict[str, int]:
         """Per node, the cores of jobs smaller than multi-core ones that run there after this

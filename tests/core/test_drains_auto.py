@@ -1,0 +1,53 @@
+"""The partition with no drain setting follows the demand: it drains for a multi-core job the
+share order put ahead of a single-core start, not for one that waits behind every start, and
+the jobs it serves take no reservation from walltimes besides."""
+
+from __future__ import annotations
+
+from mysched.config import config_from_text
+from mysched.core.planner import plan
+from mysched.core.share.usage import Usage
+
+from ..conftest import snap
+from .test_drains import NOW, full_farm, q
+
+VOS = 'vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
+AUTO = config_from_text(VOS)
+OFF = config_from_text(VOS + "drain = { rate = 0; };\n")
+
+
+def test_a_multicore_job_passed_over_by_a_single_core_start_gets_two_nodes_draining():
+    running, nodes = full_farm()  # free cores: wn01 1, wn02 1, wn03 2; wn04 full
+    jobs = running + [q("mc", cores=4, submit=1), q("s1", submit=2)]
+    p = plan(snap(jobs, nodes), AUTO, Usage(), NOW)
+    assert [s.job_id for s in p.starts] == ["s1"]
+    assert set(p.drains) == {"wn01", "wn03"}  # two race for it, least waste first
+    assert p.waits["mc"].reason == "no_free_slot" and "mc" not in p.reservations
+
+
+def test_a_multicore_job_behind_every_start_drains_nothing():
+    running, nodes = full_farm()
+    jobs = running + [q("s1", submit=1), q("s2", submit=2), q("mc", cores=4, submit=3)]
+    p = plan(snap(jobs, nodes), AUTO, Usage(), NOW)
+    assert sorted(s.job_id for s in p.starts) == ["s1", "s2"]
+    assert not p.drains  # it waits as single-core jobs of its priority would
+
+
+def test_with_the_partition_off_the_same_job_gets_a_reservation_instead():
+    running, nodes = full_farm()
+    jobs = running + [q("mc", cores=4, submit=1), q("s1", submit=2)]
+    p = plan(snap(jobs, nodes), OFF, Usage(), NOW)
+    assert not p.drains and "mc" in p.reservations
+
+
+def test_the_drained_node_serves_the_job_and_single_core_work_stays_off_it_meanwhile():
+    running, nodes = full_farm()
+    first = plan(snap(running + [q("mc", cores=4, submit=1), q("s1", submit=2)], nodes), AUTO, Usage(), NOW)
+    started = {s.job_id for s in first.starts}
+    # wn03's two short jobs end; the next single-core job may not take its room
+    left = [j for j in running if not j.id.startswith("c")]
+    jobs = left + [q("mc", cores=4, submit=1), q("s2", submit=3)]
+    p = plan(snap(jobs, nodes), AUTO, Usage(), NOW + 700, drains=first.drains)
+    assert started == {"s1"}
+    where = {s.job_id: s.placement[0][0] for s in p.starts}
+    assert where.get("mc") == "wn03" and where.get("s2") != "wn03"
