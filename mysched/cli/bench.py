@@ -40,7 +40,8 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-packing", action="store_true", help="leave the packing class out")
     p.add_argument("--mcore-fraction", type=fraction, default=None, metavar="F",
                    help="fraction of the queued jobs asking for 8 cores (default: 5 %% of one production "
-                        "group's), to time reservations, backfill and the multi-core partition (drain on)")
+                        "group's), to time reservations, backfill and the multi-core partition (on by "
+                        "default, as in every bench run)")
     p.add_argument("--pools", action="store_true", help="add a package guarantee pool over every worker node "
                    "(10 %% and 20 packages of 8 slots for two production groups)")
     p.add_argument("--scaling", action="store_true", help="also print the scaling table")
@@ -74,7 +75,7 @@ def measure(nodes: int, slots: int, running: int, queued: int, repeat: int, pack
     from mysched.backends.torque.fake import FakeIFL
     from mysched.core.share.usage import Usage
 
-    cfg = bench_config(packing=packing, pools=pools, drain=mcore is not None)
+    cfg = bench_config(packing=packing, pools=pools)
     snap = bench_snapshot(nodes=nodes, slots=slots, running=running, queued=queued, mcore=mcore)
     usage = Usage(vo={f"vo{i:02d}": 1000.0 * (i + 1) for i in range(20)})
 

@@ -21,13 +21,10 @@ POOL = """pools = { mcore = { hosts = ["wn*"]; package = { slots = 8; };
   groups = { vo00prd = "10%"; vo01prd = 20; }; loan = { queues = ["all"]; max_walltime = "1d"; }; }; };"""
 
 
-DRAIN = 'drain = { rate = 12; max_draining = 100; keep = "30m"; min_cores = 2; };'
-
-
-def bench_config(packing: bool = True, pools: bool = False, drain: bool = False) -> Config:
+def bench_config(packing: bool = True, pools: bool = False) -> Config:
     """The configuration the benchmark farm runs under (`pools`: with a package guarantee for
-    two VOs' multi-core work over every worker node; `drain`: with the multi-core partition,
-    as a site with many multi-core jobs runs it)."""
+    two VOs' multi-core work over every worker node). No drain section: the multi-core
+    partition follows the demand, as it does by default."""
     rnd = random.Random(7)
     weights = [30, 25, 12, 8] + [rnd.randint(1, 4) for _ in range(N_VOS - 4)]
     total = sum(weights)
@@ -56,7 +53,6 @@ hot = {{ queues = ["ops"]; }};
 node_types = {{ swmgr = {{ nodes = ["wn000[0-9]"]; groups = [{", ".join(f'"vo{i:02d}sgm"' for i in range(N_VOS))}]; }}; }};
 {pack}
 {POOL if pools else ""}
-{DRAIN if drain else ""}
 """
     return config_from_text(text, "<bench config>")
 

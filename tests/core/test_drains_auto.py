@@ -23,6 +23,9 @@ def test_a_multicore_job_passed_over_by_a_single_core_start_gets_two_nodes_drain
     assert [s.job_id for s in p.starts] == ["s1"]
     assert set(p.drains) == {"wn01", "wn03"}  # two race for it, least waste first
     assert p.waits["mc"].reason == "no_free_slot" and "mc" not in p.reservations
+    # wn01's and wn03's jobs end by their walltimes, 600 s from now (700 s; they began 100 s ago)
+    assert p.waits["mc"].detail.endswith("drain: the partition has room on wn01 within 600 s at the latest "
+                                         "(by requested walltimes)")
 
 
 def test_a_multicore_job_behind_every_start_drains_nothing():

@@ -183,10 +183,73 @@ class Drains:
             recent = sum(1 for d in out.values() if self.cy.now - d.since < HOUR)
             per_hour = math.floor(cfg.rate) - recent if cfg.rate is not None else most
             room = min(most - len(out), per_hour, len(waiting) - with_room)
-        if room <= 0:
+        if room > 0:
+            for name in self._drain_candidates(waiting, need)[:room]:
+                out[name] = Drain(name, self.cy.now)
+        self._promise(waiting, waits, starts)
+
+    def _promise(self, waiting: list[tuple[Job, str]], waits: dict[str, Wait], starts: list[Start]) -> None:
+        """Tell each waiting multi-core job when the partition has room for it at the latest:
+        the soonest, over the partition's nodes it may use, that enough cores free by the
+        requested walltimes of what runs there (pbs_mom ends a job at its walltime; a job
+        backfilled onto a draining node ends before those already there). `mysched why`
+        shows it; a node running a job of no known walltime promises nothing."""
+        out = self.made
+        if not out:
             return
-        for name in self._drain_candidates(waiting, need)[:room]:
-            out[name] = Drain(name, self.cy.now)
+        now = self.cy.now
+        ends = self.ends.by_node()
+        started_on: dict[str, list[tuple[str, int]]] = {}
+        for st in starts:
+            for name, cores in st.placement:
+                if name in out:
+                    started_on.setdefault(name, []).append((st.job_id, cores))
+        walltime: dict[str, float | None] = {}
+        if started_on:
+            ids = {jid for lst in started_on.values() for jid, _ in lst}
+            walltime = {j.id: j.walltime for j in self.cy.snap.jobs if j.id in ids}
+        usages = self.board.usages
+        by_name = self.cy.index.by_name
+        room_at: dict[tuple[str, int], float] = {}
+        """(node, cores) -> when that many cores are free there at the latest."""
+
+        def latest(name: str, want: int) -> float:
+            got = room_at.get((name, want))
+            if got is None:
+                mine = list(ends.get(name, ()))
+                for jid, cores in started_on.get(name, ()):
+                    w = walltime.get(jid)
+                    mine.append((now + w if w is not None else math.inf, cores))
+                mine.sort()
+                ld = usages.peek(name)
+                free, got = ld.cap - sum(c for _, c in mine), now
+                for end, cores in mine:
+                    if free >= want:
+                        break
+                    free += cores
+                    got = end
+                if free < want:
+                    got = math.inf
+                room_at[(name, want)] = got
+            return got
+
+        told: dict[tuple, tuple[float, str] | None] = {}
+        for job, vo in waiting:
+            kind = (job.queue, vo, job.group, job.cores)
+            if kind not in told:
+                keys = set(self.cy.index.rules(job.queue, vo, job.group).keys)
+                told[kind] = min(((latest(n, job.cores), n) for n in out
+                                  if n in by_name and by_name[n].key in keys and usages.peek(n).cap >= job.cores),
+                                 default=None)
+            best = told[kind]
+            w = waits.get(job.id)
+            if w is None:
+                continue
+            note = (f"drain: the partition has room on {best[1]} within {max(0, round(best[0] - now))} s "
+                    "at the latest (by requested walltimes)"
+                    if best is not None and math.isfinite(best[0]) else
+                    "drain: nodes emptying for it (no walltime known of what runs there: no time promised)")
+            waits[job.id] = w._replace(detail=f"{w.detail}; {note}" if w.detail else note)
 
     def _auto_room(self, waiting: list[tuple[Job, str]], waits: dict[str, Wait], starts: list[Start],
                    need: int, out: dict[str, Drain]) -> int:
@@ -204,7 +267,8 @@ class Drains:
         capacity = emptying = 0
         for name in out:
             s = small.get(name, 0)
-            capacity += max(0, usages[name].cap - (usages[name].used - s)) // need
+            ld = usages.peek(name)
+            capacity += max(0, ld.cap - (ld.used - s)) // need
             emptying += s > 0
         want = math.ceil(RACE * ahead) - capacity
         limit = self._half() - emptying
