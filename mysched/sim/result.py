@@ -97,6 +97,10 @@ class SimResult:
     wait_caps: dict[str, str] = field(default_factory=dict)
     """Wait reason -> the configured caps behind it ("vos.NAME.max_running: atlas 12")."""
 
+    def size_figures(self) -> dict[str, dict[str, float]]:
+        """Size class -> jobs, wait mean, p95 and max, bounded slowdown (`size_stats`)."""
+        return {k: size_stats(v) for k, v in sorted(self.by_size.items())}
+
     def to_json(self) -> dict:
         """The `--json` document: stable keys."""
         return {
@@ -112,7 +116,7 @@ class SimResult:
             "share_violations": self.share_violations,
             "diversity": None if self.diversity is None else round(self.diversity, 6),
             "wait_s": stats(self.wait, ("mean", "p50", "p95", "max")),
-            "by_size": {k: size_stats(v) for k, v in sorted(self.by_size.items())},
+            "by_size": self.size_figures(),
             "bounded_slowdown": size_stats([x for v in self.by_size.values() for x in v])["bounded_slowdown"],
             "drain_waste": round(self.drain_waste, 6),
             "cycle_s": stats(self.cycle_times, ("p50", "p99", "max")),
@@ -139,6 +143,19 @@ def wait_reason_figures(by: dict[str, float]) -> dict[str, dict[str, float]]:
     """Per wait reason: job_h waited for it and its fraction of all job-hours waited."""
     total = sum(by.values())
     return {r: {"job_h": round(s / 3600.0, 3), "fraction": round(s / total, 6)} for r, s in by.items()} if total else {}
+
+
+SIZES = ("1", "2-8", ">8")
+"""The simulator's size classes (`mysched.sim.replay.size_class`)."""
+
+
+def multicore_wait(doc: dict) -> float | None:
+    """Mean wait of the jobs of more than one core in a `--json` document (None: there were none)."""
+    by = doc.get("by_size", {})
+    n = sum(by.get(c, {}).get("jobs", 0) for c in SIZES[1:])
+    if not n:
+        return None
+    return sum(by[c]["wait_mean"] * by[c]["jobs"] for c in SIZES[1:] if by.get(c, {}).get("jobs")) / n
 
 
 TAU = 10.0
@@ -240,3 +257,4 @@ class BelowGuarantee:
         for vo, (t0, capped) in self._since.items():
             (self.capped_s if capped else self.below_s)[vo] += t - t0
         self._since.clear()
+
