@@ -22,6 +22,10 @@ def _hms(seconds: float) -> str:
     return f"{s}s"
 
 
+hms = _hms
+"""Seconds as the report writes them (1d02h03m, 4h05m, 6m07s, 8s), for other modules' lines."""
+
+
 def _num(v) -> str:
     return "-" if v is None else f"{v:.3f}"
 
@@ -116,6 +120,8 @@ def format_result(r: SimResult) -> str:
             f"{k} core{'s' if k != '1' else ''}: {v['jobs']} jobs, wait mean {_hms(v['wait_mean'])} p95 "
             f"{_hms(v['wait_p95'])} max {_hms(v['wait_max'])}, bsld {v['bounded_slowdown']:.1f}"
             for k, v in j["by_size"].items()))
+    if r.multicore_why:
+        lines.append(f"  why multi-core   {r.multicore_why['text']}")
     for name, v in sorted(r.pools.items()):
         if not v.get("guaranteed"):  # nothing promised: "unmet 0s" would be a confident zero
             why = v.get("why") or ("its guarantees come to no package of those it holds" if v.get("packages") else
@@ -191,6 +197,7 @@ def format_comparison(results: list[SimResult]) -> str:
         out.append(f"{label:<20}" + "".join(f"{fn(r):>{width}}" for r in results))
     out.append(f"(VO slots waiting: its running slots / the farm's {results[0].slots} while it had jobs waiting; "
                "a VO's part of the work run is the workload's, the same under every policy: see --json 'used')")
+    out += [f"why multi-core ({r.policy}): {r.multicore_why['text']}" for r in results if r.multicore_why]
     return "\n".join(out)
 
 
