@@ -51,9 +51,9 @@ def _cause(r: SimResult, config: Config, w: McoreWatch) -> tuple[str, str | None
     d = config.drain
     if _share(w.too_big, w.jobs) > MOST:
         return ("nodes_too_small", "farm (node types, slots per node)",
-                f"{w.too_big} of the {w.jobs} multi-core jobs ask for more cores than most nodes have "
-                f"({r.nodes} nodes / {r.slots} slots): no drain makes that room; larger nodes would "
-                "(the farm's node types, slots per node)")
+                f"{w.too_big} of the {w.jobs} multi-core jobs ask for more cores on one node than most nodes have "
+                f"({w.node_slots} slots or fewer): no drain makes that room; larger nodes would (the farm's node "
+                "types, slots per node)")
     if r.policy == "fifo":
         return ("partition_off", "policy",
                 "the fifo baseline drains no node for them (mysched, least-loaded and easy drain with drain.rate/"

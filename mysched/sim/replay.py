@@ -56,13 +56,14 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     work = 0.0
     too_large = larger_than_farm(tuple(e.node for e in index.entries))
     drain = config.drain
-    mcore = McoreWatch(drain.max_draining or None, drain.rate, drain.min_cores)  # what holds multi-core jobs back
     sizes = sorted(n.slots for n in nodes if n.state.usable)
+    mcore = McoreWatch(drain.max_draining or None, drain.rate, drain.min_cores,  # what holds multi-core jobs back
+                       sizes[len(sizes) // 2] if sizes else 0)
     ceiling = horizon(config.max_walltime, ())  # walltimes beyond it are taken as unknown (`believed`)
     for tj in workload:
-        w = tj.job.walltime
-        mcore.job(tj.job, 2 * (len(sizes) - bisect_left(sizes, tj.job.cores)) < len(sizes),
-                  w is not None and 0 < w <= ceiling)
+        w = tj.job.walltime  # too big: on one node (no request spreads it), more cores than most nodes have
+        too_big = tj.job.request is None and 2 * (len(sizes) - bisect_left(sizes, tj.job.cores)) < len(sizes)
+        mcore.job(tj.job, too_big, w is not None and 0 < w <= ceiling)
         vo = tj.job.vo or config.vo_of(tj.job.group)
         res.vo_jobs[vo] = res.vo_jobs.get(vo, 0) + 1
         if too_large(tj.job):

@@ -277,16 +277,18 @@ class McoreWatch:
     Reads the plan's drains and starts each cycle (a few nodes), its waits only where the rate
     decided."""
 
-    def __init__(self, cap: int | None, rate: float | None, min_cores: int) -> None:
+    def __init__(self, cap: int | None, rate: float | None, min_cores: int, node_slots: int = 0) -> None:
         self.cap = cap
         """drain.max_draining (None: no fixed cap)."""
         self.rate = None if rate is None else math.floor(rate)
         """Drains begun per hour at most, as the planner counts them (None: no fixed rate)."""
         self.min_cores = min_cores
+        self.node_slots = node_slots
+        """The slots of the median usable node."""
         self.jobs = 0
         """Multi-core jobs of the workload (more than one core)."""
         self.too_big = 0
-        """Of those, the jobs asking for more cores than most usable nodes have."""
+        """Of those, the jobs asking for more cores on one node than most usable nodes have."""
         self.unknown_walltime = 0
         """Of those, the jobs without a requested walltime the planner believes."""
         self.all_jobs = 0

@@ -6,16 +6,19 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import random
 
 import pytest
 
 from mysched.cli.main import main
-from mysched.core.planner import POLICIES
-from mysched.sim.mcorewhy import diagnose
-from mysched.sim.report import format_comparison, hms
-from mysched.sim.result import McoreWatch, SimResult
 from mysched.config import config_from_text
+from mysched.core.model.batch import Job, Node, TraceJob
+from mysched.core.planner import POLICIES
 from mysched.core.settings import Config
+from mysched.sim.mcorewhy import diagnose
+from mysched.sim.replay import SimOptions, simulate
+from mysched.sim.report import format_comparison, format_result, hms
+from mysched.sim.result import McoreWatch, SimResult
 
 from ..conftest import REPO
 
@@ -143,3 +146,19 @@ def test_no_why_when_the_gap_is_small():
     r = _result()
     r.by_size[">8"] = [(500.0, 100.0)] * 2  # 8 times as long, but not 10 minutes longer
     assert diagnose(r, Config(), _watch()) is None
+
+
+def test_jobs_larger_than_most_nodes_name_the_farm_not_the_drain():
+    """8-core jobs among single-core ones on eight 4-slot nodes and two of 16: they fit only the
+    two large nodes, and no drain setting makes room on the small ones."""
+    rnd = random.Random(3)
+    wl, t = [], 1e9
+    for i in range(600):
+        t += rnd.expovariate(1 / 30.0)
+        wl.append(TraceJob(Job(str(i), "q", f"u{i % 5}", "a", 8 if i % 10 == 0 else 1, submit_time=t, walltime=7200.0),
+                           rnd.uniform(600, 3600)))
+    nodes = tuple(Node(f"wn{i:02d}", 4) for i in range(8)) + (Node("big1", 16), Node("big2", 16))
+    r = simulate(wl, config_from_text('vos = { a = { groups = ["a"]; share = 100; }; };'), nodes, SimOptions())
+    why = r.to_json()["multicore_why"]
+    assert why["cause"] == "nodes_too_small" and "60 of the 60 multi-core jobs" in why["text"]
+    assert "4 slots or fewer" in why["text"] and "why multi-core   " + why["text"] in format_result(r)
