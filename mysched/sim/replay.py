@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import math
 import time
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import Callable
 
 from mysched.core.settings import Config
 from mysched.core.model.batch import Job, Node, Request, TraceJob
 from mysched.core.planner import NodeIndex, plan
+from mysched.core.rules.walltimes import horizon
 from mysched.errors import ServerError
 from mysched.gcpause import gc_paused
 from mysched.core.model.reasons import Reason
 from mysched.backends.sim.farm import SimulatedFarm
 from mysched.core.share.usage import UsageLedger
-from mysched.sim.result import BelowGuarantee, SimOptions, SimResult
+from mysched.sim.mcorewhy import diagnose
+from mysched.sim.result import BelowGuarantee, McoreWatch, SimOptions, SimResult
 from mysched.sim.violations import share_violations
 from mysched.sim.poolstats import PoolWatch
 from mysched.sim.emptypools import pool_causes
@@ -53,7 +55,15 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     unfit: dict[str, list[float]] = {}
     work = 0.0
     too_large = larger_than_farm(tuple(e.node for e in index.entries))
+    drain = config.drain
+    sizes = sorted(n.slots for n in nodes if n.state.usable)
+    mcore = McoreWatch(drain.max_draining or None, drain.rate, drain.min_cores,  # what holds multi-core jobs back
+                       sizes[len(sizes) // 2] if sizes else 0)
+    ceiling = horizon(config.max_walltime, ())  # walltimes beyond it are taken as unknown (`believed`)
     for tj in workload:
+        w = tj.job.walltime  # too big: on one node (no request spreads it), more cores than most nodes have
+        too_big = tj.job.request is None and 2 * (len(sizes) - bisect_left(sizes, tj.job.cores)) < len(sizes)
+        mcore.job(tj.job, too_big, w is not None and 0 < w <= ceiling)
         vo = tj.job.vo or config.vo_of(tj.job.group)
         res.vo_jobs[vo] = res.vo_jobs.get(vo, 0) + 1
         if too_large(tj.job):
@@ -181,7 +191,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         if classes:
             tl["packing_index"].append({c: got[0] for c in classes if (got := packing_now(c)) is not None})
 
-    held: dict = {"why": why, "below": below}  # the last plan's reservations, kept stable by the next
+    held: dict = {"why": why, "below": below, "mcore": mcore}  # the last plan's reservations, kept stable by the next
     watch = held["pools"] = PoolWatch(config) if config.pools else None
     t = t0
     last_cycle = -math.inf
@@ -250,6 +260,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
                 reason = w.reason if w is not None else Reason.START_FAILED
                 res.unplaceable[reason] = res.unplaceable.get(reason, 0) + 1
     below.close(farm.now)
+    mcore.close(farm.now)
     res.wait_reasons, res.wait_caps = why.close(), caps(config)
     _count_idle(held, farm, set(), farm.now)
     if watch is not None:
@@ -289,6 +300,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     res.span_s = farm.now - t0
     res.t0 = t0
     res.timeline = tl
+    res.multicore_why = diagnose(res, config, mcore)
     res.wall_s = time.perf_counter() - wall0
     if progress is not None:
         progress(1.0)
@@ -369,6 +381,8 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
             held["pools"].observe(p, now, farm.jobs, farm._meta, farm.free)
         if held.get("why") is not None:
             held["why"].observe(p, now)
+        if held.get("mcore") is not None:
+            held["mcore"].observe(p, now, farm.jobs)
     res.cycle_times.append(time.perf_counter() - c0)
     if loads is not None:
         loads.account(now, p, farm.jobs)

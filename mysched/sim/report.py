@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from mysched.core.model.reasons import REASONS, REPLAY_REASONS, Reason
-from mysched.sim.result import SimResult
+from mysched.sim.result import SIZES, SimResult
 
 
 def _hms(seconds: float) -> str:
@@ -18,6 +20,10 @@ def _hms(seconds: float) -> str:
     if m:
         return f"{m}m{s:02d}s"
     return f"{s}s"
+
+
+hms = _hms
+"""Seconds as the report writes them (1d02h03m, 4h05m, 6m07s, 8s), for other modules' lines."""
 
 
 def _num(v) -> str:
@@ -114,6 +120,8 @@ def format_result(r: SimResult) -> str:
             f"{k} core{'s' if k != '1' else ''}: {v['jobs']} jobs, wait mean {_hms(v['wait_mean'])} p95 "
             f"{_hms(v['wait_p95'])} max {_hms(v['wait_max'])}, bsld {v['bounded_slowdown']:.1f}"
             for k, v in j["by_size"].items()))
+    if r.multicore_why:
+        lines.append(f"  why multi-core   {r.multicore_why['text']}")
     for name, v in sorted(r.pools.items()):
         if not v.get("guaranteed"):  # nothing promised: "unmet 0s" would be a confident zero
             why = v.get("why") or ("its guarantees come to no package of those it holds" if v.get("packages") else
@@ -177,6 +185,7 @@ def format_comparison(results: list[SimResult]) -> str:
         rows.append((f"{c} class FF", lambda r, c=c: _num(r.packing.get(c, {}).get("fill_factor"))))
     if any(r.packing for r in results):
         rows.append(("farm FF", lambda r: _num(r.packing.get("farm", {}).get("fill_factor"))))
+    rows += _size_rows(results)
     for vo in sorted({v for r in results for v, x in r.vo.items() if x.get("jobs")}):
         rows.append((f"{vo} wait mean", lambda r, vo=vo: _hms_or(r.vo.get(vo, {}).get("wait_mean_s"))))
         rows.append((f"{vo} slots waiting", lambda r, vo=vo: _pct(r.vo.get(vo, {}).get("slots_while_waiting"), 0)))
@@ -188,4 +197,21 @@ def format_comparison(results: list[SimResult]) -> str:
         out.append(f"{label:<20}" + "".join(f"{fn(r):>{width}}" for r in results))
     out.append(f"(VO slots waiting: its running slots / the farm's {results[0].slots} while it had jobs waiting; "
                "a VO's part of the work run is the workload's, the same under every policy: see --json 'used')")
+    out += [f"why multi-core ({r.policy}): {r.multicore_why['text']}" for r in results if r.multicore_why]
     return "\n".join(out)
+
+
+SIZE_LABELS = {"1": "1 core", "2-8": "2-8 cores", ">8": "> 8 cores"}
+"""The size classes (`mysched.sim.result.SIZES`) as the comparison's rows name them."""
+
+
+def _size_rows(results: list[SimResult]) -> list[tuple[str, Callable[[SimResult], str]]]:
+    """Wait mean, p95 and max per size class the runs started jobs of, when there are several:
+    multi-core jobs may wait hours while the overall mean, mostly single-core jobs, looks fine."""
+    figures = {id(r): r.size_figures() for r in results}
+    present = [c for c in SIZES if any(figures[id(r)].get(c, {}).get("jobs") for r in results)]
+    if len(present) < 2:
+        return []
+    return [(f"{SIZE_LABELS[c]} wait {k}",
+             lambda r, c=c, k=k: _hms(figures[id(r)][c][f"wait_{k}"]) if figures[id(r)].get(c, {}).get("jobs") else "-")
+            for c in present for k in ("mean", "p95", "max")]

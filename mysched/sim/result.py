@@ -9,6 +9,8 @@ from itertools import compress
 from operator import itemgetter
 from typing import Callable, Iterable
 
+from mysched.core.hold.drains import HOUR, ROOM_REASONS
+from mysched.core.model.batch import Job
 from mysched.core.model.plan import Plan
 from mysched.sim.waitreasons import OWN_CAPS
 
@@ -96,6 +98,13 @@ class SimResult:
     """Wait reason -> job-seconds jobs waited for it, most first (`mysched.sim.waitreasons`)."""
     wait_caps: dict[str, str] = field(default_factory=dict)
     """Wait reason -> the configured caps behind it ("vos.NAME.max_running: atlas 12")."""
+    multicore_why: dict[str, str | None] | None = None
+    """Why multi-core jobs waited much longer than single-core ones (`mysched.sim.mcorewhy`:
+    cause, setting, text); None when they did not."""
+
+    def size_figures(self) -> dict[str, dict[str, float]]:
+        """Size class -> jobs, wait mean, p95 and max, bounded slowdown (`size_stats`)."""
+        return {k: size_stats(v) for k, v in sorted(self.by_size.items())}
 
     def to_json(self) -> dict:
         """The `--json` document: stable keys."""
@@ -112,7 +121,7 @@ class SimResult:
             "share_violations": self.share_violations,
             "diversity": None if self.diversity is None else round(self.diversity, 6),
             "wait_s": stats(self.wait, ("mean", "p50", "p95", "max")),
-            "by_size": {k: size_stats(v) for k, v in sorted(self.by_size.items())},
+            "by_size": self.size_figures(),
             "bounded_slowdown": size_stats([x for v in self.by_size.values() for x in v])["bounded_slowdown"],
             "drain_waste": round(self.drain_waste, 6),
             "cycle_s": stats(self.cycle_times, ("p50", "p99", "max")),
@@ -122,6 +131,7 @@ class SimResult:
             "start_failures": self.start_failures,
             "unplaceable": dict(sorted(self.unplaceable.items())),
             "wait_reasons": wait_reason_figures(self.wait_reasons),
+            "multicore_why": self.multicore_why,
             "farm": {"nodes": self.nodes, "slots": self.slots},
             "packing_index": {c: v["packing_index"] for c, v in self.packing.items()},
             "fill_factor": {c: v["fill_factor"] for c, v in self.packing.items()},
@@ -139,6 +149,19 @@ def wait_reason_figures(by: dict[str, float]) -> dict[str, dict[str, float]]:
     """Per wait reason: job_h waited for it and its fraction of all job-hours waited."""
     total = sum(by.values())
     return {r: {"job_h": round(s / 3600.0, 3), "fraction": round(s / total, 6)} for r, s in by.items()} if total else {}
+
+
+SIZES = ("1", "2-8", ">8")
+"""The simulator's size classes (`mysched.sim.replay.size_class`)."""
+
+
+def multicore_wait(doc: dict) -> float | None:
+    """Mean wait of the jobs of more than one core in a `--json` document (None: there were none)."""
+    by = doc.get("by_size", {})
+    n = sum(by.get(c, {}).get("jobs", 0) for c in SIZES[1:])
+    if not n:
+        return None
+    return sum(by[c]["wait_mean"] * by[c]["jobs"] for c in SIZES[1:] if by.get(c, {}).get("jobs")) / n
 
 
 TAU = 10.0
@@ -240,3 +263,99 @@ class BelowGuarantee:
         for vo, (t0, capped) in self._since.items():
             (self.capped_s if capped else self.below_s)[vo] += t - t0
         self._since.clear()
+
+
+class McoreWatch:
+    """What held multi-core jobs back, counted as the replay runs, for `mysched.sim.mcorewhy`
+    to name a cause from (a guess would send an admin to the wrong setting): the workload's
+    multi-core jobs too large for most nodes or without a walltime the planner believes, and,
+    per cycle, the multi-core partition the plan hands on (`Plan.drains`) -- how long it held
+    nodes, how long of that at `drain.max_draining`, how long new drains were held back by
+    `drain.rate` while jobs it could have drained for waited, and how long each drained node
+    took to get room. A partition holds nodes only while multi-core jobs wait for room, so its
+    time in use is the time they waited for it; a plan's partition holds until the next cycle.
+    Reads the plan's drains and starts each cycle (a few nodes), its waits only where the rate
+    decided."""
+
+    def __init__(self, cap: int | None, rate: float | None, min_cores: int, node_slots: int = 0) -> None:
+        self.cap = cap
+        """drain.max_draining (None: no fixed cap)."""
+        self.rate = None if rate is None else math.floor(rate)
+        """Drains begun per hour at most, as the planner counts them (None: no fixed rate)."""
+        self.min_cores = min_cores
+        self.node_slots = node_slots
+        """The slots of the median usable node."""
+        self.jobs = 0
+        """Multi-core jobs of the workload (more than one core)."""
+        self.too_big = 0
+        """Of those, the jobs asking for more cores on one node than most usable nodes have."""
+        self.unknown_walltime = 0
+        """Of those, the jobs without a requested walltime the planner believes."""
+        self.all_jobs = 0
+        self.all_unknown_walltime = 0
+        self.in_use_s = 0.0
+        """Simulated seconds the partition held nodes."""
+        self.at_cap_s = 0.0
+        """Of those, seconds it held `cap` nodes or more."""
+        self.rate_s = 0.0
+        """Of those, seconds below the cap with the hour's drains spent and more jobs waiting."""
+        self.to_room_s: list[float] = []
+        """Seconds from a node's drain to room for a waiting multi-core job (or its start there), per drain."""
+        self._seen: set[tuple[str, float]] = set()
+        self._last: dict[str, float] = {}  # the last plan's partition: node -> draining since
+        self._state: tuple[float, bool, bool, bool] | None = None  # since, in use, at cap, rate-held
+
+    def job(self, job: Job, too_big: bool, walltime_known: bool) -> None:
+        """One job of the workload."""
+        self.all_jobs += 1
+        self.all_unknown_walltime += not walltime_known
+        if job.cores > 1:
+            self.jobs += 1
+            self.too_big += too_big
+            self.unknown_walltime += not walltime_known
+
+    def observe(self, p: Plan, now: float, jobs: dict[str, Job]) -> None:
+        """A cycle's plan at `now` (its partition holds until the next)."""
+        self._count(now)
+        drains = p.drains
+        n = len(drains)
+        at_cap = self.cap is not None and n >= self.cap
+        held = False
+        if n and not at_cap and self.rate is not None:
+            recent = sum(1 for d in drains.values() if now - d.since < HOUR)
+            if recent >= self.rate:  # would it have drained more? only for jobs without room yet
+                room = sum(1 for d in drains.values() if d.ready is not None)
+                mc = self.min_cores
+                waiting = sum(1 for w in p.waits.values()
+                              if w.reason in ROOM_REASONS and (j := jobs.get(w.job_id)) is not None and j.cores >= mc)
+                held = waiting > room
+        self._state = (now, n > 0, at_cap, held)
+        seen, got = self._seen, []
+        for name, d in drains.items():
+            if d.ready is not None:
+                got.append((name, d.since, d.ready))
+        last = self._last
+        if last:  # a job started at once where a drain made room: the node is never seen ready
+            mc = self.min_cores
+            got += [(name, last[name], now) for s in p.starts if s.cores >= mc
+                    for name, _ in s.placement if name in last]
+        for name, since, at in got:
+            if (name, since) not in seen:
+                seen.add((name, since))
+                self.to_room_s.append(at - since)
+        self._last = {name: d.since for name, d in drains.items()}
+
+    def close(self, now: float) -> None:
+        """Count the last plan's partition up to the end of the replay."""
+        self._count(now)
+        self._state = None
+
+    def _count(self, now: float) -> None:
+        if self._state is None:
+            return
+        since, used, at_cap, held = self._state
+        if used:
+            dt = now - since
+            self.in_use_s += dt
+            self.at_cap_s += dt * at_cap
+            self.rate_s += dt * held

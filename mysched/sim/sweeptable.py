@@ -14,24 +14,13 @@ import json
 import statistics
 from typing import Any, Iterable
 
+from mysched.sim.result import SIZES, multicore_wait
 from mysched.sim.sweep import Cell
 from mysched.sim.sweepgrid import show
-
-SIZES = ("1", "2-8", ">8")
-"""The simulator's size classes (`mysched.sim.replay.size_class`)."""
 
 
 def _mean(xs: list[float]) -> float | None:
     return round(statistics.fmean(xs), 6) if xs else None
-
-
-def multicore_wait(doc: dict) -> float | None:
-    """Mean wait of the jobs of more than one core (None: there were none)."""
-    by = doc.get("by_size", {})
-    n = sum(by.get(c, {}).get("jobs", 0) for c in SIZES[1:])
-    if not n:
-        return None
-    return sum(by[c]["wait_mean"] * by[c]["jobs"] for c in SIZES[1:] if by.get(c, {}).get("jobs")) / n
 
 
 def _pool_figures(docs: list[dict]) -> dict[str, float]:

@@ -1,0 +1,97 @@
+"""Why multi-core jobs waited much longer than single-core ones in a replay, and the setting
+that would change it.
+
+A report that only shows "2-8 cores wait mean 7h" leaves the admin to guess between a
+partition that is off, one at its cap, drains held back by their rate, nodes too small for
+the jobs, or walltimes the planner cannot believe -- and each has a different setting. The
+cause is picked from what the replay counted (`mysched.sim.result.McoreWatch`) and the
+configuration, in this order: nodes too small (no drain makes room a node does not have),
+the partition off, at its cap for most of the time it held nodes, its new drains held back
+by the rate for most of it, most multi-core (or all) jobs without a believed walltime, and
+else draining nodes that took long to get room.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from mysched.core.settings import Config
+from mysched.sim.report import hms
+from mysched.sim.result import McoreWatch, SimResult, multicore_wait
+
+FACTOR = 2.0
+"""Multi-core jobs waited this many times as long as single-core ones, on average ..."""
+GAP_S = 600.0
+"""... and this many seconds longer: a gap an admin would want explained."""
+MOST = 0.5
+"""A fact holds for "most" jobs or "most of the time" above this fraction."""
+
+
+def diagnose(r: SimResult, config: Config, watch: McoreWatch) -> dict[str, str | None] | None:
+    """{cause, setting, text} when multi-core jobs waited much longer than single-core ones
+    in the run `r` (its policy, under `config`); None when they did not, or either is missing."""
+    sizes = r.size_figures()
+    mc = multicore_wait({"by_size": sizes})
+    one = sizes.get("1", {})
+    if mc is None or not one.get("jobs"):
+        return None
+    single = one["wait_mean"]
+    if not (mc > FACTOR * single and mc - single > GAP_S):
+        return None
+    cause, setting, why = _cause(r, config, watch)
+    return {"cause": cause, "setting": setting,
+            "text": f"multi-core jobs waited {hms(mc)} on average, single-core ones {hms(single)}: {why}"}
+
+
+def _share(part: float, whole: float) -> float:
+    return part / whole if whole else 0.0
+
+
+def _cause(r: SimResult, config: Config, w: McoreWatch) -> tuple[str, str | None, str]:
+    d = config.drain
+    if _share(w.too_big, w.jobs) > MOST:
+        return ("nodes_too_small", "farm (node types, slots per node)",
+                f"{w.too_big} of the {w.jobs} multi-core jobs ask for more cores on one node than most nodes have "
+                f"({w.node_slots} slots or fewer): no drain makes that room; larger nodes would (the farm's node "
+                "types, slots per node)")
+    if r.policy == "fifo":
+        return ("partition_off", "policy",
+                "the fifo baseline drains no node for them (mysched, least-loaded and easy drain with drain.rate/"
+                "max_draining)")
+    if not d.on:
+        return ("partition_off", "drain.rate/max_draining",
+                f"the multi-core partition is off (drain.rate = {_setting(d.rate)}, drain.max_draining = "
+                f"{_setting(d.max_draining)}): set drain.rate/max_draining or remove them (automatic)")
+    if not w.in_use_s and w.rate == 0:
+        return ("drains_too_slow", "drain.rate",
+                f"the multi-core partition never held a node: drain.rate = {_setting(d.rate)} per hour starts none "
+                "(the planner drains whole nodes, at least 1 an hour): raise drain.rate")
+    if _share(w.at_cap_s, w.in_use_s) > MOST:
+        return ("partition_at_cap", "drain.max_draining",
+                f"the multi-core partition was at its cap (drain.max_draining = {w.cap}) "
+                f"{_share(w.at_cap_s, w.in_use_s):.0%} of the {hms(w.in_use_s)} it held nodes: raise "
+                "drain.max_draining (or remove it: automatic)")
+    if _share(w.rate_s, w.in_use_s) > MOST:
+        return ("drains_too_slow", "drain.rate",
+                f"new drains were held back by drain.rate = {_setting(d.rate)} per hour "
+                f"{_share(w.rate_s, w.in_use_s):.0%} of the {hms(w.in_use_s)} the partition held nodes, "
+                "below its cap: raise drain.rate")
+    if _share(w.unknown_walltime, w.jobs) > MOST or _share(w.all_unknown_walltime, w.all_jobs) > MOST:
+        return ("walltimes_unknown", "scheduler.max_walltime / queue resources_default.walltime",
+                f"{w.unknown_walltime} of the {w.jobs} multi-core jobs and {w.all_unknown_walltime} of all "
+                f"{w.all_jobs} request no walltime the planner believes (none, 0, or above scheduler.max_walltime): "
+                "reservations and drains cannot tell when nodes free; give jobs one (a queue's "
+                "resources_default.walltime) or raise scheduler.max_walltime")
+    took = (f"draining nodes took {hms(statistics.median(w.to_room_s))} (median of {len(w.to_room_s)}) to get room"
+            if w.to_room_s else "no draining node got room")
+    if d.backfill == "requested":
+        return ("drains_too_slow", "drain.backfill",
+                f"{took}, below the partition's cap: drain.backfill = \"requested\" refills draining nodes with jobs "
+                "taken to run to their requested walltime; \"expected\" empties them sooner")
+    return ("drains_too_slow", "drain.rate",
+            f"{took}, below the partition's cap and mostly not held back by its rate: a higher drain.rate drains "
+            "more nodes at once, the first to empty serves")
+
+
+def _setting(v: float | int | None) -> str:
+    return "automatic" if v is None else f"{v:g}"
