@@ -88,6 +88,11 @@ def _cause(r: SimResult, config: Config, w: McoreWatch) -> tuple[str, str | None
         return ("drains_too_slow", "drain.backfill",
                 f"{took}, below the partition's cap: drain.backfill = \"requested\" refills draining nodes with jobs "
                 "taken to run to their requested walltime; \"expected\" empties them sooner")
+    if d.auto:
+        return ("drains_too_slow", "drain.max_draining",
+                f"{took}: the automatic partition drains for the jobs the share order passed over, at most half "
+                "the nodes at once; drain.max_draining (with drain.rate) lets more nodes drain at once, the first "
+                "to empty serves")
     return ("drains_too_slow", "drain.rate",
             f"{took}, below the partition's cap and mostly not held back by its rate: a higher drain.rate drains "
             "more nodes at once, the first to empty serves")

@@ -158,7 +158,14 @@ def test_jobs_larger_than_most_nodes_name_the_farm_not_the_drain():
         wl.append(TraceJob(Job(str(i), "q", f"u{i % 5}", "a", 8 if i % 10 == 0 else 1, submit_time=t, walltime=7200.0),
                            rnd.uniform(600, 3600)))
     nodes = tuple(Node(f"wn{i:02d}", 4) for i in range(8)) + (Node("big1", 16), Node("big2", 16))
-    r = simulate(wl, config_from_text('vos = { a = { groups = ["a"]; share = 100; }; };'), nodes, SimOptions())
+    # with the partition off the 8-core jobs wait long; the nodes, not the switch, are named
+    r = simulate(wl, config_from_text('vos = { a = { groups = ["a"]; share = 100; }; };\ndrain = { rate = 0; };'),
+                 nodes, SimOptions())
     why = r.to_json()["multicore_why"]
     assert why["cause"] == "nodes_too_small" and "60 of the 60 multi-core jobs" in why["text"]
     assert "4 slots or fewer" in why["text"] and "why multi-core   " + why["text"] in format_result(r)
+
+
+def test_slow_drains_of_the_automatic_partition_name_max_draining():
+    got = diagnose(_result(), Config(), _watch(to_room_s=[7200.0]))
+    assert got["setting"] == "drain.max_draining" and "automatic partition" in got["text"]
