@@ -1,6 +1,7 @@
 """A 4-core job behind a stream of 1-core jobs on the live farm's 4-core nodes (marked
 `torque`): it gets a reservation, the stream backfills only where it would not delay it, and
-it starts no later than its reservation said."""
+it starts no later than its reservation said. (The multi-core partition, which would serve
+the job by default instead, is off here: tests/backends/test_torque_drain.py has it on.)"""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def test_a_multicore_job_starts_no_later_than_its_reservation(server, cleanup, t
     slots = sum(n.slots for n in quiet_four_core_farm(server))
     cfg = tmp_path / "m.cfg"
     cfg.write_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
-                   f'scheduler = {{ interval = {INTERVAL:g}; min_interval = 1; reservation_depth = 1; }};\n')
+                   f'scheduler = {{ interval = {INTERVAL:g}; min_interval = 1; reservation_depth = 1; }};\n'
+                   'drain = { rate = 0; };\n')
     state = tmp_path / "s"
     proc = start_daemon(cfg, tmp_path)
     try:
