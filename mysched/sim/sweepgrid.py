@@ -131,7 +131,7 @@ def _lit(v: Any) -> str:
 def check_grid(grid: list[tuple[str, list[Any]]], refused: dict[tuple[Setting, ...], str]) -> None:
     """Refuse, before anything runs, a value refused in every combination it is in -- an unknown
     key, a value out of range: a typo must not cost a night of runs. A value refused only with
-    some other setting (drain.rate without drain.max_draining) leaves those cells out, named."""
+    some other setting (a scheduler.min_interval longer than scheduler.interval) leaves those cells out, named."""
     for i, (key, values) in enumerate(grid):
         for v in values:
             mine = [why for settings, why in refused.items() if settings[i][1] == v]

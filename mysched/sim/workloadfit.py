@@ -81,7 +81,9 @@ def idle_settings(config: Config, workload: list[TraceJob]) -> list[str]:
     run of them would print the same figures as without them."""
     kinds = {(tj.job.queue, tj.job.vo or config.vo_of(tj.job.group), tj.job.group, tj.job.user) for tj in workload}
     out = []
-    if config.drain.on:
+    # the partition that follows the demand is the default, not a setting: it stays idle
+    # unseen on a single-core workload, as the planner's own default should
+    if config.drain.on and not config.drain.auto:
         widest = max((tj.job.cores for tj in workload), default=0)
         if widest < config.drain.min_cores:
             out.append(f"drain is on, but no job asks for drain.min_cores = {config.drain.min_cores} cores or more "

@@ -12,7 +12,9 @@ from mysched.cli.main import main
 from mysched.config import config_from_text
 from mysched.daemon.cycle import Daemon
 
-CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };')
+# the partition off: reservations from walltimes are what these tests are about (on, a
+# one-node multi-core job takes none and the assertions would hold whatever the walltime)
+CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\ndrain = { rate = 0; };')
 
 
 def _job(walltime: str, cores: int, state: str = "Q", host: str = "") -> dict[str, str]:
@@ -50,12 +52,12 @@ def test_an_absurd_walltime_makes_no_reservation_of_year_140719(tmp_path, capsys
     assert json.loads(capsys.readouterr().out)["held"]["reserved"] == 0
 
 
-def test_a_walltime_of_zero_from_pbs_server_does_not_backfill_onto_a_reserved_node():
+def test_a_walltime_of_zero_from_pbs_server_does_not_backfill_onto_a_reserved_node(tmp_path):
     """Before: 3.s (walltime=0) started on n1, reserved for 2.s; pbs_mom then killed it."""
     ifl = _farm([("1.s", _job("01:00:00", 2, "R", "n1")), ("9.s", _job("240:00:00", 4, "R", "n2")),
                  ("2.s", _job("01:00:00", 4)), ("3.s", {**_job("00:00:00", 1), "qtime": "101"})],
                 [("n1", {"state": "free", "np": "4", "jobs": "0-1/1.s"}),
                  ("n2", {"state": "job-exclusive", "np": "4", "jobs": "0-3/9.s"})])
-    out = Daemon(CFG, TorqueServer(ifl=ifl, clock=lambda: 1000.0)).cycle()
+    out = Daemon(CFG, TorqueServer(ifl=ifl, clock=lambda: 1000.0), state_dir=str(tmp_path)).cycle()
     assert out.plan.reservations["2.s"].nodes == ("n1",)
     assert out.started == 0 and out.plan.waits["3.s"].reason == "reserved"

@@ -256,7 +256,7 @@ CASES: list[Case] = [
     _cfg("packing group twice", 'packing = { p = { groups = ["atlas"]; }; r = { groups = ["atlas"]; }; };\n',
          "", ACCEPTED),
     # -- drain ------------------------------------------------------------------------------
-    _cfg("drain rate only", 'drain = { rate = 5; };\n', L2 + "drain"),
+    _ok("drain rate only (an override of the partition on by default)", 'drain = { rate = 5; };\n'),
     _cfg("drain rate -1", 'drain = { rate = -1; max_draining = 2; };\n', L2 + "drain.rate"),
     _cfg("drain rate 1e309", 'drain = { rate = 1e309; max_draining = 2; };\n', L2 + "drain.rate"),
     _cfg("drain keep -1h", 'drain = { rate = 1; max_draining = 2; keep = "-1h"; };\n', L2 + "drain.keep"),

@@ -100,6 +100,16 @@ def test_settings_no_job_of_the_trace_brings_into_play_are_named(tmp_path, trace
     assert "pool p: no job of the workload belongs to its consumer group atlas" in err
 
 
+def test_the_default_partition_is_not_named_idle_on_a_single_core_trace(tmp_path, trace, capsys):
+    # The partition that follows the demand is on by default: every replay of single-core
+    # jobs warned that "drain is on" though no drain was written. One override is a setting.
+    run = ["simulate", "--trace", str(trace), "--vo-map", "g2=atlas,g3=cms,g6=cms"] + RUN
+    assert main(run + ["-c", cfg(tmp_path, SITE)]) == 0
+    assert "drain" not in capsys.readouterr().err
+    assert main(run + ["-c", cfg(tmp_path, SITE + '\ndrain = { max_draining = 3; };')]) == 0
+    assert "drain is on, but no job asks for drain.min_cores = 2 cores or more" in capsys.readouterr().err
+
+
 def test_json_to_stdout_is_json_alone(trace, capsys):
     # The report was printed to stdout before the JSON, so 'simulate --json - | jq' failed.
     import json

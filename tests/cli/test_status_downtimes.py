@@ -16,8 +16,9 @@ from mysched.daemon.statusfile import build_status, write_status
 
 from ..conftest import queued, snap
 
-# snapshot time 1000 s after 1970: one window in force, one ahead
-CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
+# snapshot time 1000 s after 1970: one window in force, one ahead; the partition off, so that
+# the waiting 4-core job takes a reservation from its walltime (on, the partition serves it)
+CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\ndrain = { rate = 0; };\n'
                        'downtimes = { now = { start = "1970-01-01T00:00"; end = "1970-01-01T02:00"; hosts = ["wn01"]; };\n'
                        '  later = { start = "1970-01-01T01:00"; end = "1970-01-01T03:00"; hosts = ["wn02", "wn03"]; }; };')
 
@@ -96,7 +97,7 @@ def test_free_counts_a_node_reserved_past_a_window_as_held_by_the_window(tmp_pat
     # that end before its reservation starts", but what may start there must end before the window.
     nodes = [Node("wn01", 4)]
     s = snap([queued("1.srv", "bob", "atlas", cores=4)._replace(walltime=4 * 3600.0)], nodes)
-    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\ndrain = { rate = 0; };\n'
                            'downtimes = { later = { start = "1970-01-01T01:00"; end = "1970-01-01T03:00"; }; };')
     p = plan(s, cfg, Usage(), 1000.0)
     assert p.reservations["1.srv"].nodes == ("wn01",)

@@ -15,8 +15,9 @@ from mysched.daemon.statusfile import build_status, write_status
 
 from ..conftest import queued, snap
 
-# snapshot time 1000 s after 1970: "now" in force on wn01, "later" ahead on wn02 and wn03
-CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
+# snapshot time 1000 s after 1970: "now" in force on wn01, "later" ahead on wn02 and wn03; the
+# partition off, so that the waiting 4-core job takes a reservation (on, the partition serves it)
+CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\ndrain = { rate = 0; };\n'
                        'node_types = { a = { nodes = ["wn01", "wn02"]; }; b = { nodes = ["wn03", "wn04"]; }; };\n'
                        'downtimes = { now = { start = "1970-01-01T00:00"; end = "1970-01-01T02:00"; hosts = ["wn01"]; };\n'
                        '  later = { start = "1970-01-01T01:00"; end = "1970-01-01T03:00"; hosts = ["wn02", "wn03"]; }; };')

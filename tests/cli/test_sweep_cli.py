@@ -14,7 +14,8 @@ from mysched.sim import sweep
 from mysched.sim.sweep import SerialExecutor
 
 SHORT = ["--duration", "2", "--nodes", "10", "--slots-per-node", "4"]
-DRAIN = ["--set", "drain.rate=0,12", "--set", "drain.max_draining=0,3"]
+INTERVALS = ["--set", "scheduler.interval=30,60", "--set", "scheduler.min_interval=5,45"]
+"""Four combinations, one refused (min_interval 45 > interval 30)."""
 
 
 @pytest.fixture
@@ -70,20 +71,24 @@ def test_seeds_do_not_apply_to_a_trace(tmp_path, capsys, serial):
 
 def test_a_sweep_names_refused_combinations_and_writes_its_rows(tmp_path, capsys, serial):
     res, js, cs = tmp_path / "res", tmp_path / "rows.json", tmp_path / "rows.csv"
-    assert main(["sweep", *SHORT, *DRAIN, "--seeds", "1-2", "--policy", "fifo", "--results", str(res),
+    assert main(["sweep", *SHORT, *INTERVALS, "--seeds", "1-2", "--policy", "fifo", "--results", str(res),
                  "--json", str(js), "--csv", str(cs), "--progress", "never"]) == 0
     out, err = capsys.readouterr()
-    assert "drain.rate=12 drain.max_draining=0: refused by the configuration, not run" in err
-    assert "drain.rate=0 drain.max_draining=3: refused" not in err  # rate 0: the partition off
+    assert ("scheduler.interval=30 scheduler.min_interval=45: refused by the configuration, not run: "
+            "scheduler.min_interval: cannot be longer than scheduler.interval") in err
+    assert "scheduler.interval=60 scheduler.min_interval=45: refused" not in err
     doc = json.loads(js.read_text())
+    run = ("scheduler.interval=30 scheduler.min_interval=5", "scheduler.interval=60 scheduler.min_interval=5",
+           "scheduler.interval=60 scheduler.min_interval=45")
     assert [(r["setting"], r["policy"], r["seeds"]) for r in doc["rows"]] == [
-        ("drain.rate=0 drain.max_draining=0", "mysched", [1, 2]), ("drain.rate=0 drain.max_draining=0", "fifo", [1, 2]),
-        ("drain.rate=0 drain.max_draining=3", "mysched", [1, 2]), ("drain.rate=0 drain.max_draining=3", "fifo", [1, 2]),
-        ("drain.rate=12 drain.max_draining=3", "mysched", [1, 2]), ("drain.rate=12 drain.max_draining=3", "fifo", [1, 2])]
+        (setting, policy, [1, 2]) for setting in run for policy in ("mysched", "fifo")]
     assert len(doc["refused"]) == 1 and not doc["failed"]
     assert len(os.listdir(res)) == 12
     assert len(cs.read_text().splitlines()) == 7
-    assert "drain.rate=12 drain.max_draining=3" in out and "on the Pareto front" in out
+    # 30-s cycles start jobs sooner: higher occupancy, on the front (marked *), the 60-s rows not
+    front = [line.split()[1:3] for line in out.splitlines() if line.startswith("*  scheduler.")]
+    assert front == [["scheduler.interval=30", "scheduler.min_interval=5"]] * 2, out
+    assert "on the Pareto front" in out
 
 
 def test_a_rerun_takes_every_cell_from_results(tmp_path, capsys, serial, monkeypatch):

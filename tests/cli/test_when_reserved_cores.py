@@ -1,6 +1,8 @@
 """`when` beside another job's reservation on the same node: it gives the start the planner
 would give -- a job that ends before the reservation starts backfills at once, and a long job
-may take the cores the reserved job leaves spare (816c9ff)."""
+may take the cores the reserved job leaves spare (816c9ff). The multi-core partition is off
+(`drain = { rate = 0; }`): on by default, it serves the one-node multi-core jobs, which then
+take no reservation."""
 
 import json
 import time
@@ -28,7 +30,7 @@ def test_a_short_job_ending_before_a_reservation_is_told_it_backfills(tmp_path, 
     # wn01 (2 cores): one core frees at +100, the other at +1000; "big" (2 cores, 1 h) is reserved
     # wn01 from +1000. "t" (1 core, 200 s) ends before that if it starts at +100: the planner starts
     # it then (EASY backfill); `when` said +4600, after big.
-    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n')
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\ndrain = { rate = 0; };\n')
     big = Job("big", "q", "u", "atlas", 2, JobState.QUEUED, 1.0, None, 3600.0)
     t = Job("t", "q", "v", "atlas", 1, JobState.QUEUED, 2.0, None, 200.0)
     running = [_run("a", "wn01", 1, 100.0), _run("b", "wn01", 1, 1000.0)]
@@ -45,7 +47,7 @@ def test_a_long_job_is_told_it_starts_on_the_cores_a_reservation_leaves_spare(tm
     # wn01 (8 cores): 5 busy until +10000; "big" (6 cores) is reserved wn01 from then, 2 of its
     # cores are spare. "t" (1 core, 50000 s) waits only for the cycle's start limit; the planner
     # starts it on a spare core next cycle, `when` said +10000.
-    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\ndrain = { rate = 0; };\n'
                            'scheduler = { max_starts_per_cycle = 1; };\n')
     big = Job("big", "q", "u", "atlas", 6, JobState.QUEUED, 1.0, None, 500.0)
     x = Job("x", "q", "v", "atlas", 1, JobState.QUEUED, 2.0, None, 100.0)
@@ -65,7 +67,7 @@ def test_a_long_job_is_told_it_starts_on_the_cores_a_reservation_leaves_spare(tm
 def test_a_job_behind_one_holding_a_reservation_is_told_that_job_is_ahead(tmp_path, capsys):
     # (live walk-through) the farm full; big (4 cores) holds a reservation on wn01, t (1 core,
     # 10 min) waits behind it: why said position 2, when '0 job(s) ahead'
-    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n')
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\ndrain = { rate = 0; };\n')
     big = Job("big", "q", "u", "atlas", 4, JobState.QUEUED, 1.0, None, 3600.0)
     t = Job("t", "q", "v", "atlas", 1, JobState.QUEUED, 2.0, None, 600.0)
     running = [_run(f"r{i}", "wn01", 1, 400.0 * (i + 1)) for i in range(4)]

@@ -13,7 +13,9 @@ from mysched.core.model.batch import Job, JobState, Node, TraceJob
 from mysched.daemon.restartstate import carried
 from mysched.daemon.cycle import Daemon
 
-CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };')
+# the partition off: on by default, it serves the one-node 4-core job, which takes no reservation
+CFG = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };\n'
+                       'drain = { rate = 0; };')
 
 
 def _farm(name: str = "torque://batch") -> SimulatedFarm:

