@@ -37,3 +37,21 @@ def traces() -> Path:
     if not TRACES.is_dir():
         pytest.skip(f"shared traces not found at {TRACES}")
     return TRACES
+
+
+@pytest.fixture(autouse=True)
+def _no_shared_state_dir(monkeypatch, tmp_path_factory):
+    """A daemon a test builds without a state directory keeps its status file in a directory
+    of its own, not the machine's /var/lib/mysched: a restarted daemon takes the drains and
+    reservations of that file over, so one test's partition would reach into the next."""
+    from mysched.core.settings import Config
+    from mysched.daemon import cycle
+
+    real = cycle.Daemon.__init__
+
+    def init(self, config, server, *args, **kw):  # noqa: ANN001 - the Daemon's own signature
+        if kw.get("state_dir") is None and config.state_dir == Config.state_dir:
+            kw["state_dir"] = str(tmp_path_factory.mktemp("state"))
+        real(self, config, server, *args, **kw)
+
+    monkeypatch.setattr(cycle.Daemon, "__init__", init)
