@@ -268,7 +268,9 @@ class Drains:
         for name in out:
             s = small.get(name, 0)
             ld = usages.peek(name)
-            capacity += max(0, ld.cap - (ld.used - s)) // need
+            # room now for as many jobs as fit; a node still emptying races for one job only
+            # (it has room for the first long before its smaller jobs have all ended)
+            capacity += max(1 if s else 0, ld.free // need)
             emptying += s > 0
         want = math.ceil(RACE * ahead) - capacity
         limit = self._half() - emptying
