@@ -88,7 +88,7 @@ class Drains:
         self.mc_waiting: list[tuple[Job, str]] = []
         self._drain_prev = previous or {}
         self._horizons: dict[str, float] | None = None
-        self._expect: list[tuple[tuple[tuple[str, int], ...], float]] | None = None
+        self._expect: list[tuple[tuple[tuple[str, int], ...], float, int]] | None = None
 
     def serves(self, job: Job) -> bool:
         """Is the job the partition's to serve (so no reservation of requested walltimes
@@ -272,7 +272,7 @@ class Drains:
             # (it has room for the first long before its smaller jobs have all ended)
             capacity += max(1 if s else 0, ld.free // need)
             emptying += s > 0
-        want = math.ceil(RACE * ahead) - capacity
+        want = RACE * ahead - capacity
         limit = self._half() - emptying
         return min(want, limit)
 
@@ -306,9 +306,9 @@ class Drains:
         cycle's starts (what a draining node still has to shed)."""
         mc = self.mc_min
         out: dict[str, int] = {}
-        for j in self.cy.snap.jobs:
-            if j.cores < mc and j.state.holds_slots and j.placement:
-                for name, cores in j.placement:
+        for placement, _est, job_cores in self._expected():  # what ran before the cycle
+            if job_cores < mc:
+                for name, cores in placement:
                     out[name] = out.get(name, 0) + cores
         for st in starts:
             if st.cores < mc:
@@ -316,8 +316,8 @@ class Drains:
                     out[name] = out.get(name, 0) + cores
         return out
 
-    def _expected(self) -> list[tuple[tuple[tuple[str, int], ...], float]]:
-        """(placement, seconds it is expected to run on) of each job running before this cycle:
+    def _expected(self) -> list[tuple[tuple[tuple[str, int], ...], float, int]]:
+        """(placement, seconds it is expected to run on, cores) of each job running before this cycle:
         as long again as it has run, capped by its requested walltime (inf for a job with
         neither). Worked out once per plan."""
         out = self._expect
@@ -330,14 +330,14 @@ class Drains:
                 start = j.start_time
                 age = now - start if start is not None else math.inf
                 rest = start + j.walltime - now if start is not None and j.walltime is not None else math.inf
-                out.append((j.placement, max(0.0, min(age, rest))))
+                out.append((j.placement, max(0.0, min(age, rest)), j.cores))
         return out
 
     def _expected_left(self) -> dict[str, float]:
         """Per node, the core-seconds its running jobs are expected to run on (1e9 s for a
         job with no start or walltime known)."""
         left: dict[str, float] = {}
-        for placement, est in self._expected():
+        for placement, est, _cores in self._expected():
             est = est if math.isfinite(est) else 1e9
             for name, cores in placement:
                 left[name] = left.get(name, 0.0) + cores * est
@@ -347,7 +347,7 @@ class Drains:
         """Per node, (expected end, cores) of what runs there (`drain.backfill = "expected"`;
         the horizons are worked out before this cycle starts anything)."""
         ends: dict[str, list[tuple[float, int]]] = {}
-        for placement, est in self._expected():
+        for placement, est, _cores in self._expected():
             for name, cores in placement:
                 ends.setdefault(name, []).append((self.cy.now + est, cores))
         return ends

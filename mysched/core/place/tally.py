@@ -168,8 +168,11 @@ class Tally:
         """Rank empty nodes last while multi-core jobs run or wait (`keeps_whole`); the
         rankings are made again when that changes (rarely: when the first multi-core job
         comes or the last one goes)."""
+        d = self.index.config.drain
+        if not (d.on and d.auto):
+            return  # fixed by the configuration (`keeps_whole` without multi-core work)
         mc = self.mc_min
-        want = keeps_whole(self.index.config, self.mc_running > 0 or any(j.cores >= mc for j, _ in queued))
+        want = self.mc_running > 0 or any(j.cores >= mc for j, _ in queued)
         if want == self.whole:
             return
         self.whole = want
