@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from pools_sim import config_text  # noqa: E402
 
+from mysched.sim.result import multicore_wait  # noqa: E402
 from mysched.sim.sweep import Cell, ProcessExecutor, ResultStore, run_sweep  # noqa: E402
 from mysched.sim.sweepgrid import parse_seeds  # noqa: E402
 
@@ -48,16 +49,6 @@ def _farm(text: str) -> tuple[int, int]:
 
 def _wait(doc: dict, cls: str) -> float:
     return float(doc["by_size"].get(cls, {}).get("wait_mean", 0.0) or 0.0)
-
-
-def mc_wait(doc: dict) -> float:
-    """Mean wait of the jobs of more than one core (2-8 and > 8 together, by job count)."""
-    tot = n = 0.0
-    for cls, row in doc["by_size"].items():
-        if cls != "1":
-            tot += (row.get("wait_mean") or 0.0) * row.get("jobs", 0)
-            n += row.get("jobs", 0)
-    return tot / n if n else 0.0
 
 
 def cells_for(fraction: float, farm: tuple[int, int], mode: str, seed: int, duration: float) -> dict[str, Cell]:
@@ -114,7 +105,8 @@ def main() -> int:
           f"  {'occ':>6} {'-easy':>6} {'-split':>6} {'viol':>4}  missed")
     for (f, farm, mode, seed), cells in runs:
         d = {p: results[c.key] for p, c in cells.items()}
-        mc, easy_mc, one = mc_wait(d["mysched"]), mc_wait(d["easy"]), _wait(d["mysched"], "1")
+        mc, easy_mc, one = (multicore_wait(d["mysched"]) or 0.0, multicore_wait(d["easy"]) or 0.0,
+                            _wait(d["mysched"], "1"))
         ratio = mc / one if one else (0.0 if mc == 0 else float("inf"))
         occ = d["mysched"]["occupancy"]
         de, ds = 100 * (occ - d["easy"]["occupancy"]), 100 * (occ - d["split"]["occupancy"])
