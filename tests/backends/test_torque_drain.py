@@ -16,7 +16,7 @@ import pytest
 
 from mysched.core.model.batch import JobState
 
-from .test_torque_live import cleanup, qsub, quiet_four_core_farm, server, start_daemon  # noqa: F401 - fixtures
+from .test_torque_live import all_running, cleanup, qsub, quiet_four_core_farm, server, start_daemon  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.torque
 
@@ -41,10 +41,7 @@ def test_a_multicore_job_behind_a_single_core_stream_starts_by_the_partitions_pr
         fill = [qsub("alice", "atlas", "nodes=1:ppn=1,walltime=00:02:00", seconds=30 + 3 * i) for i in range(slots)]
         cleanup.extend(fill)
         t0 = time.time()
-        while time.time() - t0 < 60 and not all(
-                j.state == JobState.RUNNING for j in server.snapshot().jobs if j.id in fill):
-            time.sleep(0.5)
-        assert all(j.state == JobState.RUNNING for j in server.snapshot().jobs if j.id in fill), "farm not filled"
+        assert all_running(server, fill), "farm not filled"
         big = qsub("alice", "atlas", "nodes=1:ppn=4,walltime=00:02:00", seconds=5)
         time.sleep(1)  # the stream is submitted after it: it ranks behind
         stream = [qsub("alice", "atlas", "nodes=1:ppn=1,walltime=00:10:00", seconds=300) for _ in range(2 * slots)]

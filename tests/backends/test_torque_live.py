@@ -89,6 +89,17 @@ def quiet_four_core_farm(server) -> list:  # noqa: ANN001 - the TorqueServer fix
     return usable
 
 
+def all_running(server, ids: list[str], timeout: float = 60.0) -> bool:  # noqa: ANN001 - the fixture
+    """Wait up to `timeout` s for every job of `ids` the server lists to run; do they?"""
+    t0 = time.time()
+    while True:
+        if all(j.state == JobState.RUNNING for j in server.snapshot().jobs if j.id in ids):
+            return True
+        if time.time() - t0 >= timeout:
+            return False
+        time.sleep(0.5)
+
+
 def start_daemon(cfg, tmp_path) -> subprocess.Popen:  # noqa: ANN001 - paths
     """`mysched run` on `cfg` with its store and status under `tmp_path`, log in d.log."""
     return subprocess.Popen([str(Path(sys.executable).parent / "mysched"), "run", "-c", str(cfg), "--db",

@@ -13,7 +13,7 @@ import pytest
 
 from mysched.core.model.batch import JobState
 
-from .test_torque_live import cleanup, qsub, quiet_four_core_farm, server, start_daemon  # noqa: F401 - fixtures
+from .test_torque_live import all_running, cleanup, qsub, quiet_four_core_farm, server, start_daemon  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.torque
 
@@ -42,18 +42,11 @@ def test_a_guaranteed_job_starts_on_held_packages_while_others_wait_pool_held(se
         # then short ones -- loans -- the guarded host
         fill = [qsub("carol", "cms", "nodes=1:ppn=1,walltime=00:10:00", seconds=300) for _ in range(slots - 4)]
         cleanup.extend(fill)
-        t0 = time.time()
-        while time.time() - t0 < 60 and not all(
-                j.state == JobState.RUNNING for j in server.snapshot().jobs if j.id in fill):
-            time.sleep(0.5)
+        all_running(server, fill)
         loaned = [qsub("carol", "cms", f"nodes=1:ppn=1,walltime={LOAN}", seconds=15 + 4 * i) for i in range(4)]
         fill += loaned
         cleanup.extend(loaned)
-        t0 = time.time()
-        while time.time() - t0 < 60 and not all(
-                j.state == JobState.RUNNING for j in server.snapshot().jobs if j.id in fill):
-            time.sleep(0.5)
-        assert all(j.state == JobState.RUNNING for j in server.snapshot().jobs if j.id in fill), "farm not filled"
+        assert all_running(server, fill), "farm not filled"
         loans = {h for h, _ in (j.placement[0] for j in server.snapshot().jobs if j.id in loaned)}
         big = qsub("alice", "atlas", "nodes=1:ppn=4,mem=1gb,walltime=00:10:00", seconds=20)
         stream = [qsub("carol", "cms", f"nodes=1:ppn=1,walltime={LOAN}", seconds=120) for _ in range(slots)]
