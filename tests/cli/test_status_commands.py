@@ -134,7 +134,7 @@ def test_when_from_walltimes(tmp_path, capsys):
     assert doc["start"] is None and "held" in doc["why"]
     # a running job: its start, and no negative "in"
     doc = run_json(capsys, "when", "--state-dir", str(tmp_path), "r1")
-    assert doc["running"] and doc["start"] == NOW - 600 and doc["in_s"] == 0 and doc["clock"] == "wall"
+    assert doc["class"] == "running" and doc["start"] == NOW - 600 and doc["in_s"] == 0 and doc["clock"] == "wall"
     assert main(["when", "--state-dir", str(tmp_path), waiting[0].job_id]) == 0
     out = capsys.readouterr().out
     assert time.strftime("%Z") in out and "simulated" not in out  # times carry their zone
