@@ -197,13 +197,48 @@ def docs(tmp_path_factory) -> dict[str, list[Any]]:
     for argv in (["free"], ["jobs"], ["nodes"]):
         out[argv[0]].append(json.loads(run(*argv, "--state-dir", idle, "--max-age", "1e9", "--json")))
     out["usage"] = [json.loads(run("usage", "--db", db, "--json"))]
+    out["files"] = [json.loads(Path(state, name).read_text()) for name in ("status.json", "standby.json")]
     out["history suspects"] = [json.loads(run("history", "suspects", "--db", db, "--json"))]
     return out
+
+
+def _strings(v: Any):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            yield k
+            yield from _strings(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from _strings(x)
+    elif isinstance(v, str):
+        yield v
+
+
+CLASSES = {m for f in (Path(__file__).resolve().parents[2] / "mysched").rglob("*.py")
+           for m in re.findall(r"^\s*class (\w+)", f.read_text(), re.M)}
+
+
+def test_no_empty_string_nor_class_name_in_any_json_or_status_file(docs, tmp_path):
+    """Not in the commands' JSON, not in the files the daemon publishes (status.json,
+    standby.json), not in `simulate --json`: absent is null, and values are interface words."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["simulate", "--nodes", "10", "--duration", "4", "--json", "-"]) == 0
+    every = {**docs, "simulate": [json.loads(out.getvalue())]}
+    assert len(CLASSES) > 50 and "FileLeadership" in CLASSES
+    for section, outs in every.items():
+        for doc in outs:
+            words = set(_strings(doc))
+            assert "" not in words, f'{section}: ""'
+            assert not words & CLASSES, f"{section}: class names {sorted(words & CLASSES)}"
+            assert not any("<class " in w or " object at 0x" in w for w in words), section
 
 
 def test_every_field_is_documented_typed_and_never_empty(docs):
     seen: dict[str, set[str]] = {}
     for section, outs in docs.items():
+        if section == "files":  # the daemon's own files: their layout is internal
+            continue
         for doc in outs:
             seen.setdefault(section, set()).update(check(doc, SCHEMA[section], section))
     # the other way round: what the page lists, the commands print (on this farm, but for a few)
