@@ -307,8 +307,10 @@ def load_json(path: str, what: str = "status file") -> Any:
     raise StatusError(f"{path}: not a mysched {what}: {why}")
 
 
-def read_status(path: str, *, max_age: float | None = None, now: float | None = None) -> dict[str, Any]:
-    """Load a status file; missing, unreadable, corrupt or stale files raise `StatusError`.
+def read_status(path: str, *, max_age: float | None = None, now: float | None = None,
+                formats: tuple[int, ...] = (FORMAT,)) -> dict[str, Any]:
+    """Load a status file; missing, unreadable, corrupt or stale files raise `StatusError`,
+    and so does a file of a format not in `formats`.
 
     `path` may be the file or the state directory. `max_age` is in seconds of wall time
     since the file was written (its mtime); a file written more than that in the future
@@ -328,7 +330,7 @@ def read_status(path: str, *, max_age: float | None = None, now: float | None = 
     except OSError as exc:
         raise StatusError(f"{path}: unreadable status file: {os_reason(exc)}") from None
     fmt = doc.get("format") if isinstance(doc, dict) else None
-    if fmt != FORMAT:
+    if fmt not in formats:
         raise StatusError(f"{path}: {_format_mismatch(fmt)}")
     if max_age is not None:
         age = (now if now is not None else time.time()) - st.st_mtime
