@@ -16,7 +16,7 @@ from mysched.core.place.nodeindex import NodeEntry
 from mysched.core.rules.access import node_key, node_type, queue_admits, refusal
 from mysched.core.model.batch import NodeState
 from mysched.core.model.reasons import BLOCKING, Reason
-from mysched.daemon.statusfile import rows
+from mysched.daemon.statusfile import hosts, rows
 
 
 # -- nodes ------------------------------------------------------------------------------------
@@ -26,12 +26,12 @@ def fill_nodes(p: argparse.ArgumentParser) -> None:
     """Per node: state, type, slots used/total, jobs per VO, distinct users, diversity (distinct
     users / jobs), the packing class holding it and the admin's note (pbsnodes -N, last: it may
     hold spaces); then a farm summary."""
-    options(p, json_keys="summary{nodes,by_state,slots,used_slots,closed_slots,diversity} (slots: of the nodes not "
+    options(p, json_keys="summary{node_count,by_state,slots,used_slots,closed_slots,diversity} (slots: of the nodes not "
             "down or offline, plus those jobs use on the others, as 'jobs' counts the farm; closed_slots: the "
             "others' idle slots), nodes[{name,state,type,slots,used,"
             "jobs,vos,users,diversity,class,properties,note}], drains{NODE: {since,ready}}, "
             "reservations{JOBID: {start,nodes}}, downtimes{NODE: {name,start,end,begin}}, downtime_clashes[{name,start,"
-            "end,begin,state,nodes,jobs[{id,nodes,end}]}] (running jobs expected to run past a window's start, or still "
+            "end,begin,state,nodes,jobs[{id,nodes,end}]}] (nodes: host names; running jobs expected to run past a window's start, or still "
             "running in it); with --state or --type only those of the listed nodes; with NODE names, "
             "jobs_on{NODE: [{id,user,vo,cores,job_cores,start,end}]}")
     p.add_argument("names", nargs="*", metavar="NODE",
@@ -54,13 +54,14 @@ def run_nodes(args: argparse.Namespace) -> int:
         by_state[n["state"]] = by_state.get(n["state"], 0) + 1
     busy = [n for n in nodes if n["jobs"] and n["diversity"] is not None]
     div = sum(n["diversity"] for n in busy) / len(busy) if busy else None
-    summary = {"nodes": len(nodes), "by_state": by_state, "slots": sum(map(farmslots.counted, nodes)),
+    summary = {"node_count": len(nodes), "by_state": by_state, "slots": sum(map(farmslots.counted, nodes)),
                "used_slots": sum(n["used"] for n in nodes), "closed_slots": farmslots.closed(nodes),
                "diversity": round(div, 4) if div is not None else None}
     on = nodejobs.jobs_on(doc, {n["name"] for n in nodes}) if args.names else None
     if args.json:
+        clashes = [{**c, "jobs": [{**j, "nodes": hosts(j["nodes"])} for j in c["jobs"]]} for c in ex["downtime_clashes"]]
         dump_json({"summary": summary, "nodes": nodes, "drains": ex["drains"], "reservations": ex["reservations"],
-                   "downtimes": ex["downtimes"], "downtime_clashes": ex["downtime_clashes"]}
+                   "downtimes": ex["downtimes"], "downtime_clashes": clashes}
                   | ({"jobs_on": on} if on is not None else {}))
         return 0
     colour = {"free": "green", "down": "red", "offline": "red", "busy": "yellow"}
@@ -72,7 +73,7 @@ def run_nodes(args: argparse.Namespace) -> int:
           noheader=args.noheader, colours=[colour.get(n["state"]) for n in nodes], right=(4, 5, 6))
     if not args.noheader:
         if nodes:
-            print(f"\n{summary['nodes']} nodes (" + ", ".join(f"{v} {k}" for k, v in sorted(by_state.items()))
+            print(f"\n{summary['node_count']} nodes (" + ", ".join(f"{v} {k}" for k, v in sorted(by_state.items()))
                   + f"); {farmslots.slots_text(summary['used_slots'], summary['slots'], summary['closed_slots'])}; "
                   + "mean diversity " + (f"{div:.3f}" if div is not None else "-"))
         else:  # "0 nodes (); slots used 0 of 0"
@@ -193,7 +194,7 @@ def fill_free(p: argparse.ArgumentParser) -> None:
     """What could start right now: free slots per node type and queue (the largest per node, for
     multi-core jobs), and which VOs and groups may use them. Idle slots on nodes that are
     draining, reserved or held by a guarantee pool are not free to all: they are counted apart."""
-    options(p, json_keys="total_free, rows[{type,queue,free_slots,nodes,max_per_node,vos,groups}], "
+    options(p, json_keys="total_free, rows[{type,queue,free_slots,nodes (host names),max_per_node,vos,groups}], "
             "held{draining,reserved,pool_held,downtime} (idle slots kept apart; 0 where none)")
     p.set_defaults(run=run_free)
 
@@ -231,15 +232,16 @@ def run_free(args: argparse.Namespace) -> int:
     for q in queues:
         ask = anyone._replace(job=Job("free", q or "", "", ""),
                               groups={k for k in set(keys.values()) if q is None or queue_admits(cfg, k, q)})
-        by_type: dict[str | None, list[int]] = {}
+        by_type: dict[str | None, dict[str, int]] = {}
         for n in nodes:
             if checks.first(n.name, ask) is None:
-                by_type.setdefault(keys[n.name].ntype, []).append(n.slots - used[n.name])
-        for t, free in sorted(by_type.items(), key=lambda kv: kv[0] or ""):
+                by_type.setdefault(keys[n.name].ntype, {})[n.name] = n.slots - used[n.name]
+        for t, on in sorted(by_type.items(), key=lambda kv: kv[0] or ""):
+            free = list(on.values())
             nt = types.get(t) if t is not None else None
             open_ = nt is None or not (nt.vos or nt.groups)
             # vos/groups: null when anyone may use the nodes, else who may
-            out.append({"type": t, "queue": q, "free_slots": sum(free), "nodes": len(free), "max_per_node": max(free),
+            out.append({"type": t, "queue": q, "free_slots": sum(free), "nodes": list(on), "max_per_node": max(free),
                         "vos": None if open_ else list(nt.vos), "groups": None if open_ else list(nt.groups)})
     total = sum(n.slots - used[n.name] for n in nodes)
     if args.json:
@@ -249,7 +251,7 @@ def run_free(args: argparse.Namespace) -> int:
     def who(r: dict[str, Any], k: str) -> str:
         return "all" if r[k] is None else ",".join(r[k]) or "-"
     table(["TYPE", "QUEUE", "FREE", "NODES", "MAX/NODE", "VOS", "GROUPS"],
-          [[r["type"] or "-", r["queue"] or "(any)", r["free_slots"], r["nodes"], r["max_per_node"], who(r, "vos"),
+          [[r["type"] or "-", r["queue"] or "(any)", r["free_slots"], len(r["nodes"]), r["max_per_node"], who(r, "vos"),
             who(r, "groups")] for r in out], noheader=args.noheader, right=(2, 3, 4))
     if not args.noheader:
         print(f"\n{total} slot(s) free on {len(nodes)} node(s)")

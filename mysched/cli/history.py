@@ -160,8 +160,9 @@ def run_import(args: argparse.Namespace) -> int:
 
 def suspect_rows(records: list[dict]) -> list[dict]:
     """The suspect records as the commands show them (JSON keys)."""
-    return [{"path": r["path"], "line": r["line"], "reason": r["reason"], "job_id": r["job_id"], "user": r["user"],
-             "group": r["grp"], "start": r["start"], "end": r["end"], "cores": r["cores"],
+    return [{"path": r["path"], "line": r["line"], "reason": r["reason"], "job_id": r["job_id"] or None,
+             "user": r["user"] or None, "group": r["grp"] or None, "start": r["start"], "end": r["end"],
+             "cores": r["cores"],
              "core_hours": round((r["end"] - r["start"]) * r["cores"] / 3600.0, 3)} for r in records]
 
 
@@ -182,7 +183,8 @@ def run_suspects(args: argparse.Namespace) -> int:
         dump_json({"database": choice.masked, "count": n, "records": rows})
         return 0
     table(["WHERE", "REASON", "JOB", "USER", "GROUP", "CORE-HOURS"],
-          [[f"{r['path']}:{r['line']}", r["reason"], r["job_id"][:60], r["user"][:40], r["group"][:40],
+          [[f"{r['path']}:{r['line']}", r["reason"], (r["job_id"] or "-")[:60], (r["user"] or "-")[:40],
+            (r["group"] or "-")[:40],
             f"{r['core_hours']:,.1f}"] for r in rows], right=(5,))
     print(f"\n{n} suspicious record(s), charged to no one")
     return 0

@@ -13,7 +13,7 @@ from mysched.cli.statusdoc import RUNNING, classify, find_job, load, options
 from mysched.cli.textout import dump_json, duration, table
 from mysched.core.estimate import Estimate
 from mysched.core.model.reasons import BLOCKING, REASONS, START_REASONS, Reason
-from mysched.daemon.statusfile import rows
+from mysched.daemon.statusfile import hosts, rows
 
 
 # -- jobs ------------------------------------------------------------------------------------
@@ -22,12 +22,12 @@ from mysched.daemon.statusfile import rows
 def fill_jobs(p: argparse.ArgumentParser) -> None:
     """List jobs: running (with elapsed time), queued (eligible, with wait time, rank in the last
     cycle's order, priority and why they wait) and blocked (held, or at a limit)."""
-    options(p, json_keys="time, farm{total_slots,used_slots,free_slots,nodes,occupancy,closed_slots} (total_slots: "
+    options(p, json_keys="time, farm{total_slots,used_slots,free_slots,node_count,occupancy,closed_slots} (total_slots: "
             "nodes not down or offline, plus the slots jobs use on those that are; closed_slots: their idle slots, "
             "not counted), "
-            "counts{running,queued,blocked}, daemon{role,host,pid,since,lock}, standby (null or "
+            "counts{running,queued,blocked}, daemon{role,host,pid,since,lock (file, database or null)}, standby (null or "
             "{role,host,pid,since,checked,leader,error}), jobs[{id,vo,group,user,queue,cores,state,class,"
-            "wait_s,elapsed_s,rank,priority,reason,detail,nodes}]")
+            "wait_s,elapsed_s,rank,priority,reason,detail,nodes (host names)}]; absent values are null (docs/json.md)")
     p.add_argument("-u", "--user", type=non_empty, help="only this user's jobs")
     p.add_argument("-g", "--group", type=non_empty, help="only this Unix group's jobs")
     p.add_argument("--vo", type=non_empty, help="only this VO's jobs")
@@ -65,13 +65,14 @@ def run_jobs(args: argparse.Namespace) -> int:
     out.sort(key=lambda j: (order[j["class"]], 1 << 30 if j["rank"] is None or j["class"] == "running" else j["rank"],
                             -(j["elapsed_s"] or 0), id_order(j["id"])))
     farm = {**doc["farm"], "closed_slots": farmslots.closed(rows(doc, "nodes"))}
+    farm["node_count"] = farm.pop("nodes", None)  # "nodes" in the JSON is always a list of host names
     occ = farm["used_slots"] / farm["total_slots"] if farm["total_slots"] else 0.0
     if args.json:
         dump_json({"time": now, "farm": {**farm, "occupancy": round(occ, 4)}, "counts": counts,
                    "daemon": doc.get("role"), "standby": doc.get("standby"),
                    "jobs": [{k: j[k] for k in ("id", "vo", "group", "user", "queue", "cores", "state", "class",
-                                                "wait_s", "elapsed_s", "rank", "priority", "reason", "detail",
-                                                "nodes")} for j in out]})
+                                                "wait_s", "elapsed_s", "rank", "priority", "reason", "detail")}
+                            | {"nodes": hosts(j["nodes"])} for j in out]})
         return 0
     colours = {"running": "green", "queued": None, "blocked": "yellow"}
     # One table for every class, so scripts (--noheader) see the same columns on every line:
@@ -155,7 +156,8 @@ def run_why(args: argparse.Namespace) -> int:
     run_limit = _run_limit(doc, j)
     out = _nodes_out(doc, j)
     if args.json:
-        dump_json({"job": j, "class": cls, "explanation": text, "reason_text": REASONS.get(j["reason"], ""),
+        dump_json({"job": statusdoc.job_json(j), "class": cls, "explanation": text,
+                   "reason_text": _reason_text(j),
                    "limits": limits, "run_limit": run_limit, "nodes_rejected": rejected, "nodes_out": out})
         return 0
     print(f"job {j['id']}: user {j['user']}, group {j['group']}, VO {j['vo']}, queue {j['queue']}, "
@@ -184,8 +186,9 @@ def run_why(args: argparse.Namespace) -> int:
 def fill_when(p: argparse.ArgumentParser) -> None:
     """Estimate when a waiting job starts, from running jobs' requested walltimes and the jobs
     ahead of it in the last cycle's order; says plainly when no estimate is possible."""
-    options(p, json_keys="job, start (Unix time or null), in_s, running, exact, why, ahead, "
-            "clock (wall or simulated), nodes (where it runs, is reserved or is expected to start)", table_=False)
+    options(p, json_keys="job, start (Unix time or null), in_s, class (running, queued or blocked), exact, why, ahead, "
+            "clock (wall or simulated), nodes (host names where it runs, is reserved or is expected to start; "
+            "null if none)", table_=False)
     p.add_argument("job_id", metavar="JOBID", type=non_empty, help=JOBID_HELP)
     p.set_defaults(run=run_when)
 
@@ -196,8 +199,7 @@ def run_when(args: argparse.Namespace) -> int:
     now = doc["snapshot_time"]
     if j["state"] in RUNNING:
         start = j["start"] if j["start"] is not None else now
-        est = Estimate(start, True, "already running", 0, tuple(p.rpartition(":")[0] for p in j["nodes"].split("+"))
-                       if j["nodes"] else ())
+        est = Estimate(start, True, "already running", 0, tuple(hosts(j["nodes"]) or ()))
     elif j["reason"] in BLOCKING:
         est = Estimate(None, False, f"blocked ({j['reason']}): it cannot start until that changes", 0)
     elif j["id"] in (doc.get("reservations") or {}):
@@ -211,8 +213,8 @@ def run_when(args: argparse.Namespace) -> int:
         # in_s counts from the status's time; a running job's start lies in the past: 0.
         dump_json({"job": j["id"], "start": est.start,
                    "in_s": None if est.start is None else max(0.0, est.start - now),
-                   "running": j["state"] in RUNNING, "exact": est.exact, "why": est.why, "ahead": est.ahead,
-                   "clock": statusdoc.clock_kind(doc), "nodes": list(est.nodes)})
+                   "class": classify(j), "exact": est.exact, "why": est.why, "ahead": est.ahead,
+                   "clock": statusdoc.clock_kind(doc), "nodes": list(est.nodes) or None})
         return 0
     if j["state"] in RUNNING:
         print(f"job {j['id']}: already running (since {statusdoc.clock(doc, est.start)})")
@@ -224,6 +226,15 @@ def run_when(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reason_text(j: dict[str, Any]) -> str | None:
+    """The words for a job's reason: why the cycle started (or would start) it, or why it waits;
+    None for a job running from before the cycle, which has no reason."""
+    if j["reason"] is None:
+        return None
+    texts = START_REASONS if j.get("cycle") else REASONS  # started, planned or failed: a start's reason
+    return texts.get(j["reason"], j["reason"])
+
+
 _WORDS = re.compile(r"[\s,;:+=()]+")
 
 
@@ -231,7 +242,7 @@ def _nodes_out(doc: dict[str, Any], j: dict[str, Any]) -> list[dict[str, Any]]:
     """The down or offline nodes `why` names for `j` -- where it runs, the hosts its request
     names, those its wait's detail names -- with the admin's note, which says why they are out."""
     words = set(_WORDS.split(" ".join(filter(None, (j.get("nodes"), j.get("request"), j.get("detail"))))))
-    return [{"name": n["name"], "state": n["state"], "note": n.get("note") or ""} for n in rows(doc, "nodes")
+    return [{"name": n["name"], "state": n["state"], "note": n.get("note")} for n in rows(doc, "nodes")
             if n["state"] in ("down", "offline") and n["name"] in words]
 
 

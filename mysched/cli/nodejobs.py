@@ -10,7 +10,7 @@ from mysched.cli.statusdoc import RUNNING
 from mysched.errors import StatusError
 from mysched.cli.textout import duration, table
 from mysched.daemon.downtimeclash import started_at
-from mysched.daemon.statusfile import rows
+from mysched.daemon.statusfile import placement, rows
 
 
 def pick(every: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any]]:
@@ -36,12 +36,11 @@ def jobs_on(doc: dict[str, Any], names: set[str]) -> dict[str, list[dict[str, An
     for r in rows(doc, "jobs"):
         if r["state"] not in RUNNING or not r["nodes"]:
             continue
-        for part in r["nodes"].split("+"):
-            name, _, c = part.rpartition(":")
+        for name, c in placement(r["nodes"]):
             if name in out:
                 start = started_at(r["start"], r.get("cycle"), now)
                 end = start + r["walltime"] if start is not None and r["walltime"] else None
-                out[name].append({"id": r["id"], "user": r["user"], "vo": r["vo"], "cores": int(c or 1),
+                out[name].append({"id": r["id"], "user": r["user"], "vo": r["vo"], "cores": c,
                                   "job_cores": r["cores"], "start": start, "end": end})
     for lst in out.values():
         lst.sort(key=lambda j: (j["end"] is None, j["end"] or 0.0, j["id"]))

@@ -23,7 +23,7 @@ from mysched.core.settings import Config, NodeType, QueueConfig
 from mysched.core.model.batch import Job, JobState, Node, NodeState
 from mysched.core.model.reasons import BLOCKING
 from mysched.core.model.request import Request
-from mysched.daemon.statusfile import FILENAME, load_json, read_status, rows
+from mysched.daemon.statusfile import FILENAME, hosts, load_json, placement, read_status, rows
 from mysched.errors import StatusError, clip
 
 RUNNING = ("R", "E", "S")
@@ -182,17 +182,21 @@ def nodes(doc: dict[str, Any]) -> list[Node]:
 
 def job(row: dict[str, Any]) -> Job:
     """A status-file job row as the core's `Job` (running jobs with their placement)."""
-    placement = []
-    for part in (row["nodes"] or "").split("+"):
-        name, _, c = part.rpartition(":")
-        if name:
-            placement.append((name, int(c or 1)))
     state = JobState.RUNNING if row["state"] in RUNNING else JobState.parse(row["state"])
     # Of the request, what start estimates read: a job holding its nodes alone.
     alone = "naccesspolicy=singlejob" in (row.get("request") or "")
     return Job(row["id"], row["queue"], row["user"], row["group"], row["cores"], state, row["submit"] or 0.0,
-               row["start"], row["walltime"], None, tuple(placement), row["vo"],
+               row["start"], row["walltime"], None, tuple(placement(row["nodes"])), row["vo"],
                request=Request(exclusive=True) if alone else None)
+
+
+def job_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A status-file job row as the commands' JSON shows it (docs/json.md): ``nodes`` is the
+    list of its host names, as everywhere in that JSON, and the file's own index into its
+    rejected sets is left out (`why` gives the set itself)."""
+    out = {k: v for k, v in row.items() if k != "rejected"}
+    out["nodes"] = hosts(row["nodes"])
+    return out
 
 
 def clock_kind(doc: dict[str, Any]) -> str:
@@ -357,10 +361,10 @@ PLACEMENT = Kind("NODE:CORES[+NODE:CORES...]", (str,), pattern=r"(?:[^+]+:[0-9]+
 
 _JOB = {"id": STR, "vo": STR, "group": STR, "user": STR, "queue": STR, "cores": COUNT, "state": JOB_STATE,
         "submit": TIME, "start": TIME.n, "walltime": SECONDS.n, "nodes": PLACEMENT.n, "rank": COUNT.n,
-        "priority": NUM.n, "reason": STR, "detail": STR.n, "rejected": COUNT.n, "cycle": STR.n, "request": STR.n}
+        "priority": NUM.n, "reason": STR.n, "detail": STR.n, "rejected": COUNT.n, "cycle": STR.n, "request": STR.n}
 _NODE = {"name": STR, "state": NODE_STATE, "type": STR.n, "slots": COUNT, "used": COUNT, "jobs": COUNT,
          "vos": Map(COUNT), "users": COUNT, "diversity": NUM.n, "class": STR.n, "properties": NAMES.n,
-         "note": STR}
+         "note": STR.n}
 _LIMITS = {"max_running": COUNT.n, "max_per_node": COUNT.n, "max_cores": COUNT.n}
 _POOL = Rec({"package": Rec({"slots": COUNT.n, "mem": NUM.n}), "hosts": INT, "status": STR, "total": INT,
              "free": INT, "guaranteed": INT, "owner_use": INT, "loan_use": INT, "other_use": INT,
@@ -388,7 +392,7 @@ _STATUS = Rec({
                                  "exclusive": BOOL.n})),
     "node_types": Map(Rec({}, dict.fromkeys(("nodes", "properties", "groups", "vos"), NAMES))),
     "throttles": Seq(Rec({"rule": STR, "source": STR, "level": STR, "factor": NUM, "low": NUM, "high": NUM,
-                          "vos": NAMES, "groups": NAMES, "queues": NAMES, "detail": STR}, {"value": NUM.n})).n,
+                          "vos": NAMES, "groups": NAMES, "queues": NAMES, "detail": STR.n}, {"value": NUM.n})).n,
     "load_sources": Seq(Rec({"name": STR, "type": STR, "value": NUM.n, "age_s": NUM.n, "state": STR,
                              "on_stale": STR, "error": STR.n})).n,
     "node_load": Map(STR).n,

@@ -433,7 +433,7 @@ class Daemon:
                  "previous_publish_s": round(self._publish_s, 4) if self._publish_s is not None else None,
                  "started": out.started, "failed": out.failed, "failures": out.failures,
                  "dry_run": self.dry_run, "history_ok": not self.history_error,
-                 "history_error": self.history_error, "history_pending": len(self.backlog.finished),
+                 "history_error": self.history_error or None, "history_pending": len(self.backlog.finished),
                  "history_pending_cycles": len(self.backlog.cycles)}
         if self.state_dir:
             try:

@@ -48,7 +48,7 @@ class LoadWatch:
             self._state[name] = state
             figures[name] = (r.value, age, state == "stale", bool(r.error))
             doc.append({"name": name, "type": src.kind, "value": r.value, "at": r.at,
-                        "age_s": round(age, 1) if age is not None else None, "state": state, "error": r.error,
+                        "age_s": round(age, 1) if age is not None else None, "state": state, "error": r.error or None,
                         "on_stale": src.on_stale, "interval": src.interval, "max_age": src.max_age})
         for t in ts:
             said = t.level if t.level == "open" else t.detail()

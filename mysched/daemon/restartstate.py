@@ -16,8 +16,13 @@ from typing import Any
 from mysched.core.hold.drains import Drain
 from mysched.core.hold.reservations import Reservation
 from mysched.core.model.plan import PoolGate
-from mysched.daemon.statusfile import read_status
+from mysched.daemon.statusfile import FORMAT, read_status
 from mysched.errors import MyschedError
+
+
+CARRIED_FORMATS = (3, FORMAT)
+"""Formats whose reservations, drains and pool gates read alike: format 4 changed only how
+absent values are written, so the restart that upgrades a daemon of format 3 keeps them."""
 
 
 def carried(state_dir: str, now: float, max_age: float) -> tuple[dict, dict, dict]:
@@ -26,7 +31,7 @@ def carried(state_dir: str, now: float, max_age: float) -> tuple[dict, dict, dic
     if not state_dir:
         return {}, {}, {}
     try:
-        doc = read_status(state_dir, max_age=max_age, now=now)
+        doc = read_status(state_dir, max_age=max_age, now=now, formats=CARRIED_FORMATS)
         if doc.get("dry_run") or str(doc.get("server", "")).startswith("sim:"):
             return {}, {}, {}
         return _reservations(doc), _drains(doc), _gates(doc)

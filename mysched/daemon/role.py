@@ -116,13 +116,14 @@ class Role:
         """The role for the status file."""
         return {"role": self.name or "leader", **identity(),
                 "since": self.lead.since if self.lead is not None else None,
-                "lock": type(self.lead).__name__ if self.lead is not None else "none"}
+                # the kind of lock ("file", "database"), null without one: no class name of ours
+                "lock": self.lead.kind if self.lead is not None else None}
 
     def _publish_standby(self) -> None:
         if not self.state_dir:
             return
         doc = {"role": "standby", **identity(), "since": self._standby_since, "checked": self.wall(),
-               "leader": self.holder(), "error": self.error}
+               "leader": self.holder(), "error": self.error or None}
         try:
             write_json(self.state_dir, STANDBY_FILE, doc)
         except OSError as exc:

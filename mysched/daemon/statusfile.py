@@ -23,12 +23,15 @@ from mysched.core.model.plan import Plan
 from mysched.core.model.reasons import BLOCKING
 from mysched.daemon.downtimeclash import WARNINGS
 
-FORMAT = 3
+FORMAT = 4
 """2: a job's state is TORQUE's (``S`` is suspended); the ``cycle`` column says "started" or
 "planned" (dry run) for what this cycle did; ``dry_run`` at the top.
 3: ``rank`` counts only the waiting jobs the cycle could start (a blocked job and a job it
 started have none: an older reader would call a blocked one "waiting, position -"); nodes
-carry the admin's ``note``."""
+carry the admin's ``note``.
+4: what is absent is null, never an empty string (a job's ``reason``, ``detail``, ``nodes``,
+``cycle`` and ``request``; a node's ``type``, ``class`` and ``note``; an open throttle's
+``detail``), so the commands' JSON passes it on as null (docs/json.md)."""
 FILENAME = "status.json"
 
 JOB_COLUMNS = ["id", "vo", "group", "user", "queue", "cores", "state", "submit", "start", "walltime",
@@ -72,12 +75,12 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
                 vo = vo_of[job.group] = config.vo_of(job.group)
         state = job.state._value_
         rank = prio = None
-        reason = detail = ""
+        reason = detail = None
         rej = None
         placement = job.placement
         s = starts.get(job.id)
         w = plan.waits.get(job.id)
-        mark = ""
+        mark = None
         if s is not None:
             rank, prio, reason = position.get(s.rank), s.priority, s.reason
             placement = s.placement
@@ -93,16 +96,17 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
                     rejected_index[key] = len(rejected_sets)
                     rejected_sets.append(dict(w.nodes_rejected))
                 rej = rejected_index[key]
-        nodes_txt = "+".join(f"{n}:{c}" for n, c in placement) if placement else ""
+        nodes_txt = "+".join(f"{n}:{c}" for n, c in placement) if placement else None
         jobs.append([job.id, vo, job.group, job.user, job.queue, job.cores, state, job.submit_time,
                      job.start_time, job.walltime, nodes_txt, rank, round(prio, 6) if prio is not None else None,
-                     reason, detail, rej, mark, str(job.request) if job.request is not None else "", job.priority])
+                     reason, detail or None, rej, mark, (str(job.request) or None) if job.request is not None else None,
+                     job.priority])
         if job.state.holds_slots or mark == "started":
             for n, c in placement:
                 node_jobs.setdefault(n, []).append((job.user, vo, c))
             if job.request is not None and job.request.exclusive:
                 alone.update(n for n, _ in placement)
-    types = {node.name: node_type(config, node.name, node.properties) or "" for node in snapshot.nodes}
+    types = {node.name: node_type(config, node.name, node.properties) for node in snapshot.nodes}
     nodes = []
     for node in snapshot.nodes:
         js = node_jobs.get(node.name, [])
@@ -117,8 +121,8 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
             full = used >= node.slots or node.state == NodeState.FULL or node.name in alone
             state = "full" if full else ("free" if not js else "partial")
         nodes.append([node.name, state, types[node.name], node.slots, used, len(js), vos, users,
-                      round(div, 4) if div is not None else None, plan.node_classes.get(node.name, ""),
-                      sorted(node.properties), node.note])
+                      round(div, 4) if div is not None else None, plan.node_classes.get(node.name) or None,
+                      sorted(node.properties), node.note or None])
     # VO figures after this cycle's starts, like the jobs and nodes above (the plan's are
     # those of the cycle's beginning).
     slots_now: dict[str, int] = {}
@@ -178,7 +182,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         "throttles": [{"rule": t.rule, "source": t.source, "level": t.level, "factor": round(t.factor, 4),
                        "value": t.value, "low": t.low, "high": t.high, "vos": sorted(t.vos),
                        "groups": sorted(t.groups), "queues": sorted(t.queues),
-                       "detail": t.detail() if t.level != "open" else ""} for t in plan.throttles],
+                       "detail": t.detail() if t.level != "open" else None} for t in plan.throttles],
         "node_load": dict(plan.node_load),
         # a reserved job started this cycle holds its nodes as a running job now, not by promise
         "reservations": {j: {"start": r.start, "nodes": list(r.nodes)} for j, r in plan.reservations.items()
@@ -303,8 +307,10 @@ def load_json(path: str, what: str = "status file") -> Any:
     raise StatusError(f"{path}: not a mysched {what}: {why}")
 
 
-def read_status(path: str, *, max_age: float | None = None, now: float | None = None) -> dict[str, Any]:
-    """Load a status file; missing, unreadable, corrupt or stale files raise `StatusError`.
+def read_status(path: str, *, max_age: float | None = None, now: float | None = None,
+                formats: tuple[int, ...] = (FORMAT,)) -> dict[str, Any]:
+    """Load a status file; missing, unreadable, corrupt or stale files raise `StatusError`,
+    and so does a file of a format not in `formats`.
 
     `path` may be the file or the state directory. `max_age` is in seconds of wall time
     since the file was written (its mtime); a file written more than that in the future
@@ -324,7 +330,7 @@ def read_status(path: str, *, max_age: float | None = None, now: float | None = 
     except OSError as exc:
         raise StatusError(f"{path}: unreadable status file: {os_reason(exc)}") from None
     fmt = doc.get("format") if isinstance(doc, dict) else None
-    if fmt != FORMAT:
+    if fmt not in formats:
         raise StatusError(f"{path}: {_format_mismatch(fmt)}")
     if max_age is not None:
         age = (now if now is not None else time.time()) - st.st_mtime
@@ -353,3 +359,18 @@ def rows(doc: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     """Jobs or nodes of a status document as dicts (`kind` is "jobs" or "nodes")."""
     cols = doc[f"{kind[:-1]}_columns"]
     return [dict(zip(cols, r)) for r in doc[kind]]
+
+
+def placement(text: str | None) -> list[tuple[str, int]]:
+    """A job's ``nodes`` column ("NODE:CORES+NODE:CORES", or null) as (node, cores) pairs."""
+    out = []
+    for part in (text or "").split("+"):
+        name, _, c = part.rpartition(":")
+        if name:
+            out.append((name, int(c or 1)))
+    return out
+
+
+def hosts(text: str | None) -> list[str] | None:
+    """The host names of a job's ``nodes`` column, each once, in order; None when it has none."""
+    return list(dict.fromkeys(n for n, _ in placement(text))) or None

@@ -55,6 +55,8 @@ def identity() -> dict[str, Any]:
 class Leadership(Protocol):
     """What the daemon needs from a leadership lock."""
 
+    kind: str
+    """What holds the lock, as the status file names it: "file" or "database"."""
     timeout: float
     leader: bool
     since: float | None
@@ -68,6 +70,8 @@ class Leadership(Protocol):
 
 class FileLeadership:
     """An exclusive `flock` on `path` (same host only). The file names the holder."""
+
+    kind = "file"
 
     def __init__(self, path: str, timeout: float) -> None:
         self.path = path
@@ -168,6 +172,8 @@ def read_lock_file(path: str) -> dict[str, Any] | None:
 
 class PgLeadership:
     """A PostgreSQL session advisory lock, on a connection of its own (see the module doc)."""
+
+    kind = "database"
 
     def __init__(self, url: str, timeout: float, *, masked: str = "", key: int | None = None) -> None:
         self.timeout = timeout

@@ -278,7 +278,7 @@ def _full_disk_now(monkeypatch) -> None:  # noqa: ANN001
 
 
 def test_a_full_disk_keeps_the_last_good_status_file(tmp_path, monkeypatch, capsys):
-    from mysched.daemon.statusfile import write_status
+    from mysched.daemon.statusfile import FORMAT, write_status
 
     from .test_status_commands import make_status
 
@@ -291,7 +291,7 @@ def test_a_full_disk_keeps_the_last_good_status_file(tmp_path, monkeypatch, caps
     assert (tmp_path / "status.json").read_bytes() == good
     assert sorted(p.name for p in tmp_path.iterdir()) == ["status.json"]
     assert main(["jobs", "--state-dir", str(tmp_path)]) == 0  # the commands read the last good one
-    assert json.loads(good)["format"] == 3
+    assert json.loads(good)["format"] == FORMAT
 
 
 def test_a_status_file_written_in_the_future_is_not_carried_over(tmp_path):

@@ -60,6 +60,6 @@ def test_why_names_no_node_with_room_when_free_says_none(state, capsys):
     for j in ask:
         got = _json(capsys, state, "why", j["id"])
         roomy = {k: v for k, v in (got.get("nodes_rejected") or {}).items() if k not in ("node_down", "no_free_slot")}
-        if roomy or "with room" in got["job"]["detail"]:
+        if roomy or "with room" in (got["job"]["detail"] or ""):
             wrong.append((j["id"], got["job"]["reason"], got["job"]["detail"], roomy))
     assert wrong == [], f"{len(wrong)} of {len(ask)} asked, e.g. {wrong[:3]}"

@@ -134,10 +134,28 @@ def test_when_from_walltimes(tmp_path, capsys):
     assert doc["start"] is None and "held" in doc["why"]
     # a running job: its start, and no negative "in"
     doc = run_json(capsys, "when", "--state-dir", str(tmp_path), "r1")
-    assert doc["running"] and doc["start"] == NOW - 600 and doc["in_s"] == 0 and doc["clock"] == "wall"
+    assert doc["class"] == "running" and doc["start"] == NOW - 600 and doc["in_s"] == 0 and doc["clock"] == "wall"
     assert main(["when", "--state-dir", str(tmp_path), waiting[0].job_id]) == 0
     out = capsys.readouterr().out
     assert time.strftime("%Z") in out and "simulated" not in out  # times carry their zone
+
+
+def test_json_says_null_for_what_is_absent_and_lists_a_job_s_hosts(tmp_path, capsys):
+    # (a user on a simulated farm) a job running from before the cycle had reason "" and its
+    # nodes as "wn01:1" in `jobs`, but a list in `when`; `why` gave "" for cycle, request and
+    # reason_text, `nodes` "" for a node's type, class and note
+    make_status(tmp_path)
+    by_id = {j["id"]: j for j in run_json(capsys, "jobs", "--state-dir", str(tmp_path))["jobs"]}
+    assert by_id["r1"]["reason"] is None and by_id["r1"]["detail"] is None and by_id["r1"]["nodes"] == ["wn01"]
+    assert by_id["q1"]["nodes"] is None or type(by_id["q1"]["nodes"]) is list
+    why = run_json(capsys, "why", "--state-dir", str(tmp_path), "r1")
+    assert (why["job"]["cycle"], why["job"]["request"], why["reason_text"], why["job"]["nodes"]) == (
+        None, None, None, ["wn01"])
+    assert run_json(capsys, "when", "--state-dir", str(tmp_path), "r1")["nodes"] == ["wn01"]
+    nodes = {n["name"]: n for n in run_json(capsys, "nodes", "--state-dir", str(tmp_path))["nodes"]}
+    assert (nodes["wn01"]["type"], nodes["wn01"]["class"], nodes["wn01"]["note"]) == (None, None, None)
+    free = run_json(capsys, "free", "--state-dir", str(tmp_path))
+    assert all(type(r["nodes"]) is list and len(r["nodes"]) <= 3 for r in free["rows"])
 
 
 def test_free_and_missing_or_stale_status(tmp_path, capsys):

@@ -62,7 +62,7 @@ def test_nodes_says_which_running_jobs_run_into_each_window(tmp_path, capsys):
     by = {c["name"]: c for c in doc["downtime_clashes"]}
     assert by["now"]["state"] == "in_force" and [j["id"] for j in by["now"]["jobs"]] == ["1.srv"]
     assert by["later"]["state"] == "ahead" and by["later"]["jobs"] == [
-        {"id": "4.srv", "nodes": "wn02:1", "end": None}, {"id": "2.srv", "nodes": "wn02:1", "end": 7200.0}]
+        {"id": "4.srv", "nodes": ["wn02"], "end": None}, {"id": "2.srv", "nodes": ["wn02"], "end": 7200.0}]
 
 
 def test_a_filter_shows_only_the_listed_nodes_clashes(tmp_path, capsys):

@@ -49,7 +49,7 @@ def test_nodes_shows_the_note_in_text_and_json(tmp_path, capsys):
         assert len(cells) == 10, line
         assert cells[9] == (NOTE if cells[0] == "wn03" else "-"), line
     doc = json.loads(_run(capsys, "nodes", "--state-dir", str(tmp_path), "--json"))
-    assert {n["name"]: n["note"] for n in doc["nodes"]} == {"wn01": "", "wn02": "", "wn03": NOTE, "wn04": ""}
+    assert {n["name"]: n["note"] for n in doc["nodes"]} == {"wn01": None, "wn02": None, "wn03": NOTE, "wn04": None}
 
 
 def test_why_gives_the_note_of_an_offline_node_it_names(tmp_path, capsys):

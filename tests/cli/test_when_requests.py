@@ -133,7 +133,7 @@ def test_json_names_the_nodes_of_a_running_or_reserved_job(tmp_path, capsys):
         assert main(["when", "--state-dir", str(tmp_path), jid, "--json", "--max-age", "9999999999"]) == 0
         out[jid] = json.loads(capsys.readouterr().out)
     assert out["1.srv"]["start"] == 1900.0 and out["1.srv"]["nodes"] == ["wn01", "wn02"]  # its reservation
-    assert out["r2"]["running"] and out["r2"]["nodes"] == ["wn02"]
+    assert out["r2"]["class"] == "running" and out["r2"]["nodes"] == ["wn02"]
 
 
 def test_a_request_that_cannot_be_read_gets_one_line(tmp_path, capsys):

@@ -4,6 +4,7 @@ went to another job and a short job took the slot a reservation had kept free.""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -38,6 +39,21 @@ def test_a_restarted_daemon_keeps_the_last_reservation(tmp_path):
     again = Daemon(CFG, farm, state_dir=str(tmp_path), wall=time.time)  # the restart
     assert again._resv == {"wide": kept}
     assert again.cycle().plan.reservations["wide"].nodes == kept.nodes
+
+
+def test_the_restart_that_upgrades_a_daemon_of_status_format_3_keeps_the_reservation(tmp_path):
+    # format 4 writes null for what is absent; the reservations, drains and gates read alike
+    farm = _farm()
+    farm.advance(200.0)
+    first = Daemon(CFG, farm, state_dir=str(tmp_path), wall=time.time)
+    first.cycle()
+    farm.advance(300.0)
+    kept = first.cycle().plan.reservations["wide"]
+    path = tmp_path / "status.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "format": 3}))
+    assert carried(str(tmp_path), time.time(), 600.0)[0] == {"wide": kept}
+    path.write_text(json.dumps({**json.loads(path.read_text()), "format": 2}))  # ranks meant another thing
+    assert carried(str(tmp_path), time.time(), 600.0) == ({}, {}, {})
 
 
 def test_nothing_is_carried_from_a_stale_file_a_dry_run_or_a_simulated_farm(tmp_path):
