@@ -114,7 +114,7 @@ class _Importer:
             key = f"{s.param}[DEFAULT] {attr}"
         else:
             key = f"{s.param}[x] {attr}"
-        why = instead(ATTRS, key)
+        why = instead(PARAMS, s.param) if s.param == "RMCFG" else instead(ATTRS, key)
         if why == ATTRS[-1][2]:
             self.warn(line, f"{what}: unknown attribute, not carried over")
             return

@@ -95,7 +95,7 @@ does instead); the first whose pattern matches the parameter's name."""
 ATTRS: list[tuple[str, str, str]] = [
     ("*CFG[DEFAULT] of groups, accounts, classes", r"(GROUPCFG|ACCOUNTCFG|CLASSCFG)\[DEFAULT\] .*",
      "mysched has no default VO, group or queue limits: set each one"),
-    ("USERCFG[x], CLASSCFG[x], QOSCFG[x] FSTARGET", r"(USERCFG|CLASSCFG|QOSCFG)\[.*\] FSTARGET",
+    ("USERCFG[x], CLASSCFG[x] FSTARGET", r"(USERCFG|CLASSCFG)\[.*\] FSTARGET",
      "mysched's shares are per VO and group; inside a group, the user with the least usage goes first"),
     ("*CFG[x] PRIORITY", r".* PRIORITY", f"mysched has no credential priorities: {_HOT}"),
     ("*CFG[x] QDEF, QLIST, PDEF, PLIST, FLAGS, JOBFLAGS", r".* (QDEF|QLIST|PDEF|PLIST|FLAGS|JOBFLAGS)",
@@ -114,11 +114,11 @@ ATTRS: list[tuple[str, str, str]] = [
      r"SRCFG\[.*\] (USERLIST|GROUPLIST|ACCOUNTLIST|CLASSLIST|QOSLIST|JOBATTRLIST|TIMELIMIT)",
      "a standing reservation for some jobs, not a maintenance: node_types.NAME (groups, vos), queues.NAME "
      "(nodes, exclusive) or pools.NAME give nodes to some jobs"),
-    ("SRCFG[x] without HOSTLIST, or PERIOD=INFINITY", r"SRCFG\[.*\] (TASKCOUNT|PERIOD=INFINITY|ALWAYS)",
+    ("SRCFG[x] without HOSTLIST, with PERIOD=INFINITY, or all day every day", r"SRCFG\[.*\] (TASKCOUNT|PERIOD=INFINITY|ALWAYS)",
      "not a maintenance window with an end: take such nodes offline (pbsnodes -o), mysched starts nothing there"),
     ("SRCFG[x] of a downtime: RESOURCES, TPN, FLAGS, ACCESS, ...", r"SRCFG\[.*\] .*",
      "a downtime takes every listed host for its whole window"),
-    ("other attributes", r".*", "no such setting in mysched"),
+    ("other attributes", r".*", "none: named as an unknown attribute (a warning)"),
 ]
 """Attributes of a ``*CFG[x]`` line not carried over: (label, pattern on ``PARAM[x] ATTR``, instead)."""
 

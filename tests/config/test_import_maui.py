@@ -229,3 +229,24 @@ def test_any_text_imports_without_an_exception_to_a_valid_configuration(lines):
     assert all(n.startswith("maui.cfg") for n in got.notes)
     _, problems = validate(parse_text(got.text, "imported.cfg"))
     assert problems == [] or problems == [p for p in problems if "sets nothing" in p], problems
+
+
+def _table(heading: str) -> list[list[str]]:
+    """The rows of the first table under `heading` in docs/import-maui.md, cells unmarked."""
+    from tests.conftest import REPO
+
+    text = (REPO / "docs" / "import-maui.md").read_text()
+    part = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in part.splitlines() if line.startswith("| ")][2:]
+    return [[c.strip().strip("`").replace("\\*", "*") for c in row.strip("| ").split(" | ")] for row in rows]
+
+
+def test_the_doc_table_of_what_is_carried_over_is_the_importers():
+    assert {row[0]: row[1] for row in _table("Carried over")} == MAPPED
+    assert all(len(row) == 3 and row[2] for row in _table("Carried over")), "a row without notes"
+
+
+def test_the_doc_table_of_what_is_not_carried_over_is_the_importers():
+    from mysched.config.mauinotes import ATTRS, PARAMS
+
+    assert [tuple(row) for row in _table("Not carried over")] == [(label, why) for label, _, why in PARAMS + ATTRS]
