@@ -34,8 +34,9 @@ _SETTING_NAME = re.compile(r"[A-Za-z*][-A-Za-z0-9_*]*\Z")
 _DAYS = {"MON": 0, "TUE": 1, "WED": 2, "THU": 3, "FRI": 4, "SAT": 5, "SUN": 6}
 DAY, WEEK = 86400.0, 7 * 86400.0
 MAX_WINDOW = 366 * DAY
-MAX_HOSTS = 10_000
-"""The most host names one HOSTLIST range expands to."""
+MAX_HOSTS = 2000
+"""The most host names one HOSTLIST expands to: written once per window, so that 30 windows
+stay well inside a configuration file's 1 MiB."""
 _LIMITS = (("MAXJOB", "max_running"), ("MAXPROC", "max_cores"))
 _ACL = ("USERLIST", "GROUPLIST", "ACCOUNTLIST", "CLASSLIST", "QOSLIST", "JOBATTRLIST", "TIMELIMIT")
 _WINDOW = ("HOSTLIST", "PERIOD", "STARTTIME", "ENDTIME", "DAYS", "DEPTH")
@@ -48,6 +49,8 @@ class Imported:
 
     text: str
     notes: list[str]
+    empty: bool = False
+    """Nothing was carried over: `text` is comments only."""
 
 
 @dataclass
@@ -57,6 +60,16 @@ class _VO:
     share: float | None = None
     limits: dict[str, int] = field(default_factory=dict)
     source: list[str] = field(default_factory=list)
+
+
+def _unique(name: str, used: set[str]) -> str:
+    """`name`, or `name_2`, `name_3`, ... if taken: two MAUI names may make one setting name."""
+    out, n = name, 1
+    while out in used:
+        n += 1
+        out = f"{name}_{n}"
+    used.add(out)
+    return out
 
 
 def setting_name(text: str) -> bool:
@@ -94,7 +107,7 @@ class _Importer:
         self.mf, self.now, self.tz, self.vo_map = mf, now, tz, vo_map
         self.notes: list[tuple[int, str]] = [(n, f"warning: {w}") for n, w in mf.warnings]
         self.skipped: dict[tuple[str, str], list[tuple[int, str]]] = {}
-        self.out: list[str] = []
+        self.used: dict[str, set[str]] = {"vos": set(), "downtimes": set()}
 
     # notes ---------------------------------------------------------------------------------
     def note(self, line: int, text: str) -> None:
@@ -307,6 +320,7 @@ class _Importer:
                 vo.groups.append(g)
         weights: dict[str, float] = {}
         for key, vo in vos.items():
+            vo.name = _unique(vo.name, self.used["vos"])
             mine = {g: targets[g] for g in vo.groups if g in targets}
             if vo.share is None and mine:
                 vo.share = sum(mine.values())
@@ -468,11 +482,12 @@ class _Importer:
             if attr not in _WINDOW:
                 self.skip_attr(s, attr)
         base = _safe(s.index or "sr", "sr")
+        used = self.used["downtimes"]
         out = [f"  # {s.label} line {s.line}: "
                + " ".join(f"{a}={s.attrs[a][0]}" for a in _WINDOW if a in s.attrs)]
         host_part = f" hosts = [{', '.join(_str(h) for h in hosts)}];" if hosts else ""
         for i, (start, end) in enumerate(windows, 1):
-            nm = base if len(windows) == 1 else f"{base}_{i}"
+            nm = _unique(base if len(windows) == 1 else f"{base}_{i}", used)
             out.append(f"  {nm} = {{ start = {_str(start.isoformat(timespec='minutes'))}; "
                        f"end = {_str(end.isoformat(timespec='minutes'))};{host_part} }};")
         return out
@@ -515,13 +530,20 @@ class _Importer:
         day_names = [d.upper()[:3] for d in items(s.attrs.get("DAYS", ("ALL", 0))[0])]
         if any(d not in _DAYS and d != "ALL" for d in day_names):
             raise ValueError(f"DAYS {clip(s.attrs['DAYS'][0])!r} is not a list of Mon ... Sun or ALL")
+        if period == "WEEK" and "DAYS" in s.attrs:
+            self.note(s.attrs["DAYS"][1], f"{s.label} DAYS: a weekly reservation's days are in STARTTIME and ENDTIME "
+                                          "(DD:HH:MM:SS from Sunday); ignored")
         days = set(_DAYS.values()) if "ALL" in day_names or period == "WEEK" else {_DAYS[d] for d in day_names}
         if end <= start:
             end += span  # past midnight, or past the week's end
         if end - start >= span and len(days) == 7:
             return []
-        depth = int(s.attrs.get("DEPTH", ("2", 0))[0]) if s.attrs.get("DEPTH", ("2", 0))[0].isdigit() else 2
-        depth = max(1, min(depth, 30))
+        depth_text, line = s.attrs.get("DEPTH", ("2", s.line))
+        if not re.fullmatch(r"\d{1,6}", depth_text) or not 1 <= int(depth_text) <= 30:
+            self.warn(line, f"{s.label} DEPTH: expected a number of windows from 1 to 30, got {clip(depth_text)!r}; "
+                            "MAUI's 2 taken")
+            depth_text = "2"
+        depth = int(depth_text)
         today = dt.datetime.fromtimestamp(self.now, self.tz).date()
         first = today - dt.timedelta(days=(today.weekday() + 1) % 7 if period == "WEEK" else 1)
         step = dt.timedelta(days=7 if period == "WEEK" else 1)
@@ -568,7 +590,8 @@ def import_maui(text: str, filename: str, *, now: float, tz: dt.tzinfo | None = 
             "# Each setting names the MAUI line it came from; what could not be carried over, and what",
             "# mysched does instead, went to standard error. Check it with: mysched check-config -c FILE",
             "# (etc/mysched.cfg documents every setting)."]
-    if not body.strip():
+    empty = not body.strip()
+    if empty:
         head.append("# Nothing of the MAUI file could be carried over.")
     return Imported("\n".join(head) + "\n" + body + "\n", [clip(f"{filename}:{n}: {t}", 1000) if n else
-                                                   clip(f"{filename}: {t}", 1000) for n, t in notes])
+                                                   clip(f"{filename}: {t}", 1000) for n, t in notes], empty)

@@ -214,6 +214,23 @@ def test_unknown_and_garbled_lines_are_located_warnings():
     config_from_text(got.text)
 
 
+def test_names_that_make_one_setting_name_stay_apart():
+    got = run("GROUPCFG[a.b] FSTARGET=5\nGROUPCFG[a_b] FSTARGET=6\nGROUPCFG[9lives] FSTARGET=7\n"
+              "SRCFG[m.1] HOSTLIST=wn1 STARTTIME=1:00:00 ENDTIME=2:00:00 DEPTH=1\n"
+              "SRCFG[m_1] HOSTLIST=wn2 STARTTIME=1:00:00 ENDTIME=2:00:00 DEPTH=1\n")
+    c = config_from_text(got.text)
+    assert {v: c.vos[v].groups for v in c.vos} == {"a_b": ("a.b",), "a_b_2": ("a_b",), "vo_9lives": ("9lives",)}
+    assert {d.name: d.hosts for d in c.downtimes} == {"m_1": ("wn1",), "m_1_2": ("wn2",)}
+
+
+def test_a_weekly_reservation_ignores_days_and_a_bad_depth_takes_mauis_two():
+    got = run("SRCFG[w] HOSTLIST=wn1 PERIOD=WEEK STARTTIME=1:00:00:00 ENDTIME=1:04:00:00 DAYS=Fri DEPTH=lots\n")
+    c = config_from_text(got.text)
+    assert [d.start for d in c.downtimes] == [_at(30, 0), _at(30, 0) + 7 * DAY]  # Mondays
+    assert any("maui.cfg:1: note: SRCFG[w] DAYS: a weekly reservation's days" in n for n in got.notes)
+    assert any("maui.cfg:1: warning: SRCFG[w] DEPTH: expected a number of windows" in n for n in got.notes)
+
+
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _word = st.sampled_from(["GROUPCFG[atlas]", "ACCOUNTCFG[x-1]", "USERCFG[DEFAULT]", "CLASSCFG[q]", "SRCFG[m]",
                          "FSDEPTH", "FSDECAY", "FSINTERVAL", "RESERVATIONDEPTH", "RMPOLLINTERVAL", "RMCFG[a]",
