@@ -21,7 +21,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 from mysched.config.mauicfg import MauiFile, Setting, items, limit, percent, read_maui
 from mysched.config.mauinotes import ATTRS, PARAMS, instead, known
@@ -183,30 +183,31 @@ class _Importer:
             if s is not depth:
                 self.skip(s.line, f"{s.label} {clip(s.value, 60)}", "RESERVATIONDEPTH",
                           "one reservation depth for every job: scheduler.reservation_depth (from RESERVATIONDEPTH)")
-        if depth is not None:
-            try:
-                n = int(depth.value)
-                if not 0 <= n <= 1000:
-                    raise ValueError
-            except ValueError:
-                self.warn(depth.line, f"{depth.label}: expected a whole number from 0 to 1000, got "
-                                      f"{clip(depth.value)!r}; not carried over")
-            else:
-                body.append(f"  reservation_depth = {n};   # {depth.label} {n} (line {depth.line})")
+        n = self.scalar(depth, int, 0, 1000, "a whole number from 0 to 1000", "not carried over")
+        if depth is not None and n is not None:
+            body.append(f"  reservation_depth = {n};   # {depth.label} {n} (line {depth.line})")
         poll = self.mf.get("RMPOLLINTERVAL")
-        if poll is not None:
-            try:
-                secs = parse_duration(poll.value)
-                if not 1 <= secs <= DAY:
-                    raise ValueError
-            except ValueError:
-                self.warn(poll.line, f"RMPOLLINTERVAL: expected a duration from 1 s to a day, got "
-                                     f"{clip(poll.value)!r}; not carried over")
-            else:
-                body.append(f"  interval = {_duration(secs)};   # RMPOLLINTERVAL {poll.value} (line {poll.line})")
-                if secs < 5:
-                    body.append(f"  min_interval = {_duration(secs)};   # at most interval")
+        secs = self.scalar(poll, parse_duration, 1, DAY, "a duration from 1 s to a day", "not carried over")
+        if poll is not None and secs is not None:
+            body.append(f"  interval = {_duration(secs)};   # RMPOLLINTERVAL {poll.value} (line {poll.line})")
+            if secs < 5:
+                body.append(f"  min_interval = {_duration(secs)};   # at most interval")
         return self.section("scheduler", body)
+
+    def scalar(self, s: Setting | None, conv: Callable[[str], float], lo: float, hi: float, words: str,
+               otherwise: str) -> float | None:
+        """The value of a ``PARAM VALUE`` line if `conv` reads it and it lies in [lo, hi]; else
+        None, and a warning saying what it should be and what happens `otherwise`."""
+        if s is None:
+            return None
+        try:
+            v = conv(s.value)
+            if not lo <= v <= hi:  # also nan
+                raise ValueError
+            return v
+        except ValueError:
+            self.warn(s.line, f"{s.label}: expected {words}, got {clip(s.value)!r}; {otherwise}")
+            return None
 
     @staticmethod
     def section(name: str, body: list[str], head: str = "") -> list[str]:
@@ -217,20 +218,14 @@ class _Importer:
     def history(self) -> list[str]:
         got: dict[str, float] = {}
         where: dict[str, Setting] = {}
-        checks = {"FSDEPTH": lambda v: float(int(v)) if 1 <= int(v) <= 1000 else _bad(),
-                  "FSINTERVAL": lambda v: parse_duration(v) if 0 < parse_duration(v) < math.inf else _bad(),
-                  "FSDECAY": lambda v: float(v) if 0 < float(v) <= 1 else _bad()}
-        words = {"FSDEPTH": "a whole number of windows from 1", "FSINTERVAL": "a duration such as 24:00:00",
-                 "FSDECAY": "a factor above 0, at most 1"}
-        for p, conv in checks.items():
+        checks = {"FSDEPTH": (int, 1, 1000, "a whole number of windows from 1"),
+                  "FSINTERVAL": (parse_duration, 1, MAX_WINDOW, "a duration such as 24:00:00"),
+                  "FSDECAY": (float, 1e-9, 1, "a factor above 0, at most 1")}
+        for p, (conv, lo, hi, words) in checks.items():
             s = self.mf.get(p)
-            if s is None:
-                continue
-            try:
-                got[p] = conv(s.value)
-                where[p] = s
-            except ValueError:
-                self.warn(s.line, f"{p}: expected {words[p]}, got {clip(s.value)!r}; MAUI's default used")
+            v = self.scalar(s, conv, lo, hi, words, "MAUI's default used")
+            if s is not None and v is not None:
+                got[p], where[p] = v, s
         if not where:
             return []
         depth, interval, decay = got.get("FSDEPTH", 7.0), got.get("FSINTERVAL", DAY), got.get("FSDECAY", 1.0)
@@ -571,10 +566,6 @@ class _Importer:
                 more = f" (and {len(rest)} more alike: line{'s' if len(rest) > 1 else ''} {shown})"
             out.append((line, f"{what}: not carried over: {why}{more}"))
         return out
-
-
-def _bad() -> float:
-    raise ValueError
 
 
 def import_maui(text: str, filename: str, *, now: float, tz: dt.tzinfo | None = None,
