@@ -41,6 +41,7 @@ _LIMITS = (("MAXJOB", "max_running"), ("MAXPROC", "max_cores"))
 _ACL = ("USERLIST", "GROUPLIST", "ACCOUNTLIST", "CLASSLIST", "QOSLIST", "JOBATTRLIST", "TIMELIMIT")
 _WINDOW = ("HOSTLIST", "PERIOD", "STARTTIME", "ENDTIME", "DAYS", "DEPTH")
 _OWN = {"GROUPCFG", "ACCOUNTCFG", "USERCFG", "CLASSCFG", "SRCFG", "RMCFG"}
+_SCALARS = {"FSDEPTH", "FSINTERVAL", "FSDECAY", "RESERVATIONDEPTH", "RMPOLLINTERVAL"}
 
 
 @dataclass
@@ -103,6 +104,9 @@ def _duration(seconds: float) -> str:
 
 
 class _Importer:
+    """One import: the sections it writes, and its notes by line (alike not-carried ones
+    gathered in `skipped`, to be named once)."""
+
     def __init__(self, mf: MauiFile, now: float, tz: dt.tzinfo | None, vo_map: Mapping[str, str]) -> None:
         self.mf, self.now, self.tz, self.vo_map = mf, now, tz, vo_map
         self.notes: list[tuple[int, str]] = [(n, f"warning: {w}") for n, w in mf.warnings]
@@ -138,7 +142,13 @@ class _Importer:
     def run(self) -> str:
         mf = self.mf
         for (param, index), s in mf.settings.items():
-            if param in _OWN or param in ("FSDEPTH", "FSINTERVAL", "FSDECAY", "RESERVATIONDEPTH", "RMPOLLINTERVAL"):
+            if param in _OWN and index is None:
+                self.warn(s.line, f"{param} without [NAME]: not carried over")
+                continue
+            if param in _SCALARS and index is not None and param != "RESERVATIONDEPTH":
+                self.warn(s.line, f"{s.label}: {param} takes no [NAME]; not carried over")
+                continue
+            if param in _OWN or param in _SCALARS:
                 continue
             if not known(param):
                 self.warn(s.line, f"{s.label}: unknown MAUI parameter, ignored")

@@ -208,9 +208,10 @@ def test_a_maintenance_for_ever_or_of_every_hour_is_not_a_downtime():
 
 def test_unknown_and_garbled_lines_are_located_warnings():
     got = run("FOOBAR 12\nGROUPCFG[atlas FSTARGET=3\nGROUPCFG[cms] FSTARGET\nFSDEPTH seven\n"
-              "GROUPCFG[cms] FSTARGET=lots\nSRCFG[x] HOSTLIST=wn1 STARTTIME=8am\nGROUPCFG[a1] FSTARGET=5\n")
+              "GROUPCFG[cms] FSTARGET=lots\nSRCFG[x] HOSTLIST=wn1 STARTTIME=8am\nGROUPCFG FSTARGET=5\n"
+              "FSDECAY[0] 0.5\nGROUPCFG[a1] FSTARGET=5\n")
     warned = [n for n in got.notes if ": warning: " in n]
-    assert [n.split(":")[1] for n in warned] == ["1", "2", "3", "4", "5", "6"], got.notes
+    assert [n.split(":")[1] for n in warned] == ["1", "2", "3", "4", "5", "6", "7", "8"], got.notes
     config_from_text(got.text)
 
 
