@@ -21,13 +21,14 @@ def fill(p: argparse.ArgumentParser) -> None:
     GROUPCFG/ACCOUNTCFG FSTARGET become VO and group shares, MAXJOB and MAXPROC of accounts,
     groups, users and classes max_running and max_cores, USERCFG[DEFAULT] users.default,
     CLASSCFG queues, FSDEPTH x FSINTERVAL and FSDECAY history.window and half_life,
-    RESERVATIONDEPTH scheduler.reservation_depth, an SRCFG of hosts for no job its next
-    windows as downtimes. Every parameter it cannot carry over (QOSCFG, priority weights,
+    RESERVATIONDEPTH scheduler.reservation_depth, RMPOLLINTERVAL scheduler.interval, RMCFG's
+    HOST server.url, an SRCFG of hosts for no job its next windows as downtimes. Every parameter it cannot carry over (QOSCFG, priority weights,
     NODEALLOCATIONPOLICY, ...) is named on standard error with FILE:LINE and what mysched does
     instead; lines it cannot read are warnings. A MAUI account is a VO; a group belongs to the
     VO --vo-map names, else to the account of its name, else to the VO of the configured name
     it begins with (atlasprd: atlas), else to a VO of its own (docs/import-maui.md). Check the
-    result with mysched check-config -c FILE."""
+    result with mysched check-config -c FILE. Exit status 2 if FILE cannot be read, 1 if
+    nothing in it could be carried over."""
     p.add_argument("file", type=non_empty, metavar="FILE", help="MAUI's configuration file (maui.cfg)")
     p.add_argument("--vo-map", type=non_empty, metavar="MAP",
                    help="which VO each unix group belongs to: a file of GROUP VO lines or g1=atlas,g2=cms")
