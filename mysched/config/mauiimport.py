@@ -412,7 +412,7 @@ class _Importer:
         return self._limit_blocks("CLASSCFG", "queues", "queues (MAUI's classes): max_running, max_cores", None)
 
     def users(self) -> list[str]:
-        default = self.mf.get("USERCFG", "DEFAULT")
+        default = next((s for s in self.mf.of("USERCFG") if (s.index or "").upper() == "DEFAULT"), None)
         dlim: dict[str, int] = {}
         lines = []
         if default is not None:

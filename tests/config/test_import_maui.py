@@ -193,6 +193,11 @@ def test_soft_and_hard_limits_keep_the_hard_one_and_zero_is_no_limit():
     assert any("maui.cfg:1: note: GROUPCFG[cms] MAXJOB=2,4000: the hard limit 4000" in n for n in got.notes)
 
 
+def test_default_is_mauis_keyword_in_any_case():
+    c = config_from_text(run("USERCFG[default] MAXJOB=7\nGROUPCFG[Default] MAXJOB=3\nGROUPCFG[a1] FSTARGET=5\n").text)
+    assert c.users["default"].max_running == 7 and "Default" not in c.groups
+
+
 def test_no_decay_is_an_infinite_half_life_and_a_long_history_is_cut_to_a_year():
     c = config_from_text(run("FSDEPTH 24\nFSINTERVAL 30:00:00:00\nFSDECAY 1.0\nGROUPCFG[a1] FSTARGET=5\n").text)
     assert c.half_life == math.inf and c.history_window == 366 * DAY
