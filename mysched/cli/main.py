@@ -15,7 +15,8 @@ from typing import Callable
 from mysched import __version__
 from mysched.errors import MyschedError, UsageError
 
-COMMAND_MODULES = ("simulate", "run", "check_config", "history", "jobs", "farm", "pools", "loads", "usage", "bench", "sweep")
+COMMAND_MODULES = ("simulate", "run", "check_config", "history", "jobs", "farm", "pools", "loads", "usage", "bench", "sweep",
+                   "import_maui")
 
 Handler = Callable[[argparse.Namespace], int]
 _COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], str]] = []
