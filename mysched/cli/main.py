@@ -60,13 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mysched {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    commands: dict[str, argparse.ArgumentParser] = {}
     for name, help, fill, desc in _COMMANDS:
         p = sub.add_parser(name, help=help, description=desc,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         fill(p)
-        commands[name] = p
-    parser.set_defaults(commands=commands)
     return parser
 
 
@@ -82,6 +79,14 @@ def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
             for sub in dict.fromkeys(action.choices.values()):
                 out += _parsers(sub)
     return out
+
+
+def _innermost(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The parser of the (sub)subcommand `argv` runs: ``history prune`` rather than ``history``."""
+    def named(p: argparse.ArgumentParser) -> bool:
+        rest = iter(argv)
+        return all(word in rest for word in p.prog.split()[1:])  # in order
+    return max((p for p in _parsers(parser) if named(p)), key=lambda p: len(p.prog.split()))
 
 
 def _join_dashed_values(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
@@ -107,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     args, extra = parser.parse_known_args(_join_dashed_values(given, parser))
     if extra:  # said by the subcommand's parser, whose --help lists its options
-        args.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+        _innermost(parser, given).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.run(args) or 0)
     except UsageError as exc:
