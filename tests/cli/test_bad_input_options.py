@@ -93,8 +93,8 @@ def _parse_only(parse):
      "\"01:30:00\", got '-1h'\n"),
     (["simulate", "--sim", "x"],
      "mysched simulate: error: unrecognized arguments: --sim x ('mysched simulate --help' lists them)\n"),
-    (["history", "prune", "--keep", "1d"],
-     "mysched history prune: error: unrecognized arguments: --keep 1d ('mysched history prune --help' lists them)\n"),
+    (["history", "prune", "--older", "1d"],
+     "mysched history prune: error: unrecognized arguments: --older 1d ('mysched history prune --help' lists them)\n"),
     (["check-config"], "mysched check-config: error: the following arguments are required: -c/--config "
                        "('mysched check-config --help' lists them)\n"),
 ])
