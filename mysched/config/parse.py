@@ -85,8 +85,8 @@ _WHAT = {"{": "group", "(": "list", "[": "array"}
 class _LocatingParser(libconf.Parser):
     """libconf's grammar, remembering each setting's line and saying a syntax error in an
     admin's words (``a '}' is missing before the end of the file``) where libconf says
-    ``expected: ('}',)``: the brackets still open are kept, so that a missing closer names the
-    line of its opener."""
+    ``expected: ('}',)``; a group, list or array keeps its opening bracket while its contents
+    are read, so that a missing closer names the line of its opener."""
 
     def __init__(self, tokenstream: libconf.TokenStream, filename: str) -> None:
         super().__init__(tokenstream)
@@ -96,12 +96,12 @@ class _LocatingParser(libconf.Parser):
         self.duplicates: list[tuple[Path, Where, Where]] = []
 
     def _line(self, t: Any) -> str:
-        """Where token `t` stands: ``line N`` in the main file, else ``FILE:N``."""
-        return f"line {t.row}" if t.filename == self.filename else f"{t.filename}:{t.row}"
+        """Where token `t` stands: ``on line N`` in the main file, else ``at FILE:N``."""
+        return f"on line {t.row}" if t.filename == self.filename else f"at {t.filename}:{t.row}"
 
-    def _refuse(self, message: str, t: Any = None) -> None:
-        """A syntax error at token `t` (default: the next one; none: the end of the file)."""
-        t = self.tokens.peek() if t is None else t
+    def _refuse(self, message: str) -> None:
+        """A syntax error at the next token (none: at the end of the file)."""
+        t = self.tokens.peek()
         raise _Refused("" if t is None else f"{t.filename}:{t.row}", message)
 
     def configuration(self):  # noqa: D401 - libconf's grammar hook
@@ -171,7 +171,7 @@ class _LocatingParser(libconf.Parser):
         """Why the group, list or array `opener` began did not end where it should."""
         end, what = _CLOSER[opener.type], _WHAT[opener.type]
         of = f" of '{clip(self.stack[-1])}'" if self.stack and isinstance(self.stack[-1], str) else ""
-        there = f"the '{opener.type}'{of} on {self._line(opener)}"
+        there = f"the '{opener.type}'{of} {self._line(opener)}"
         t = self.tokens.peek()
         if t is None:
             self._refuse(f"a '{end}' is missing before the end of the file ({there} is never closed)")

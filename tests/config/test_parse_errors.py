@@ -34,7 +34,7 @@ def test_a_brace_left_open_in_an_included_file_points_there_too(tmp_path):
     (tmp_path / "b.cfg").write_text("vos = {\n")
     (tmp_path / "a.cfg").write_text('scheduler = { interval = 60; };\n@include "b.cfg"\n')
     with pytest.raises(ConfigError, match=r"a\.cfg:2: syntax error: a '}' is missing before the end of the file "
-                                          r"\(the '\{' of 'vos' on .*/b\.cfg:1 is never closed\)"):
+                                          r"\(the '\{' of 'vos' at .*/b\.cfg:1 is never closed\)"):
         load_config(str(tmp_path / "a.cfg"))
 
 
