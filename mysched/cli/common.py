@@ -10,7 +10,7 @@ from importlib import resources
 from typing import Callable
 
 from mysched.core.settings import Config
-from mysched.errors import UsageError
+from mysched.errors import UsageError, clip
 
 from mysched.config import config_from_text, load_config
 
@@ -20,8 +20,8 @@ def int_between(minimum: int, maximum: int | None = None) -> Callable[[str], int
     def conv(text: str) -> int:
         try:
             v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        except ValueError:  # also 5000 digits: Python's own words name its limit on digits
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {clip(text)!r}") from None
         if v < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {v}")
         if maximum is not None and v > maximum:
@@ -32,6 +32,8 @@ def int_between(minimum: int, maximum: int | None = None) -> Callable[[str], int
 
 positive_int = int_between(1)
 non_negative_int = int_between(0)
+whole_number = int_between(-2**256, 2**256)
+"""A seed: any whole number of a sensible size."""
 
 
 def int_up_to(maximum: int) -> Callable[[str], int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from typing import Callable
 
@@ -31,14 +32,20 @@ def command(name: str, help: str):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with a refused argument's value cut to 200 characters in the message (it
-    quotes the whole of a 100,000-character value otherwise); subcommands' parsers are of
-    this class too."""
+    """argparse, refusing a bad argument in one line -- ``mysched simulate: error: argument
+    --nodes: must be at least 1, got -5`` -- as every other bad input is refused: argparse's
+    usage summary before it (15 lines for `simulate`) buried the one that mattered. A message
+    about no single argument points at --help. A refused value is cut to 200 characters (it
+    quotes the whole of a 100,000-character value otherwise); subcommands' parsers are of this
+    class too."""
 
     def error(self, message: str):  # type: ignore[override]  # noqa: ANN201 - never returns
         from mysched.config.parse import clip_long
 
-        super().error(clip_long(message))
+        one = " ".join(clip_long(message).split())
+        if not one.startswith("argument "):
+            one += f" ('{self.prog} --help' lists them)" if "argument" in one else f" (see '{self.prog} --help')"
+        self.exit(2, f"{self.prog}: error: {one}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,11 +68,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_DASHED_VALUE = re.compile(r"-(\d|\.\d|inf|nan)\S*", re.I)
+"""A value that starts with '-' but is no option: -1h, -0.5, -inf, -1e3."""
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """`parser` and every subcommand's parser within it, at any depth."""
+    out = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                out += _parsers(sub)
+    return out
+
+
+def _innermost(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The parser of the (sub)subcommand `argv` runs: ``history prune`` rather than ``history``."""
+    def named(p: argparse.ArgumentParser) -> bool:
+        rest = iter(argv)
+        return all(word in rest for word in p.prog.split()[1:])  # in order
+    return max((p for p in _parsers(parser) if named(p)), key=lambda p: len(p.prog.split()))
+
+
+def _join_dashed_values(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """``--pack-ttl -1h`` as ``--pack-ttl=-1h``: argparse takes a value beginning with '-' (other
+    than a plain negative number) for an option and says only "expected one argument"; joined,
+    the value is read and refused by its option's own rule, which names it."""
+    takes_one = {o for p in _parsers(parser) for a in p._actions if a.option_strings and a.nargs is None
+                 and not isinstance(a, (argparse._StoreConstAction, argparse._CountAction))
+                 for o in a.option_strings}
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in takes_one and _DASHED_VALUE.fullmatch(arg) and arg not in takes_one:
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from mysched.config.parse import clip_long
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    args, extra = parser.parse_known_args(_join_dashed_values(given, parser))
+    if extra:  # said by the subcommand's parser, whose --help lists its options
+        _innermost(parser, given).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.run(args) or 0)
     except UsageError as exc:

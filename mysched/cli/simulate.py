@@ -23,8 +23,8 @@ from mysched.sim.workloads.synthetic import MAX_BURST_JOBS, burst_count
 from mysched.backends.sim.farm import MAX_FARM_SLOTS, MAX_WORKLOAD_HOURS, make_nodes
 from mysched.sim.replay import simulate
 from mysched.sim.result import SimOptions, SimResult
-from mysched.cli.common import (config_or_default, date_arg, duration_arg, int_between, int_up_to, non_empty,
-                                output_path, positive_float, positive_int, positive_up_to)
+from mysched.cli.common import (config_or_default, date_arg, duration_arg, fraction, int_between, int_up_to,
+                                non_empty, output_path, positive_float, positive_int, positive_up_to, whole_number)
 from mysched.config.values import DAY, MAX_FARM_NODES, MAX_NODE_SLOTS, check_name_format
 
 
@@ -66,8 +66,8 @@ def fill(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=positive_up_to(MAX_WORKLOAD_HOURS, " hours (a year)"), metavar="HOURS",
                    help=f"synthetic workload: hours of submissions, at most {MAX_WORKLOAD_HOURS} "
                    "(default 48)")
-    p.add_argument("--seed", type=int, help="synthetic workload: random seed (default 1)")
-    p.add_argument("--mcore-fraction", type=float, metavar="F",
+    p.add_argument("--seed", type=whole_number, help="synthetic workload: random seed (default 1)")
+    p.add_argument("--mcore-fraction", type=fraction, metavar="F",
                    help="synthetic workload: fraction of atlas/cms production jobs asking for 8 cores "
                         "(fewer if the nodes are smaller) on one node (default 0: single-core, as at DESY-HH)")
     p.add_argument("--split-multicore", action="store_true",
@@ -190,8 +190,6 @@ def prepare(args: argparse.Namespace) -> tuple[list[TraceJob], Config, tuple, st
         from mysched.sim.workloads.synthetic import SyntheticSpec, generate
 
         n, s = _farm_size(args, config, info)
-        if not 0.0 <= args.mcore_fraction <= 1.0:
-            raise UsageError(f"--mcore-fraction must be between 0 and 1, got {args.mcore_fraction:g}")
         pilots = burst_count(args.duration, args.burst_every, args.bursts)
         if pilots > MAX_BURST_JOBS:
             raise UsageError(f"--bursts {args.bursts} every --burst-every {args.burst_every:g} h for --duration "

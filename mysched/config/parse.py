@@ -78,17 +78,41 @@ def at(where: Where) -> str:
     return f"{where[0]}:{where[1]}"
 
 
+_CLOSER = {"{": "}", "(": ")", "[": "]"}
+_WHAT = {"{": "group", "(": "list", "[": "array"}
+
+
 class _LocatingParser(libconf.Parser):
-    def __init__(self, tokenstream: libconf.TokenStream) -> None:
+    """libconf's grammar, remembering each setting's line and saying a syntax error in an
+    admin's words (``a '}' is missing before the end of the file``) where libconf says
+    ``expected: ('}',)``; a group, list or array keeps its opening bracket while its contents
+    are read, so that a missing closer names the line of its opener."""
+
+    def __init__(self, tokenstream: libconf.TokenStream, filename: str) -> None:
         super().__init__(tokenstream)
+        self.filename = filename
         self.stack: list[str | int] = []
         self.lines: dict[Path, Where] = {}
         self.duplicates: list[tuple[Path, Where, Where]] = []
 
+    def _line(self, t: Any) -> str:
+        """Where token `t` stands: ``on line N`` in the main file, else ``at FILE:N``."""
+        return f"on line {t.row}" if t.filename == self.filename else f"at {t.filename}:{t.row}"
+
+    def _refuse(self, message: str) -> None:
+        """A syntax error at the next token (none: at the end of the file)."""
+        t = self.tokens.peek()
+        raise _Refused("" if t is None else f"{t.filename}:{t.row}", message)
+
     def configuration(self):  # noqa: D401 - libconf's grammar hook
         result = self.setting_list_or_empty()
-        if not self.tokens.finished():
-            self.tokens.error("expected a setting (name = value;)")
+        t = self.tokens.peek()
+        if t is not None:
+            if t.type in "})]":
+                self._refuse(f"'{t.text}' closes nothing (one too many, or its opening one is missing above)")
+            if t.type in "=:":
+                self._refuse(f"'{t.text}' with no name before it (a setting is name = value;)")
+            self._refuse(f"{_shown(t)} where a setting should start (a setting is name = value;)")
         return result
 
     def setting_list_or_empty(self):  # noqa: D401 - libconf's grammar hook
@@ -110,7 +134,13 @@ class _LocatingParser(libconf.Parser):
         name = self.tokens.accept("name")
         if name is None:
             return None
-        self.tokens.expect(":", "=")
+        shown = f"'{clip(name.text)}'"
+        if self.tokens.accept(":", "=") is None:
+            t = self.tokens.peek()
+            if t is None:
+                self._refuse(f"the file ends after the name {shown} (a setting is name = value;)")
+            example = f" ({clip(name.text)} = {{ ... }};)" if t.type == "{" else ""
+            self._refuse(f"{shown} must be followed by '='{example}, not by {_shown(t)}")
         self.stack.append(name.text)
         # Record the line before descending so nested errors can point at it.
         self.lines.setdefault(tuple(self.stack), (name.filename, name.row))
@@ -119,9 +149,45 @@ class _LocatingParser(libconf.Parser):
         finally:
             self.stack.pop()
         if value is None:
-            self.tokens.error("expected a value")
+            t = self.tokens.peek()
+            if t is None:
+                self._refuse(f"the file ends before the value of {shown}")
+            if t.type == "name":
+                self._refuse(f"{clip(name.text)} = {clip(t.text)}: strings take double quotes (\"{clip(t.text)}\")")
+            self._refuse(f"{shown} has no value before {_shown(t)} (a setting is name = value;)")
         self.tokens.accept(";", ",")
         return (name.text, value)
+
+    def _enclosed_block(self, start, nonterminal, end):
+        opener = self.tokens.accept(start)
+        if opener is None:
+            return None
+        result = nonterminal()
+        if self.tokens.accept(end) is None:
+            self._unclosed(opener, result)
+        return result
+
+    def _unclosed(self, opener: Any, inside: Any) -> None:
+        """Why the group, list or array `opener` began did not end where it should."""
+        end, what = _CLOSER[opener.type], _WHAT[opener.type]
+        of = f" of '{clip(self.stack[-1])}'" if self.stack and isinstance(self.stack[-1], str) else ""
+        there = f"the '{opener.type}'{of} {self._line(opener)}"
+        t = self.tokens.peek()
+        if t is None:
+            self._refuse(f"a '{end}' is missing before the end of the file ({there} is never closed)")
+        if t.type in "})]":
+            self._refuse(f"a '{end}' is missing before '{t.text}' ({there} is not closed)")
+        if what == "group":
+            if t.type in "=:":
+                self._refuse(f"'{t.text}' with no name before it, inside {there} (a setting is name = value;)")
+            self._refuse(f"{_shown(t)} where a setting should start, inside {there} (a setting is name = value;)")
+        if t.type == "name":
+            self._refuse(f"{clip(t.text)} inside {there}: strings take double quotes (\"{clip(t.text)}\")")
+        if what == "array" and t.type in "{(":
+            self._refuse(f"'{t.text}' inside {there}: an array [ ] holds single values (numbers, strings, true or "
+                         "false); a list of groups or lists is written ( ... )")
+        sep = "a ',' between two items or " if inside else ""
+        self._refuse(f"{sep}a '{end}' is missing before {_shown(t)} ({there})")
 
     def _comma_separated_list_or_empty(self, nonterminal):
         values = []
@@ -224,30 +290,25 @@ def _os_words(exc: BaseException) -> str:
 
 
 class _Tokens(libconf.TokenStream):
-    """libconf's token stream, its errors in words and located at the token."""
-
-    def expect(self, *args):  # noqa: D401 - libconf's hook
-        t = self.accept(*args)
-        if t is not None:
-            return t
-        self.error("expected " + " or ".join(f"'{a}'" for a in args))
+    """libconf's token stream; its own errors (``expected: ('}',)``) are never reached, as
+    `_LocatingParser` says each in words first -- this one says so should that change."""
 
     def error(self, msg):
         t = self.peek()
-        if t is None:
-            raise _Refused("", f"the file ends inside a setting; {msg}")
-        raise _Refused(f"{t.filename}:{t.row}", f"unexpected {_shown(t)}; {msg}")
+        raise _Refused("" if t is None else f"{t.filename}:{t.row}",
+                       f"{'the file ends here' if t is None else _shown(t) + ' cannot stand here'} "
+                       "(a setting is name = value;)")
 
 
 def _shown(t: Any) -> str:
     """A token as an admin would name it."""
     if t.type == "string":
-        return f"string {clip(t.text)}"
+        return f"the string {clip(t.text)}"
     if t.type == "name":
-        return f"name '{clip(t.text)}'"
+        return f"the name '{clip(t.text)}'"
     if t.type in "{}()[],;=:":
         return f"'{t.text}'"
-    return f"value {clip(t.text)}"
+    return f"the value {clip(t.text)}"
 
 
 class _Reader:
@@ -307,19 +368,29 @@ class _Reader:
             row, col = tokenizer.row, tokenizer.column
             line = text.split("\n")[row - 1] if row <= text.count("\n") + 1 else ""
             ch = line[col - 1:col] or "?"
-            what = f"'{ch}'" if ch.isprintable() and not ch.isspace() else f"character U+{ord(ch):04X}"
-            hint = ""
-            if ch == '"':
-                hint = " (a string never closed)"
-            elif line[col - 1:col + 1] == "/*":
-                hint = " (a /* comment never closed)"
-            raise _Refused(f"{filename}:{row}", f"unexpected {what}{hint}") from None
+            raise _Refused(f"{filename}:{row}", _stray(ch, line[col - 1:col + 1] == "/*")) from None
         except UnicodeDecodeError:
             raise _Refused(f"{filename}:{tokenizer.row}", "a string with a bad escape (\\x takes two hex "
                                                          "digits)") from None
         except (ValueError, OverflowError):  # an integer of thousands of digits
             raise _Refused(f"{filename}:{tokenizer.row}", "a number too long to be a setting") from None
         return out
+
+
+def _stray(ch: str, comment: bool) -> str:
+    """Why character `ch` starts no token, in words."""
+    if ch == "'":
+        return "strings take double quotes, not single ones"
+    if ch == '"':
+        return "a string is never closed (its closing '\"' is missing)"
+    if comment:
+        return "a /* comment is never closed (its '*/' is missing)"
+    if ch == "@":
+        return "only @include \"FILE\", alone on its line, starts with '@'"
+    if ch.isalnum():  # é, a non-ASCII letter
+        return f"'{ch}' cannot stand in a name (names are of A-Z, a-z, 0-9, '-', '_' and '*'; other text goes in a \"string\")"
+    what = f"'{ch}'" if ch.isprintable() and not ch.isspace() else f"character U+{ord(ch):04X}"
+    return f"{what} cannot stand here (a setting is name = value; strings take double quotes)"
 
 
 def _check_nesting(tokens: list[Any]) -> None:
@@ -347,15 +418,12 @@ def parse_text(text: str, filename: str = "<config>", includedir: str | None = N
             raise _Unreadable(filename, f"more than {MAX_CONFIG_BYTES} characters: not a configuration file")
         tokens = _Reader(includedir).tokens(text, filename)
         _check_nesting(tokens)
-        parser = _LocatingParser(_Tokens(tokens))
+        parser = _LocatingParser(_Tokens(tokens), filename)
         data = parser.parse()
     except _Refused as exc:
         where, msg = exc.where, exc.message
         if not where:  # the file ends inside a setting: at its last line
             where = f"{filename}:{text.count(chr(10)) + (not text.endswith(chr(10)))}"
-            if re.search(r"'[})\]]'", msg):  # an unclosed brace or list
-                msg += " (a '{', '(' or '[' left open above" + (", or in a file it @includes)" if "@include" in text
-                                                                 else ")")
         kind = "" if isinstance(exc, _Unreadable) else "syntax error: "
         raise ConfigError(clip_long(f"{where}: {kind}{msg}")) from None
     except RecursionError:

@@ -115,6 +115,23 @@ def server_problem(url: str, farm: FarmSpec) -> str | None:
     return None
 
 
+DRIVER_EXTRAS = {("postgresql", "psycopg2"): "postgresql"}
+"""The extra of mysched that installs a database driver (pyproject.toml: ``mysched[postgresql]``
+brings psycopg2-binary, SQLAlchemy's default driver of postgresql://)."""
+
+
+def missing_driver(backend: str, driver: str, exc: ImportError) -> str:
+    """What to install for a database driver that failed to import: the extra that brings it,
+    where there is one -- said by `mysched check-config`, a reload and the store alike."""
+    module = getattr(exc, "name", None) or "its driver"
+    said = f"the {driver} driver of {backend} is not installed here (Python module {module})"
+    extra = DRIVER_EXTRAS.get((backend, driver))
+    if extra:
+        return f"{said}: pip install 'mysched[{extra}]'"
+    extras = [f"{b}+{d}:// with pip install 'mysched[{e}]'" for (b, d), e in DRIVER_EXTRAS.items() if b == backend]
+    return f"{said}: install it, or use {extras[0]}" if extras else f"{said}: install it, or name an installed driver"
+
+
 def database_problem(url: str) -> str | None:
     """What is wrong with a history database URL (None: nothing): not a URL, a kind of
     database SQLAlchemy does not know, or a driver not installed here -- found by loading the
@@ -136,9 +153,7 @@ def database_problem(url: str) -> str | None:
     try:
         dialect.import_dbapi()
     except ImportError as exc:
-        module = getattr(exc, "name", None) or "its driver"
-        return (f"the {u.get_driver_name()} driver of {u.get_backend_name()} is not installed here "
-                f"(Python module {module}): install it, or name an installed driver (e.g. {example})")
+        return missing_driver(u.get_backend_name(), u.get_driver_name(), exc)
     except Exception:  # noqa: BLE001 - a driver broken on import: what an admin can act on
         return f"the {u.get_driver_name()} driver of {u.get_backend_name()} fails to load: reinstall it"
     return None

@@ -24,6 +24,7 @@ from sqlalchemy import Table, create_engine, func, insert, inspect, select, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
+from mysched.config.servers import missing_driver
 from mysched.errors import StoreError
 from mysched.history.evidence import AccountingWrites
 from mysched.history.schema import dialect_insert as _dialect_insert
@@ -85,8 +86,9 @@ class Store(AccountingWrites):
                                      "sqlite:///file:/path/history.db?mode=ro&uri=true")
                 if msg:
                     log.warning("history database %s: %s", self.masked, self._clean(msg))
-        except ImportError as exc:
-            raise StoreError(f"history database {self.masked}: database driver not installed ({exc})") from None
+        except ImportError as exc:  # the driver: its extra named (pip install 'mysched[postgresql]')
+            why = missing_driver(u.get_backend_name(), u.get_driver_name(), exc)
+            raise StoreError(f"history database {self.masked}: {why}") from None
         except (SQLAlchemyError, ValueError) as exc:
             raise StoreError(f"history database {self.masked}: {self._clean(str(exc))}") from None
         self.dialect = self.engine.dialect.name

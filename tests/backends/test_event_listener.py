@@ -36,11 +36,11 @@ def _wait(pred, timeout: float = 20.0) -> bool:
     return pred()
 
 
-def _send(port: int, data: bytes, source_port: int = 0) -> None:
+def _send(port: int, data: bytes, source_port: int = 0, source: str = "127.0.0.1") -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if source_port:
-            s.bind(("127.0.0.1", source_port))
+        if source_port or source != "127.0.0.1":
+            s.bind((source, source_port))
         s.settimeout(10)
         s.connect(("127.0.0.1", port))
         if data:
@@ -185,6 +185,27 @@ def test_contacts_from_outside_the_allow_list_are_refused_and_counted():
     try:
         _send(lst.port, struct.pack("!I", 2))
         assert _wait(lambda: got.events == ["term"])
+        assert _sample(reg, "mysched_event_contacts_total") == 1
+    finally:
+        lst.close()
+
+
+def test_on_one_listener_a_contact_from_another_address_is_refused_and_pbs_servers_accepted():
+    """pbs_server's host is 127.0.0.1 (daemon.event_allow); a user on 127.0.0.2 -- another
+    address of the loopback network -- sends the same command to the same port: refused,
+    counted by reason, no cycle brought forward; pbs_server's contact still counts."""
+    reg = CollectorRegistry()
+    metrics = Metrics(reg)
+    got = _Recorder()
+    rule = contact_rule("pbs.example", ["127.0.0.1"], False, resolver=lambda h: ["192.0.2.7"],
+                        local_names=lambda: (), server_uid=lambda: None)
+    lst = SchedulerListener(("127.0.0.1", 0), on_event=got, rule=rule, on_contact=metrics.event_contact).start()
+    try:
+        _send(lst.port, struct.pack("!I", 1), source="127.0.0.2")
+        assert _wait(lambda: lst.counts["address"] == 1)
+        _send(lst.port, struct.pack("!I", 1))
+        assert _wait(lambda: got.events == ["new"])
+        assert _sample(reg, "mysched_event_contacts_refused_total", reason="address") == 1
         assert _sample(reg, "mysched_event_contacts_total") == 1
     finally:
         lst.close()

@@ -18,7 +18,10 @@ from mysched.errors import ConfigError
 
 SETTINGS = settings(max_examples=int(os.environ.get("MYSCHED_FUZZ_EXAMPLES", 120)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 PYTHON_WORDS = re.compile(r"Traceback|Error\b|invalid literal|codec|Errno|Unexpected token|Expected end|"
-                          r"Couldn't load|\(':'|row \d+, column|object at 0x|<class ")
+                          r"Couldn't load|\(':'|row \d+, column|object at 0x|<class |"
+                          r"syntax error: .*\bexpected\b|',\)|\bunexpected\b")
+"""Python's and libconf's wording (``expected: ('}',)``), and the parser's (a syntax error is
+said in words: ``a '}' is missing before the end of the file``)."""
 
 _token = st.sampled_from(["{", "}", "(", ")", "[", "]", "=", ":", ";", ",", "\n", " ", '"s"', '"\\x4"', '"\\xzz"',
                           "12", "-3", "0x1F", "7L", "1e999", "1.5", "true", "False", "vos", "atlas", "share",
