@@ -37,7 +37,7 @@ def _pct(v, width: int = 7) -> str:
 OCCUPANCY = "used / all the farm's slot-seconds while jobs waited"
 UTILISATION = "used / all the farm's slot-seconds over the whole replay"
 """The two figures' one definition, for every line that names them (a downtime's slots are in
-the base: idle, never left out, so a window cannot raise either figure)."""
+the base: idle, never left out, so its closed slots cannot raise either figure)."""
 
 
 def _occupancy_line(r: SimResult) -> str:
