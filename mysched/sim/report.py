@@ -201,6 +201,7 @@ def format_comparison(results: list[SimResult]) -> str:
     out = [f"{results[0].jobs} jobs on {results[0].nodes} nodes / {results[0].slots} slots", head]
     for label, fn in rows:
         out.append(f"{label:<20}" + "".join(f"{fn(r):>{width}}" for r in results))
+    out.append(f"(occupancy: {OCCUPANCY}; utilisation: {UTILISATION}; a downtime's slots count as idle)")
     out.append(f"(VO slots waiting: its running slots / the farm's {results[0].slots} while it had jobs waiting; "
                "a VO's part of the work run is the workload's, the same under every policy: see --json 'used')")
     out += [f"why multi-core ({r.policy}): {r.multicore_why['text']}" for r in results if r.multicore_why]

@@ -150,6 +150,11 @@ def test_a_vo_running_much_of_the_work_with_no_guarantee_is_named():
             "work with no guarantee (not declared under vos)") in text
     assert "VO a " not in text  # a has its guarantee
     assert "note: VO others" in format_comparison([r, r])
+    # both figures are defined where they are printed, side by side
+    assert ("  occupancy " in text and "(used / all the farm's slot-seconds while jobs waited" in text
+            and "(used / all the farm's slot-seconds over the whole replay)" in text)
+    assert ("(occupancy: used / all the farm's slot-seconds while jobs waited; utilisation: used / all the farm's "
+            "slot-seconds over the whole replay; a downtime's slots count as idle)") in format_comparison([r, r])
     # given a share, it is no longer named
     fair = simulate(wl, config_from_text(shares(30)), make_nodes(2, 4), SimOptions())
     assert "no guarantee" not in format_result(fair)
