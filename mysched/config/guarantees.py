@@ -74,7 +74,6 @@ def unguaranteed_text(cfg: Config, vo: str, part: float, what: str) -> str:
     part goes ("ran {part} of the work")."""
     how = "not declared under vos" if vo not in cfg.vos else "share 0 %"
     default = ", the default VO (of the groups no VO names)" if vo == cfg.default_vo else ""
-    return (f"VO {clip(vo)}{default} {what.format(part=f'{part:.1%}')} with no guarantee ({how}): its jobs get only "
-            "what the "
-            f"guaranteed VOs leave, so on a busier farm they would wait -- give it a share (vos.{clip(vo)}.share)"
-            + (" or map its groups to their VOs" if default else ""))
+    return (f"VO {clip(vo)}{default} {what.format(part=f'{part:.1%}')} with no guarantee ({how}): its jobs get "
+            f"only what the guaranteed VOs leave, so on a busier farm they would wait -- give it a share "
+            f"(vos.{clip(vo)}.share)" + (" or map its groups to their VOs" if default else ""))

@@ -141,8 +141,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         why.waited += farm.queued * dt
         if farm.queued > (bisect_right(all_unfit, ta) if all_unfit else 0):
             acc["q_used"] += farm.used * dt
-            # Every slot of the farm is the base, a downtime's too (available, but not to be
-            # used): a window that made jobs wait on a smaller farm cannot raise the figure.
+            # Every slot of the farm is the base, a downtime's too (idle, not left out): left
+            # out, the slots of a window that made jobs wait on a smaller farm raised the figure.
             acc["q_avail"] += total * dt
             running = farm.vo_running
             for vo, q in farm.vo_queued.items():
