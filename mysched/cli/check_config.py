@@ -9,7 +9,7 @@ from typing import Callable
 
 from mysched.cli.main import command
 from mysched.config import validate
-from mysched.config.guarantees import farm_slots, overpromised
+from mysched.config.guarantees import farm_slots, overpromised, unguaranteed, unguaranteed_text
 from mysched.config.parse import in_file_order, parse_file
 from mysched.core.settings import Config
 from mysched.core.model.windows import when
@@ -28,7 +28,8 @@ def fill(p: argparse.ArgumentParser) -> None:
     and reports pools that promise more packages than they hold (overcommitted: exit status 1)
     and hosts in no pool. With --server it also warns of what the server does not have:
     configured queues it lacks, node types and queue node lists that match none of its nodes
-    (likely typos; exit status unchanged). VO guarantees (slots, and shares of the farm) that
+    (likely typos; exit status unchanged), and VOs with no guarantee (no share, or the undeclared
+    default VO) whose running jobs hold 10 % of its slots or more. VO guarantees (slots, and shares of the farm) that
     add up to more slots than the farm has are an error, checked on pbs_server's nodes with
     --server, else on the sim:// farm of a sim:// server.url (run and a reload refuse them
     too). An empty file is refused, as run and a reload refuse it."""
@@ -91,6 +92,21 @@ def farm_warnings(cfg: Config, snap: Snapshot, where: Callable[[tuple], str] | N
     return out
 
 
+def running_warnings(cfg: Config, snap: Snapshot) -> list[str]:
+    """The VOs that run a good part of the server's slots now with no guarantee
+    (`unguaranteed`): a file that works on paper but leaves much of the real work unprotected."""
+    total = farm_slots(n.slots for n in snap.nodes)
+    if not total:
+        return []
+    cores: dict[str, int] = {}
+    for j in snap.jobs:
+        if j.state.holds_slots:
+            vo = j.vo or cfg.vo_of(j.group)
+            cores[vo] = cores.get(vo, 0) + j.cores
+    return [f"{cfg.source}: " + unguaranteed_text(cfg, vo, part, "runs {part} of pbs_server's slots now")
+            for vo, part in unguaranteed(cfg, {vo: c / total for vo, c in cores.items()}, total)]
+
+
 def group_share_lines(cfg: Config) -> list[str]:
     """Each VO whose groups' shares differ, split as its slots would be: a group without a share
     weighs 1, which is easy to forget beside production 80 and analysis 20."""
@@ -132,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         if snap is not None:
             nodes = snap.nodes
             where = f"pbs_server {url}: {len(nodes)} node(s)"
-            warnings = farm_warnings(cfg, snap, parsed.where)
+            warnings = farm_warnings(cfg, snap, parsed.where) + running_warnings(cfg, snap)
             why = overpromised(cfg, farm_slots(n.slots for n in nodes), parsed.where)
             if why and why not in errors:  # (a sim:// file checked on its own farm has it already)
                 errors.append(why)

@@ -101,8 +101,11 @@ def fill(p: argparse.ArgumentParser) -> None:
                         ".png, .webp, .tiff, .pdf also animate)")
     p.add_argument("--json", type=non_empty, metavar="FILE", help="write the figures as JSON ('-' for stdout)")
     p.add_argument("--plot", type=non_empty, metavar="FILE.png",
-                   help="plot running/queued jobs per VO and occupancy (.png is added to a name without extension; "
-                        ".pdf, .svg and other matplotlib formats by their extension)")
+                   help="plot running/queued jobs per VO and occupancy, up to the last submission, downtimes and "
+                        "closed nodes shaded (.png is added to a name without extension; .pdf, .svg and other "
+                        "matplotlib formats by their extension)")
+    p.add_argument("--plot-tail", action="store_true",
+                   help="with --plot: draw the whole replay, with the drain-out after the last submission")
     from mysched.cli.progress import add_progress_option
 
     add_progress_option(p)
@@ -322,6 +325,8 @@ def _settle_options(args: argparse.Namespace) -> None:
                                          "it applies to --farm-frames DIR")):
         if given is not None and not needed:
             raise UsageError(f"{option} {given} would change nothing: {what}")
+    if args.plot_tail and not args.plot:
+        raise UsageError("--plot-tail would change nothing: it applies to --plot FILE")
     args.policy = args.policy or "mysched"
     args.pack_policy = args.pack_policy or "exclusive"
     args.frame_every = args.frame_every or 60
@@ -408,8 +413,8 @@ def run(args: argparse.Namespace) -> int:
         from mysched.sim.plot import plot_packing, plot_result
 
         if args.compare_packing:
-            plot_packing(results, args.plot)
+            plot_packing(results, args.plot, args.plot_tail)
         else:
-            plot_result(results, args.plot)
+            plot_result(results, args.plot, args.plot_tail)
         print(f"plot written to {args.plot}", file=report)
     return 0

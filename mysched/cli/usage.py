@@ -24,7 +24,7 @@ def fill_usage(p: argparse.ArgumentParser) -> None:
     ended in the interval, and the wall-clock core-hours and CPU hours of every job's run inside
     it, so that consecutive intervals add up to the whole (as APEL counts)."""
     p.add_argument("-c", "--config", type=non_empty, metavar="FILE", help="configuration (history.database, group -> VO; without "
-                   "it each group is its own VO)")
+                   "it a job counts to the VO recorded with it, else to its unix group)")
     p.add_argument("--db", type=non_empty, metavar="URL", help="history database URL (default: history.database of -c FILE, else "
                    "history.db in --state-dir or $MYSCHED_STATE_DIR when it exists, else "
                    "/var/lib/mysched/history.db; which one is said on stderr)")
@@ -64,11 +64,15 @@ def run_usage(args: argparse.Namespace) -> int:
             raise StatusError(f"{path}: permission denied (ask your admin for read access, or use "
                               "'mysched shares' which needs none)")
     store = Store(url, create=False)
-    out = store.usage_summary(args.since, args.until, by=args.by, vo_of=vo_of)
+    unmapped: set[str] = set()  # without -c: the groups of jobs with no VO recorded, each a row of its own
+    out = store.usage_summary(args.since, args.until, by=args.by,
+                              vo_of=vo_of or (lambda g: unmapped.add(g)))  # None: the group is the key
     n_suspect, suspect = store.suspects(limit=SHOWN_SUSPECTS)
-    if args.by == "vo" and vo_of is None and out and not args.json:
-        print("mysched: no -c FILE: each group is its own VO (the daemon's configuration maps groups to VOs)",
-              file=sys.stderr)
+    head = args.by.upper()
+    if args.by == "vo" and vo_of is None and out:
+        head, said = _keyed_by(unmapped, {r["key"] for r in out})
+        if not args.json:
+            print(f"mysched: no -c FILE: {said} (-c FILE maps groups to VOs as the daemon does)", file=sys.stderr)
     total = {"jobs": sum(r["jobs"] for r in out), "wall_hours": round(sum(r["wall_hours"] for r in out), 3),
              "cpu_hours": round(sum(r["cpu_hours"] for r in out), 3)}
     if args.json:
@@ -84,11 +88,26 @@ def run_usage(args: argparse.Namespace) -> int:
         print(f"mysched: {n_suspect} suspicious accounting record(s) charged to no one, not counted here: {where}"
               f"{', ...' if n_suspect > len(suspect) else ''} ('mysched history suspects' lists them)",
               file=sys.stderr)
-    table([args.by.upper(), "JOBS", "WALL(h)", "CPU(h)", "EFFICIENCY"],
-          [[r["key"], r["jobs"], f"{r['wall_hours']:.1f}", f"{r['cpu_hours']:.1f}",
-            f"{r['cpu_hours'] / r['wall_hours']:.0%}" if r["wall_hours"] else "-"] for r in out],
-          noheader=args.noheader, right=(1, 2, 3, 4))
+    cpu = any(r["cpu_hours"] > 0 for r in out)  # none: jobs of a simulated farm, or logs without cput
+    table([head, "JOBS", "WALL(h)"] + (["CPU(h)", "EFFICIENCY"] if cpu else []),
+          [[r["key"], r["jobs"], f"{r['wall_hours']:.1f}"]
+           + ([f"{r['cpu_hours']:.1f}", f"{r['cpu_hours'] / r['wall_hours']:.0%}" if r["wall_hours"] else "-"]
+              if cpu else []) for r in out],
+          noheader=args.noheader, right=(1, 2, 3, 4) if cpu else (1, 2))
     if not args.noheader:
         print(f"\ntotal: {total['jobs']} jobs, {total['wall_hours']:.1f} wall-clock core-hours, "
-              f"{total['cpu_hours']:.1f} CPU hours")
+              + (f"{total['cpu_hours']:.1f} CPU hours" if cpu else "no CPU time recorded (CPU and efficiency "
+                 "columns left out)"))
     return 0
+
+
+def _keyed_by(unmapped: set[str], keys: set[str]) -> tuple[str, str]:
+    """The table's first column and what its rows are, without a configuration: a job counts to
+    the VO recorded with it (jobs the daemon ran against sim://), else to its unix group (jobs
+    read from accounting logs, which name no VO)."""
+    if not unmapped:
+        return "VO", "one row per VO recorded with the jobs"
+    if unmapped >= keys:
+        return "GROUP", "one row per unix group (no job has a VO recorded)"
+    return "VO/GROUP", (f"one row per VO recorded with the jobs, and per unix group for the jobs without one "
+                        f"({len(unmapped & keys)} group(s))")

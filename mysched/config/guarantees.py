@@ -53,3 +53,27 @@ def sim_farm_slots(cfg: Config) -> int | None:
     except ValueError:
         return None
     return p.nodes * p.slots
+
+
+UNGUARANTEED_MOST = 0.10
+"""A VO with no guarantee that runs this part of the farm's work or more is named: its jobs get
+only what the guaranteed VOs leave, so a busier farm would starve them -- usually groups that
+fell into the default VO unmapped, or a VO whose share was forgotten."""
+
+
+def unguaranteed(cfg: Config, parts: dict[str, float], total_slots: int) -> list[tuple[str, float]]:
+    """The VOs of `parts` (VO -> its part of the work, 0 to 1) that have no guarantee on a
+    farm of `total_slots` (no share, no slots, or undeclared, as the default VO may be) and
+    ran at least `UNGUARANTEED_MOST` of it, most first."""
+    heavy = [(vo, p) for vo, p in parts.items() if p >= UNGUARANTEED_MOST and cfg.vo(vo).guarantee(total_slots) <= 0]
+    return sorted(heavy, key=lambda x: (-x[1], x[0]))
+
+
+def unguaranteed_text(cfg: Config, vo: str, part: float, what: str) -> str:
+    """One sentence for `unguaranteed`'s VO; `what` says what it did, with ``{part}`` where its
+    part goes ("ran {part} of the work")."""
+    how = "not declared under vos" if vo not in cfg.vos else "share 0 %"
+    default = ", the default VO (of the groups no VO names)" if vo == cfg.default_vo else ""
+    return (f"VO {clip(vo)}{default} {what.format(part=f'{part:.1%}')} with no guarantee ({how}): its jobs get "
+            f"only what the guaranteed VOs leave, so on a busier farm they would wait -- give it a share "
+            f"(vos.{clip(vo)}.share)" + (" or map its groups to their VOs" if default else ""))

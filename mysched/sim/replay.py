@@ -15,6 +15,7 @@ import time
 from bisect import bisect_left, bisect_right
 from typing import Callable
 
+from mysched.config.guarantees import unguaranteed, unguaranteed_text
 from mysched.core.settings import Config
 from mysched.core.model.batch import Job, Node, Request, TraceJob
 from mysched.core.planner import NodeIndex, plan
@@ -140,8 +141,9 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         why.waited += farm.queued * dt
         if farm.queued > (bisect_right(all_unfit, ta) if all_unfit else 0):
             acc["q_used"] += farm.used * dt
-            # jobs running past their walltime into a window still use its slots
-            acc["q_avail"] += max(total * dt - closed(ta, tb), farm.used * dt)
+            # Every slot of the farm is the base, a downtime's too (idle, not left out): left
+            # out, the slots of a window that made jobs wait on a smaller farm raised the figure.
+            acc["q_avail"] += total * dt
             running = farm.vo_running
             for vo, q in farm.vo_queued.items():
                 if q > 0 and (vo not in unfit or waiting(vo, ta) > 0):
@@ -150,7 +152,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             if ta < span_end:  # the same while the workload still submits
                 ds = min(tb, span_end) - ta
                 acc["s_used"] += farm.used * ds
-                acc["s_avail"] += max(total * ds - closed(ta, ta + ds), farm.used * ds)
+                acc["s_avail"] += total * ds
         ka = grid_k if ta == grid_t else math.ceil((ta - t0) / interval - 1e-9)
         kb = math.ceil((tb - t0) / interval - 1e-9)
         grid_t, grid_k = tb, kb
@@ -279,12 +281,16 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
             vo_area[vo] = vo_area.get(vo, 0.0) + job.cores * (farm.now - job.start_time)
     used_total = sum(vo_area.values())
     res.downtime_slot_s = closed(t0, farm.now)
-    span_avail = max(total * (farm.now - t0) - res.downtime_slot_s, used_total)
+    res.downtimes = [(max(s, t0) - t0, min(e, farm.now) - t0, n) for s, e, n in shut if s < farm.now and e > t0]
+    res.closed_slots = sum(n.slots for n in nodes if n.name in res.closed_nodes)
+    span_avail = total * (farm.now - t0)
     res.utilisation = used_total / span_avail if span_avail > 0 else 0.0
     res.queued_s = acc["q_avail"] / total if total else 0.0
     names = sorted(set(config.vos) | set(vo_area) | set(res.vo_jobs))
     res.vo = {vo: _vo_figures(vo, config, total, guarantees, res, vo_area.get(vo, 0.0), used_total,
                               below, vo_waiting.get(vo)) for vo in names}
+    res.unguaranteed = [unguaranteed_text(config, vo, part, "ran {part} of the work") for vo, part in
+                        unguaranteed(config, {vo: v["used"] for vo, v in res.vo.items()}, total)]
     # No job ever waited (an idle farm, event-driven cycles at once): the figure has no base.
     res.occupancy = acc["q_used"] / acc["q_avail"] if acc["q_avail"] else None
     res.occupancy_submitting = acc["s_used"] / acc["s_avail"] if acc["s_avail"] else res.occupancy
@@ -298,6 +304,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
                               "policy": classes[c].policy}
     res.diversity = acc["div"] / acc["busy"] if acc["busy"] else None  # no node ever busy: no figure
     res.span_s = farm.now - t0
+    res.last_submit_s = span_end - t0
     res.t0 = t0
     res.timeline = tl
     res.multicore_why = diagnose(res, config, mcore)

@@ -34,13 +34,18 @@ def _pct(v, width: int = 7) -> str:
     return f"{'-':>{width}}" if v is None else f"{v:{width}.2%}"
 
 
+OCCUPANCY = "used / all the farm's slot-seconds while jobs waited"
+UTILISATION = "used / all the farm's slot-seconds over the whole replay"
+"""The two figures' one definition, for every line that names them (a downtime's slots are in
+the base: idle, never left out, so its closed slots cannot raise either figure)."""
+
+
 def _occupancy_line(r: SimResult) -> str:
     if r.occupancy is None:
-        return ("  occupancy              -   (used / available slot-seconds while jobs waited: no job ever waited, "
-                "so there is nothing to measure)")
+        return f"  occupancy              -   ({OCCUPANCY}: no job ever waited, so there is nothing to measure)"
     share = r.queued_s / r.span_s if r.span_s else 0.0
-    return (f"  occupancy        {r.occupancy:7.2%}   (used / available slot-seconds while jobs waited, "
-            f"{share:.1%} of the replay; {_pct(r.occupancy_submitting, 0)} until the last submission)")
+    return (f"  occupancy        {r.occupancy:7.2%}   ({OCCUPANCY}, {share:.1%} of the replay; "
+            f"{_pct(r.occupancy_submitting, 0)} until the last submission)")
 
 
 def _slots(r: SimResult) -> str:
@@ -91,10 +96,10 @@ def format_result(r: SimResult) -> str:
            "out of the waiting work"]
           if r.too_large_jobs else []),
         *_closed_lines(r),
-        *([f"  downtimes  {r.downtime_slot_s / 3600:10.1f}   slot-hours closed by scheduled downtimes: not available "
-           "in the figures below"] if r.downtime_slot_s else []),
+        *([f"  downtimes  {r.downtime_slot_s / 3600:10.1f}   slot-hours closed by scheduled downtimes: in the figures "
+           "below as idle slots"] if r.downtime_slot_s else []),
         _occupancy_line(r),
-        f"  utilisation      {r.utilisation:7.2%}   (used / available slot-seconds over the whole replay)",
+        f"  utilisation      {r.utilisation:7.2%}   ({UTILISATION})",
         ("  diversity              -   (no node was ever busy)" if r.diversity is None else
          f"  diversity        {r.diversity:7.3f}   (distinct users / jobs per busy node)"),
         f"  share violations {r.share_violations:7d}   (starts over guarantee while a VO below it could run)",
@@ -107,8 +112,8 @@ def format_result(r: SimResult) -> str:
     for c, v in sorted(r.packing.items()):
         if c == "farm":
             at = next(i for i, line in enumerate(lines) if line.startswith("  share violations"))
-            lines.insert(at, f"  fill factor      {_num(v['fill_factor']):>7}   (used / available slots while jobs "
-                            "waited, farm)")
+            lines.insert(at, f"  fill factor      {_num(v['fill_factor']):>7}   (the farm's: the occupancy, as the "
+                            "packing study names it)")
         else:
             lines.append(f"  class {c} ({v['policy']}): packing index {_num(v['packing_index'])}, "
                          f"class fill factor {_num(v['fill_factor'])}")
@@ -155,6 +160,7 @@ def format_result(r: SimResult) -> str:
               "the wait for the first cycle);",
               "  work: its part of the core-hours run -- the workload's mix once every job has run, whatever the "
               "configuration"]
+    lines += [f"  note: {text}" for text in r.unguaranteed]
     capped = [(vo, v.get("below_guarantee_capped_s") or 0) for vo, v in sorted(r.vo.items())]
     if any(s for _, s in capped):  # below its guarantee by its own configuration, not by the scheduler
         lines.append("  held below guar. by its own caps (all its waiting jobs held by max_running or max_cores of "
@@ -195,9 +201,11 @@ def format_comparison(results: list[SimResult]) -> str:
     out = [f"{results[0].jobs} jobs on {results[0].nodes} nodes / {results[0].slots} slots", head]
     for label, fn in rows:
         out.append(f"{label:<20}" + "".join(f"{fn(r):>{width}}" for r in results))
+    out.append(f"(occupancy: {OCCUPANCY}; utilisation: {UTILISATION}; a downtime's slots count as idle)")
     out.append(f"(VO slots waiting: its running slots / the farm's {results[0].slots} while it had jobs waiting; "
                "a VO's part of the work run is the workload's, the same under every policy: see --json 'used')")
     out += [f"why multi-core ({r.policy}): {r.multicore_why['text']}" for r in results if r.multicore_why]
+    out += [f"note: {text}" for text in results[0].unguaranteed]  # the work is the workload's, under every policy
     return "\n".join(out)
 
 

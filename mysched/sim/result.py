@@ -43,22 +43,29 @@ class SimResult:
     started: int = 0
     finished: int = 0
     occupancy: float | None = 0.0
-    """Used / available slot-seconds while some job waited (None: no job ever waited)."""
+    """Used / the farm's slot-seconds while some job waited (None: no job ever waited). The
+    slots of a downtime count as available and idle: a window that leaves jobs waiting on a
+    smaller farm would otherwise raise the figure (a run measured only while the farm was short)."""
     occupancy_submitting: float | None = 0.0
     """The occupancy up to the workload's last submission: a farm that goes on receiving work,
     without the drain-out at the end of a finite workload (where, say, an idle guarantee keeps
     room that no job left in the queue may borrow)."""
     utilisation: float = 0.0
-    """Used / available slot-seconds over the whole replay, queue or no queue."""
+    """Used / the farm's slot-seconds over the whole replay, queue or no queue (downtimes
+    counted as in `occupancy`)."""
     queued_s: float = 0.0
     """Simulated seconds during which some job waited (the base of `occupancy`)."""
     too_large: int = 0
     """The most cores of a job no set of the farm's nodes could ever run (0: every job fits)."""
     too_large_jobs: int = 0
     downtime_slot_s: float = 0.0
-    """Slot-seconds scheduled downtimes closed (left out of the available slots of every figure)."""
+    """Slot-seconds scheduled downtimes closed (available but idle in every figure)."""
+    downtimes: list[tuple[float, float, int]] = field(default_factory=list)
+    """(from, to, slots) each closed, in seconds since `t0`: what the plots shade."""
     closed_nodes: dict[str, str] = field(default_factory=dict)
     """Nodes no job of the workload may use (node types, queues' nodes) -> why."""
+    closed_slots: int = 0
+    """The slots of `closed_nodes`."""
     vo_jobs: dict[str, int] = field(default_factory=dict)
     """VO -> jobs of the workload (a configured VO with none shows so instead of zeros)."""
     diversity: float | None = 0.0
@@ -68,6 +75,8 @@ class SimResult:
     cycle_times: list[float] = field(default_factory=list)
     cycles: int = 0
     span_s: float = 0.0
+    last_submit_s: float = 0.0
+    """Seconds from the start of the replay to the workload's last submission."""
     t0: float = 0.0
     """Simulated time at which the replay began (Unix seconds for traces with real dates)."""
     wall_s: float = 0.0
@@ -98,6 +107,9 @@ class SimResult:
     """Wait reason -> job-seconds jobs waited for it, most first (`mysched.sim.waitreasons`)."""
     wait_caps: dict[str, str] = field(default_factory=dict)
     """Wait reason -> the configured caps behind it ("vos.NAME.max_running: atlas 12")."""
+    unguaranteed: list[str] = field(default_factory=list)
+    """A sentence for each VO that ran a good part of the work with no guarantee
+    (`mysched.config.guarantees.unguaranteed`)."""
     multicore_why: dict[str, str | None] | None = None
     """Why multi-core jobs waited much longer than single-core ones (`mysched.sim.mcorewhy`:
     cause, setting, text); None when they did not."""

@@ -85,3 +85,44 @@ def test_a_config_error_does_not_hide_an_overcommitted_pool(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "pools.p: overcommitted: guarantees 5 package(s), its 2 host(s) hold 2" in err
     assert f"{cfg}:1: vos.b.max_cores: expected an integer" in err
+
+
+class FakeServer:
+    """pbs_server as check-config reads it: one snapshot, then closed."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+
+    def snapshot(self) -> Snapshot:
+        return self.snap
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_vo_running_much_of_the_farm_with_no_guarantee_is_named(tmp_path, capsys, monkeypatch):
+    # Group belle is in no VO: its jobs fall into the default VO "others", which has no share,
+    # and hold 3 of the farm's 8 slots. check-config said OK and nothing more.
+    from mysched.cli import run as runmod
+    from mysched.core.model.batch import Job, JobState
+
+    jobs = [Job(f"{i}", "q", "u", "belle", state=JobState.RUNNING) for i in range(3)]
+    jobs += [Job("a1", "q", "u", "atlas", state=JobState.RUNNING), Job("q1", "q", "u", "belle")]  # q1 waits
+    snap = Snapshot(0.0, tuple(jobs), (Node("wn01", 4), Node("wn02", 4)), (Queue("q"),))
+    monkeypatch.setattr(runmod, "make_server", lambda url, cfg: FakeServer(snap))
+    cfg = tmp_path / "site.cfg"
+    cfg.write_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n')
+    assert main(["check-config", "-c", str(cfg), "--server", "torque://pbs"]) == 0  # a warning
+    out = capsys.readouterr().out
+    assert (f"warning: {cfg}: VO others, the default VO (of the groups no VO names) runs 37.5% of pbs_server's "
+            "slots now with no guarantee (not declared under vos)") in out
+    # a VO declared with a share of 0 % is named as such
+    cfg.write_text('vos = { atlas = { groups = ["atlas"]; share = 100; }; b = { groups = ["belle"]; share = 0; }; };\n')
+    assert main(["check-config", "-c", str(cfg), "--server", "torque://pbs"]) == 0
+    out = capsys.readouterr().out
+    assert "VO b runs 37.5% of pbs_server's slots now with no guarantee (share 0 %)" in out
+    assert "VO atlas" not in out
+    # with a share, nothing to say
+    cfg.write_text('vos = { atlas = { groups = ["atlas"]; share = 60; }; b = { groups = ["belle"]; share = 40; }; };\n')
+    assert main(["check-config", "-c", str(cfg), "--server", "torque://pbs"]) == 0
+    assert "no guarantee" not in capsys.readouterr().out

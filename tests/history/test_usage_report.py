@@ -84,9 +84,41 @@ def test_without_a_configuration_groups_are_not_put_into_the_example_vos(tmp_pat
     assert main(["usage", "--db", db, "--noheader"]) == 0
     out, err = capsys.readouterr()
     assert sorted(ln.split()[0] for ln in out.splitlines()) == ["alice", "atlas", "atlasprd", "belle2"]
-    assert "each group is its own VO" in err
+    assert "no -c FILE: one row per unix group (no job has a VO recorded)" in err
     cfg = tmp_path / "site.cfg"
     cfg.write_text('vos = { atlas = { groups = ["atlas", "atlasprd"]; share = 50; }; };\ndefault_vo = "others";\n')
     assert main(["usage", "--db", db, "-c", str(cfg), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert {r["key"]: r["jobs"] for r in doc["rows"]} == {"atlas": 2, "others": 2}
+
+
+def test_without_a_configuration_the_table_says_what_its_rows_are(tmp_path, capsys):
+    # The daemon on sim:// records each job's VO; accounting logs name none. Said: "each group is
+    # its own VO" above a table headed VO -- whichever it was.
+    db = f"sqlite:///{tmp_path}/h.db"
+    Store(db).add_finished([FinishedJob("1", "u", "atlasprd", "q", 0.0, 3600.0, 1, vo="atlas"),
+                            FinishedJob("2", "u", "belle", "q", 0.0, 3600.0, 1, cput=1800.0)])
+    assert main(["usage", "--db", db]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0].split() == ["VO/GROUP", "JOBS", "WALL(h)", "CPU(h)", "EFFICIENCY"]
+    assert "one row per VO recorded with the jobs, and per unix group for the jobs without one (1 group(s))" in err
+    assert {ln.split()[0] for ln in out.splitlines()[1:3]} == {"atlas", "belle"}
+    db2 = f"sqlite:///{tmp_path}/h2.db"
+    Store(db2).add_finished([FinishedJob("1", "u", "atlasprd", "q", 0.0, 3600.0, 1, vo="atlas")])
+    assert main(["usage", "--db", db2]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0].split()[0] == "VO" and "one row per VO recorded with the jobs" in err
+
+
+def test_cpu_columns_are_left_out_where_no_cpu_time_was_recorded(tmp_path, capsys):
+    # A simulated farm's jobs have no CPU time: the table showed "0.0" CPU hours and "0%"
+    # efficiency for every VO, as if every job had hung.
+    db = f"sqlite:///{tmp_path}/h.db"
+    Store(db).add_finished([FinishedJob(str(i), "u", "atlas", "q", 0.0, 3600.0, 2, vo="atlas") for i in range(3)])
+    assert main(["usage", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["VO", "JOBS", "WALL(h)"]
+    assert out.splitlines()[1].split() == ["atlas", "3", "6.0"]
+    assert "0%" not in out and "no CPU time recorded" in out
+    assert main(["usage", "--db", db, "--json"]) == 0  # the JSON keeps its keys
+    assert json.loads(capsys.readouterr().out)["rows"][0]["cpu_hours"] == 0.0

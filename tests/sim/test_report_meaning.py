@@ -136,3 +136,25 @@ def test_a_pool_that_selects_no_host_of_the_farm_says_its_guarantee_measured_not
     r = simulate(wl, typed, make_nodes(2, 2), SimOptions())
     assert r.pools["p"]["hosts"] == 2 and r.pools["p"]["guaranteed"] == 1
     assert "pool p           2 hosts, 2 packages (1 guaranteed)" in format_result(r)
+
+
+def test_a_vo_running_much_of_the_work_with_no_guarantee_is_named():
+    # Group b is in no VO: its 30 % of the jobs fall into the default VO "others", which has no
+    # share. The report's table showed "others 0.0% ... work 30 %" and nothing more.
+    wl = contended(300)
+    cfg = config_from_text('vos = { a = { groups = ["a"]; share = 100; }; };')
+    r = simulate(wl, cfg, make_nodes(2, 4), SimOptions())
+    assert 0.2 < r.vo["others"]["used"] < 0.4
+    text = format_result(r)
+    assert (f"  note: VO others, the default VO (of the groups no VO names) ran {r.vo['others']['used']:.1%} of the "
+            "work with no guarantee (not declared under vos)") in text
+    assert "VO a " not in text  # a has its guarantee
+    assert "note: VO others" in format_comparison([r, r])
+    # both figures are defined where they are printed, side by side
+    assert ("  occupancy " in text and "(used / all the farm's slot-seconds while jobs waited" in text
+            and "(used / all the farm's slot-seconds over the whole replay)" in text)
+    assert ("(occupancy: used / all the farm's slot-seconds while jobs waited; utilisation: used / all the farm's "
+            "slot-seconds over the whole replay; a downtime's slots count as idle)") in format_comparison([r, r])
+    # given a share, it is no longer named
+    fair = simulate(wl, config_from_text(shares(30)), make_nodes(2, 4), SimOptions())
+    assert "no guarantee" not in format_result(fair)

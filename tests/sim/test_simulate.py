@@ -162,15 +162,15 @@ def test_compare_plot_shows_every_policy_on_dates_with_the_reports_occupancy(tmp
     assert any("mysched" in t for t in titles) and any("fifo" in t for t in titles)
     labels = [text.get_text() for ax in fig.axes if ax.get_legend() for text in ax.get_legend().get_texts()]
     for r in runs:
-        # the dashed line carries the report's own figure, labelled as such
-        assert f"{r.policy}: occupancy while jobs queued (report): {r.occupancy:.1%}" in labels
-        assert f"{r.policy}: slots in use" in labels
-    assert fig.axes[-1].get_xlabel() == "simulated time (UTC)"
+        # the mark carries the report's own figure over the span drawn, labelled as such
+        assert f"{r.policy}: occupancy until the last submission (report): {r.occupancy_submitting:.1%}" in labels
+        assert any(label.split(" (")[0] == r.policy for label in labels)  # its line in the slots in use
+    assert fig.axes[-1].get_xlabel().startswith("simulated time (UTC); up to the last submission")
     assert fig.axes[-1].lines[0].get_xdata()[0].year == 2004  # drawn on dates
     # a synthetic run without real dates is drawn in hours
     syn = simulate([TraceJob(t.job._replace(submit_time=t.job.submit_time - start), t.runtime) for t in wl],
                    cfg, tuple(nodes(4, 2)))
-    assert result_figure([syn]).axes[-1].get_xlabel() == "simulated time (hours since the start)"
+    assert result_figure([syn]).axes[-1].get_xlabel().startswith("simulated time (hours since the start);")
 
 
 def test_plots_without_matplotlib_fail_before_simulating(monkeypatch, capsys):
