@@ -31,6 +31,7 @@ import shutil
 import pytest
 from sqlalchemy import select
 
+from mysched.backends.torque.home import ServerHome, accounting_dir, find_server_home
 from mysched.backends.torque.values import parse_exec_host
 from mysched.cli.main import main
 from mysched.history.accounting import NotRun, parse_line, to_finished_job
@@ -236,3 +237,24 @@ def test_a_copy_of_the_log_elsewhere_charges_nothing_twice(tmp_path):
     rep = ingest_accounting(store, [str(tmp_path / "20261127")])
     assert (rep.records_added, rep.duplicates) == (0, 9) and len(_stored(store)) == 9
 
+
+# -- where the daemon looks ---------------------------------------------------------------------
+
+def test_the_daemon_of_an_openpbs_server_reads_openpbs_s_directory(tmp_path, monkeypatch):
+    """history.accounting_dir left at its default (TORQUE's): for pbs://, OpenPBS's home from
+    pbs.conf -- even where TORQUE's directory is still there, no longer written after a move."""
+    torque = tmp_path / "torque" / "server_priv" / "accounting"
+    torque.mkdir(parents=True)
+    pbs = tmp_path / "pbs"
+    (pbs / "server_priv" / "accounting").mkdir(parents=True)
+    conf = tmp_path / "pbs.conf"
+    conf.write_text(f"PBS_EXEC=/opt/pbs\nPBS_SERVER=pbs01\nPBS_HOME={pbs}\nPBS_START_SERVER=1\n")
+    monkeypatch.delenv("PBS_HOME", raising=False)
+    monkeypatch.setenv("PBS_CONF_FILE", str(conf))
+    assert accounting_dir(str(torque), str(torque), openpbs=True) == (
+        f"{pbs}/server_priv/accounting", f"pbs_server's home, from {conf}:3")
+    assert accounting_dir(str(torque), str(torque)) == (str(torque), "history.accounting_dir")  # TORQUE's
+    mine = str(tmp_path / "elsewhere")  # set by the admin: kept
+    assert accounting_dir(mine, str(torque), openpbs=True) == (mine, "history.accounting_dir")
+    monkeypatch.setenv("PBS_CONF_FILE", str(tmp_path / "missing"))
+    assert find_server_home(openpbs=True) == ServerHome("/var/spool/pbs", "OpenPBS's default")
