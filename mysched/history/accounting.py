@@ -163,7 +163,8 @@ def _is_key(k: str) -> bool:
 
 def parse_attrs(text: str) -> dict[str, str]:
     """``a=1 b=two words c=3`` -> dict. A value runs until the next `` key=`` token, so values
-    with blanks (a job name, ``Resource_Request_2.0``) survive; runs of blanks become one."""
+    with blanks (a job name, ``Resource_Request_2.0``) survive; runs of blanks become one. A
+    value OpenPBS quoted for its blanks (``project="ATLAS prod"``) is given without its quotes."""
     out: dict[str, str] = {}
     key = None
     for tok in text.split():
@@ -178,8 +179,8 @@ def parse_attrs(text: str) -> dict[str, str]:
         elif key is not None:
             out[key] += " " + tok
     out.pop("\0repeated", None)
-    for k, v in out.items():
-        if v[:1] in ("\"", "'"):  # OpenPBS quotes a value with blanks (project="ATLAS prod")
+    if '"' in text or "'" in text:  # OpenPBS quotes a value with blanks (project="ATLAS prod")
+        for k, v in out.items():
             out[k] = unquote(v)
     return out
 
