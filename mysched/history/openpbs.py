@@ -38,8 +38,9 @@ def charged_run(rtype: str, attrs: dict[str, str]) -> bool:
 
 def unquote(value: str) -> str:
     """A value as OpenPBS's ``cpy_quote_value`` wrote it, without its quotes: ``"a b"`` (or
-    ``'a "b"'`` when it holds a double quote) -> the value; anything else as it is."""
-    if len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]:
+    ``'a "b"'`` when it holds a double quote) -> the value. Only a value with a blank is
+    quoted so: anything else is kept as it is (``"ops"``, a TORQUE name that is all quotes)."""
+    if len(value) > 2 and value[0] in "\"'" and value[-1] == value[0] and " " in value:
         return value[1:-1]
     return value
 

@@ -141,6 +141,9 @@ def test_quoted_values_are_read_without_their_quotes():
     rec = parse_line(E.format(placed="", select="", used="").replace(
         "project=_pbs_project_default", "account=\"grid ops\" project='say \"hi\" there'"))
     assert (rec.attrs["account"], rec.attrs["project"], rec.attrs["jobname"]) == ("grid ops", 'say "hi" there', "evgen")
+    # OpenPBS quotes only values with blanks: a name that merely looks quoted is a name
+    rec = parse_line("11/22/2026 10:00:00;E;1.s;user='ab' group=g queue=\"q\" jobname=x start=1 end=2")
+    assert (rec.attrs["user"], rec.attrs["queue"]) == ("'ab'", '"q"')
 
 
 def test_the_array_as_a_whole_charges_nothing_its_subjobs_do():
