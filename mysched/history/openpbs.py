@@ -20,20 +20,17 @@ from __future__ import annotations
 
 from mysched.core.model.sizes import digits
 
-USAGE_KEY = "resources_used.walltime"
-"""A key only a record of a finished run carries: an OpenPBS ``R`` record with it is charged
-(TORQUE writes its ``R`` records bare)."""
-
-
 def array_whole(job_id: str) -> bool:
     """Whether a job id names a job array as a whole (``123[].server``), not one of its subjobs."""
     return "[]" in job_id
 
 
 def charged_run(rtype: str, attrs: dict[str, str]) -> bool:
-    """Whether a record is the end of a run to charge: every ``E``, and an ``R`` with the usage
-    of the run that was requeued (OpenPBS's)."""
-    return rtype == "E" or rtype == "R" and USAGE_KEY in attrs and "end" in attrs
+    """Whether a record is the end of a run to charge: every ``E``, and an ``R`` that says when
+    the run it requeued ended (OpenPBS's, written as an ``E`` is; TORQUE writes its ``R`` bare,
+    and OpenPBS leaves out ``resources_used`` when no usage came from the node, as for a job
+    killed seconds after its start)."""
+    return rtype == "E" or rtype == "R" and "end" in attrs
 
 
 def unquote(value: str) -> str:

@@ -152,12 +152,15 @@ def test_the_array_as_a_whole_charges_nothing_its_subjobs_do():
     assert _e(**{"100.pbs01": "103[7].pbs01"}).id == "103[7].pbs01"
 
 
-def test_an_r_record_is_charged_only_with_the_usage_of_its_run():
+def test_an_r_record_is_charged_when_it_says_when_its_run_ended():
     rec = parse_line(E.format(placed="", select="", used="").replace(";E;", ";R;"))
     assert charged_run(rec.type, rec.attrs) and rec.time == 1795798810  # its end=, as an E's
     fj = to_finished_job(rec)
     assert (fj.start, fj.end) == (1795795210, 1795798810)
-    bare = parse_line("11/27/2026 17:00:10;R;100.srv;")  # TORQUE's: nothing to charge
+    # requeued before any usage came from the node: OpenPBS writes no resources_used at all
+    rec = parse_line(E.format(placed="", select="", used="").replace(";E;", ";R;").split(" resources_used.")[0])
+    assert charged_run(rec.type, rec.attrs) and to_finished_job(rec).end == 1795798810
+    bare = parse_line("11/27/2026 17:00:10;R;100.srv;")  # TORQUE's (req_rerun.c): nothing to charge
     assert bare is not None and not charged_run(bare.type, bare.attrs)
 
 
@@ -239,6 +242,44 @@ def test_a_copy_of_the_log_elsewhere_charges_nothing_twice(tmp_path):
     shutil.copy(LOG, tmp_path / "20261127")
     rep = ingest_accounting(store, [str(tmp_path / "20261127")])
     assert (rep.records_added, rep.duplicates) == (0, 9) and len(_stored(store)) == 9
+
+
+REAL = [  # verbatim, of OpenPBS 23.06.06 on the loopback farm of RECIPE.md (jobs deleted 2 s after their start)
+    ('11/28/2026 05:14:32;S;4.vm;user=alice group=atlas project=_pbs_project_default jobname=STDIN '
+     'queue=atlas ctime=1795842865 qtime=1795842865 etime=1795842865 start=1795842872 '
+     'exec_host=vm/0*2+vm/1*2 exec_vnode=(node-a:ncpus=2)+(node-b:ncpus=2) Resource_List.ncpus=4 '
+     'Resource_List.nodect=2 Resource_List.place=scatter Resource_List.select=2:ncpus=2 '
+     'resource_assigned.ncpus=4 '),
+    ('11/28/2026 05:14:32;S;6.vm;user=carol group=cms project=_pbs_project_default jobname=STDIN '
+     'queue=cms ctime=1795842866 qtime=1795842866 etime=1795842866 start=1795842872 exec_host=vm/2 '
+     'exec_vnode=(node-c:ncpus=1) Resource_List.ncpus=1 Resource_List.nodect=1 '
+     'Resource_List.place=free Resource_List.select=1:ncpus=1:bigmem=True resource_assigned.ncpus=1 '),
+    ('11/28/2026 05:14:34;D;6.vm;requestor=root@localhost'),
+    ('11/28/2026 05:14:34;E;6.vm;user=carol group=cms project=_pbs_project_default jobname=STDIN '
+     'queue=cms ctime=1795842866 qtime=1795842866 etime=1795842866 start=1795842872 exec_host=vm/2 '
+     'exec_vnode=(node-c:ncpus=1) Resource_List.ncpus=1 Resource_List.nodect=1 '
+     'Resource_List.place=free Resource_List.select=1:ncpus=1:bigmem=True session=0 end=1795842874 '
+     'Exit_status=265 run_count=1'),
+    ('11/28/2026 05:14:34;D;4.vm;requestor=root@localhost'),
+    ('11/28/2026 05:14:34;E;4.vm;user=alice group=atlas project=_pbs_project_default jobname=STDIN '
+     'queue=atlas ctime=1795842865 qtime=1795842865 etime=1795842865 start=1795842872 '
+     'exec_host=vm/0*2+vm/1*2 exec_vnode=(node-a:ncpus=2)+(node-b:ncpus=2) Resource_List.ncpus=4 '
+     'Resource_List.nodect=2 Resource_List.place=scatter Resource_List.select=2:ncpus=2 session=0 '
+     'end=1795842874 Exit_status=265 run_count=1'),
+]
+
+
+def test_lines_of_a_real_openpbs_server(tmp_path):
+    """A job on two vnodes and one on a vnode with a custom resource, both deleted while
+    running: OpenPBS then writes E records without any resources_used."""
+    (tmp_path / "20261128").write_text("\n".join(REAL) + "\n")
+    store = Store(f"sqlite:///{tmp_path}/h.db")
+    rep = ingest_accounting(store, [str(tmp_path)])
+    assert (rep.records_added, rep.malformed, rep.repaired, rep.suspicious) == (2, 0, 0, 0)
+    got = {r.id: (r.user, r.group, r.queue, r.cores, r.end - r.start, r.nodes, r.exit_status)
+           for r in store.finished_since(0)}
+    assert got == {"4.vm": ("alice", "atlas", "atlas", 4, 2.0, ("node-a", "node-b"), 265),
+                   "6.vm": ("carol", "cms", "cms", 1, 2.0, ("node-c",), 265)}
 
 
 # -- where the daemon looks ---------------------------------------------------------------------
