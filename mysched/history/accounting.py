@@ -242,8 +242,9 @@ def _parse(line: str, types: Collection[str] | None) -> AccountingRecord | None:
 def _cores(a: dict[str, str], placement: tuple[tuple[str, int], ...], vnodes: tuple[tuple[str, int], ...]) -> int:
     """The first that says: total_execution_slots (TORQUE), the cores counted in exec_host
     (OpenPBS's ``host/0*4`` too), in exec_vnode (OpenPBS), resources_used.ncpus,
-    Resource_List.ncpus, the nodes request, the select request (OpenPBS); else 1. All but the
-    requests are written after the account string, so one forged in there is overwritten.
+    Resource_List.ncpus, the nodes request, the select request (OpenPBS); else 1. pbs_server
+    writes each after the account string, so where it writes one, one forged in there is
+    overwritten.
     ValueError if the one taken exceeds `MAX_CORES`."""
     cores, source = 0, ""
     slots = a.get("total_execution_slots", "")
@@ -268,7 +269,7 @@ def _cores(a: dict[str, str], placement: tuple[tuple[str, int], ...], vnodes: tu
 
 
 def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> FinishedJob:
-    """The wall-clock record of an `E` line (or of an OpenPBS `R` line with its run's usage).
+    """The wall-clock record of an `E` line (or of an OpenPBS `R` line: the run it requeued).
 
     `NotRun` if the job never started, or is a job array as a whole; ValueError if its start
     or end is unusable. Fields that only refine the record (exec_host, exec_vnode, cput, exit
