@@ -75,14 +75,15 @@ def test_every_swf_line_is_replayed_or_accounted_for(tmp_path_factory, rows):
 
 _attr = st.tuples(st.sampled_from(["user", "group", "queue", "owner", "start", "end", "exec_host",
                                    "resources_used.cput", "Exit_status", "total_execution_slots",
-                                   "Resource_List.nodes"]),
-                  st.one_of(st.integers(-10, 10**11).map(str), st.text("abc:/-+0123456789=@", max_size=10)))
+                                   "Resource_List.nodes", "exec_vnode", "resources_used.ncpus", "Resource_List.ncpus",
+                                   "Resource_List.select", "resources_used.walltime"]),
+                  st.one_of(st.integers(-10, 10**11).map(str), st.text("abc:/-+0123456789=@()*[]\"' ", max_size=10)))
 
 
 @SETTINGS
-@given(st.lists(_attr, max_size=8))
-def test_an_accounting_record_is_a_sane_job_or_a_located_problem(attrs):
-    line = "11/22/2026 10:00:00;E;7.srv;" + " ".join(f"{k}={v}" for k, v in attrs)
+@given(st.lists(_attr, max_size=8), st.sampled_from("ER"), st.sampled_from(["7.srv", "7[].srv", "7[3].srv"]))
+def test_an_accounting_record_is_a_sane_job_or_a_located_problem(attrs, rtype, job_id):
+    line = f"11/22/2026 10:00:00;{rtype};{job_id};" + " ".join(f"{k}={v}" for k, v in attrs)
     dropped: list[str] = []
     try:
         fj = to_finished_job(parse_line(line), dropped)
@@ -126,6 +127,35 @@ def test_an_e_record_gives_back_what_it_says(r):
     fj = to_finished_job(parse_line(_e_line(r) + "\n"))
     assert (fj.id, fj.user, fj.group, fj.queue, fj.cores) == (r["id"], r["user"], r["group"], r["queue"], r["cores"])
     assert (fj.start, fj.end) == (r["start"], r["start"] + r["run"])
+
+
+_vnode = st.from_regex(r"[a-z][a-z0-9\-]{0,6}(\[[0-9]{1,2}\])?", fullmatch=True)
+_chunk = st.lists(st.tuples(_vnode, st.integers(0, 64)), min_size=1, max_size=3)
+
+
+@SETTINGS
+@given(_e_record, st.lists(_chunk, min_size=1, max_size=4), st.sampled_from("ER"), st.booleans(), st.booleans(),
+       st.lists(_word, max_size=3))
+def test_an_openpbs_record_gives_back_its_cores_and_vnodes(r, chunks, rtype, host, vnode, project):
+    """OpenPBS's E (or R) record: cores from exec_host's host/N*ncpus, else exec_vnode, else
+    Resource_List.ncpus; nodes are the vnodes; a quoted project with blanks changes nothing."""
+    end = r["start"] + r["run"]
+    stamp = time.strftime("%m/%d/%Y %H:%M:%S", time.localtime(end))
+    ncpus = [sum(n for _, n in c) for c in chunks]
+    exec_vnode = "+".join("(" + "+".join(f"{v}:ncpus={n}:mem=1gb" for v, n in c) + ")" for c in chunks)
+    exec_host = "+".join(f"h{k}/0*{n}" if n != 1 else f"h{k}/0" for k, n in enumerate(ncpus))
+    proj = " ".join(project)
+    line = (f"{stamp};{rtype};{r['id']};user={r['user']} group={r['group']} project=" +
+            (f'"{proj}"' if " " in proj else proj or "_pbs_project_default") + f" jobname={r['name']} "
+            f"queue={r['queue']} ctime=1 qtime=1 etime=1 start={r['start']} " + (f"exec_host={exec_host} " if host else "")
+            + (f"exec_vnode={exec_vnode} " if vnode else "") + f"Resource_List.ncpus={sum(ncpus)} Resource_List.select="
+            + "+".join(f"1:ncpus={n}" for n in ncpus) + f" session=1 end={end} Exit_status=0 "
+            "resources_used.walltime=00:00:01 run_count=1")
+    fj = to_finished_job(parse_line(line))
+    assert (fj.id, fj.user, fj.group, fj.queue) == (r["id"], r["user"], r["group"], r["queue"])
+    assert (fj.start, fj.end, fj.cores) == (r["start"], end, max(1, sum(ncpus)))
+    assert fj.nodes == (tuple(dict.fromkeys(v for c in chunks for v, _ in c)) if vnode else
+                        tuple(f"h{k}" for k in range(len(chunks))) if host else ())
 
 
 @SETTINGS

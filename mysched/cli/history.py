@@ -12,20 +12,22 @@ from mysched.cli.progress import ProgressBar, add_progress_option, wanted
 from mysched.errors import InputError, UsageError
 
 
-@command("history", "import TORQUE accounting logs into the history store")
+@command("history", "import TORQUE or OpenPBS accounting logs into the history store")
 def fill(p: argparse.ArgumentParser) -> None:
-    """Backfill the history store from TORQUE accounting logs (server_priv/accounting/YYYYMMDD).
+    """Backfill the history store from TORQUE or OpenPBS accounting logs (server_priv/accounting/YYYYMMDD).
     Import is incremental and idempotent: files already read are skipped up to where they were
     read, and a job is never counted twice, so it is safe to run while the daemon runs (whose
     fair share counts what it imports within the hour: it reads its usage window whole hourly)."""
     sub = p.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
     imp = sub.add_parser("import", help="import accounting files or directories",
-                         description="Import TORQUE accounting files (or directories of YYYYMMDD files, "
+                         description="Import TORQUE or OpenPBS accounting files (or directories of YYYYMMDD files, "
                          "also YYYYMMDD.gz, .bz2 or .xz) into the history store; compressed files (by their "
-                         "content, whatever their name) are read whole. Malformed or implausible records are skipped, and a record whose CPU time, "
-                         "exit status or exec_host is garbled is kept for its wall-clock, each with a "
-                         "FILE:LINE warning. "
+                         "content, whatever their name) are read whole. Which server wrote a record is told by "
+                         "the record itself (OpenPBS's cores from exec_host or exec_vnode, its R records with the "
+                         "usage of the run requeued, a job array as a whole not charged): no option. Malformed or "
+                         "implausible records are skipped, and a record whose CPU time, exit status, exec_host or "
+                         "exec_vnode is garbled is kept for its wall-clock, each with a FILE:LINE warning. "
                          "A last line without its newline is taken for one pbs_server is still writing: it is "
                          "left for the next import, with a warning, unless the file has not changed for "
                          "ten minutes (a finished file, a copy or a hand edit), which is then read to its end -- but for an E "
@@ -135,10 +137,10 @@ def run_import(args: argparse.Namespace) -> int:
     rep = ingest_accounting(store, args.paths, on_problem=warn, progress=progress if bar.enabled else None,
                             finished_after=FINISHED_AFTER, compressed=True, trust_all=args.trust_all)
     if rep.empty_dirs and len(rep.empty_dirs) == len(args.paths):  # nothing to read at all: a wrong path
-        raise InputError(f"{', '.join(rep.empty_dirs)}: no accounting file in it (TORQUE names them YYYYMMDD, "
-                         "in server_priv/accounting)")
+        raise InputError(f"{', '.join(rep.empty_dirs)}: no accounting file in it (TORQUE and OpenPBS name them "
+                         "YYYYMMDD, in server_priv/accounting)")
     for d in rep.empty_dirs:
-        warn(f"{d}: no accounting file in it (TORQUE names them YYYYMMDD, in server_priv/accounting)")
+        warn(f"{d}: no accounting file in it (TORQUE and OpenPBS name them YYYYMMDD, in server_priv/accounting)")
     print(f"{rep.files} file(s)" + (f" ({rep.unread_files} more not read)" if rep.unread_files else "") +
           f", {rep.lines} new line(s): {rep.records_added} job record(s) added, "
           f"{rep.duplicates} already known, {rep.malformed} malformed line(s) skipped, "
@@ -153,7 +155,7 @@ def run_import(args: argparse.Namespace) -> int:
              + ("" if args.trust_all else " (--trust-all charges the unmatched ones of logs from before mysched)"))
     if rep.not_logs:
         for path in rep.not_logs:
-            print(f"mysched: error: {path}: not a TORQUE accounting log (not one record in it)", file=sys.stderr)
+            print(f"mysched: error: {path}: not a TORQUE or OpenPBS accounting log (not one record in it)", file=sys.stderr)
         return 1
     return 0
 

@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
         if not url.startswith("sim:") and config.accounting_dir:
             from mysched.backends.torque.home import accounting_dir
 
-            acct, why = accounting_dir(config.accounting_dir, Config.accounting_dir)
+            acct, why = accounting_dir(config.accounting_dir, Config.accounting_dir,
+                                       openpbs=url.startswith(("pbs:", "openpbs:")))
             kind = path_kind(acct)
             if kind == "dir":
                 log.info("accounting logs: %s (%s)", acct, why)

@@ -1,10 +1,12 @@
-"""TORQUE accounting logs (``server_priv/accounting/YYYYMMDD``): parsing and job records.
+"""TORQUE and OpenPBS accounting logs (``server_priv/accounting/YYYYMMDD``): parsing and job records.
 
 A line is ``MM/DD/YYYY HH:MM:SS;TYPE;JOBID;key=value key=value ...`` (TORQUE's
-``account_record``). Only `E` (job end) records carry wall-clock use; they become
-`FinishedJob` records. Real logs from several TORQUE versions differ (CPU time as
-``hh:mm:ss`` or seconds, cores from ``total_execution_slots`` or only from ``exec_host``),
-and concatenated logs may carry a ``YYYYMMDD:`` file-name prefix: all of that is accepted.
+``account_record``). Only `E` (job end) records carry wall-clock use -- and OpenPBS's `R`
+(requeue) records, for the run requeued; they become `FinishedJob` records. Real logs from
+several TORQUE versions differ (CPU time as ``hh:mm:ss`` or seconds, cores from
+``total_execution_slots`` or only from ``exec_host``), OpenPBS's in the ways
+`mysched.history.openpbs` lists, read per record; concatenated logs may carry a ``YYYYMMDD:``
+file-name prefix: all of that is accepted.
 Malformed lines raise `ValueError` with a message; callers report them with file and line
 and go on.
 
@@ -27,10 +29,12 @@ from mysched.core.model.sizes import digits
 from mysched.core.model.batch import FinishedJob
 from mysched.backends.torque.values import parse_exec_host, parse_nodes
 from mysched.core.model.durations import duration_or_none
+from mysched.history.openpbs import array_whole, parse_exec_vnode, select_cores, unquote
 
 RECORD_TYPES = frozenset("QSRCTEDA")
 """TORQUE's record types (``src/include/acct.h``): queued, started, rerun, checkpointed,
-restarted, ended, deleted, aborted. Other letters (PBS Pro's ``L``, ``a``, ...) are skipped."""
+restarted, ended, deleted, aborted; OpenPBS's mean the same. Its other letters (``L`` licenses,
+``a`` alter, ``s``, ``u``, ``e``, ``c`` phases, reservations' ...) are skipped."""
 
 MAX_WALL = 366 * 86400.0
 """A job record claiming more wall-clock than this has a wrong start or end (e.g.
@@ -96,7 +100,8 @@ class LineProblem:
 
 
 class NotRun(ValueError):
-    """An `E` record of a job that never started (TORQUE writes ``start=0``): no wall-clock."""
+    """An `E` record that charges no wall-clock: of a job that never started (TORQUE writes
+    ``start=0``), or of a job array as a whole (its subjobs have their own)."""
 
 
 class Spliced(ValueError):
@@ -158,7 +163,8 @@ def _is_key(k: str) -> bool:
 
 def parse_attrs(text: str) -> dict[str, str]:
     """``a=1 b=two words c=3`` -> dict. A value runs until the next `` key=`` token, so values
-    with blanks (a job name, ``Resource_Request_2.0``) survive; runs of blanks become one."""
+    with blanks (a job name, ``Resource_Request_2.0``) survive; runs of blanks become one. A
+    value OpenPBS quoted for its blanks (``project="ATLAS prod"``) is given without its quotes."""
     out: dict[str, str] = {}
     key = None
     for tok in text.split():
@@ -173,6 +179,9 @@ def parse_attrs(text: str) -> dict[str, str]:
         elif key is not None:
             out[key] += " " + tok
     out.pop("\0repeated", None)
+    if '"' in text or "'" in text:  # OpenPBS quotes a value with blanks (project="ATLAS prod")
+        for k, v in out.items():
+            out[k] = unquote(v)
     return out
 
 
@@ -224,48 +233,63 @@ def _parse(line: str, types: Collection[str] | None) -> AccountingRecord | None:
         raise ValueError("NUL bytes inside the record (a damaged stretch of the file)")
     attrs = parse_attrs(parts[3]) if len(parts) > 3 else {}
     stamp = t
-    epoch = attrs.get("end" if rtype == "E" else "start" if rtype == "S" else "")
+    epoch = attrs.get("end" if rtype in ("E", "R") else "start" if rtype == "S" else "")
     if epoch and digits(epoch) and int(epoch) > 0:
         t = float(epoch)
     return AccountingRecord(rtype, t, job_id, attrs, stamp)
 
 
-def _cores(a: dict[str, str], placement: tuple[tuple[str, int], ...]) -> int:
-    """total_execution_slots, else slots counted in exec_host, else the nodes request, else 1;
+def _cores(a: dict[str, str], placement: tuple[tuple[str, int], ...], vnodes: tuple[tuple[str, int], ...]) -> int:
+    """The first that says: total_execution_slots (TORQUE), the cores counted in exec_host
+    (OpenPBS's ``host/0*4`` too), in exec_vnode (OpenPBS), resources_used.ncpus,
+    Resource_List.ncpus, the nodes request, the select request (OpenPBS); else 1. pbs_server
+    writes each after the account string, so where it writes one, one forged in there is
+    overwritten.
     ValueError if the one taken exceeds `MAX_CORES`."""
+    cores, source = 0, ""
     slots = a.get("total_execution_slots", "")
     if digits(slots) and int(slots) > 0:
         cores, source = int(slots), f"total_execution_slots={slots[:40]}"
-    elif placement:
-        cores, source = max(1, sum(c for _, c in placement)), f"exec_host={a['exec_host'][:40]}"
-    else:
-        try:
-            cores = parse_nodes(a["Resource_List.nodes"]) if a.get("Resource_List.nodes") else 1
-        except ValueError:
-            cores = 1
-        source = f"Resource_List.nodes={a.get('Resource_List.nodes', '')[:40]}"
+    for key, found in (("exec_host", placement), ("exec_vnode", vnodes)):
+        if not cores and found:
+            cores, source = sum(c for _, c in found), f"{key}={a[key][:40]}"
+    for key in ("resources_used.ncpus", "Resource_List.ncpus"):
+        if not cores and digits(a.get(key, "")):
+            cores, source = int(a[key]), f"{key}={a[key][:40]}"
+    for key, parse in (("Resource_List.nodes", parse_nodes), ("Resource_List.select", select_cores)):
+        if not cores and a.get(key):
+            try:
+                cores, source = parse(a[key]), f"{key}={a[key][:40]}"
+            except ValueError:
+                pass
+    cores = max(1, cores)
     if cores > MAX_CORES:
         raise ValueError(f"{source} makes {cores:.3g} cores, more than {MAX_CORES:,}: a garbled count")
     return cores
 
 
 def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> FinishedJob:
-    """The wall-clock record of an `E` line.
+    """The wall-clock record of an `E` line (or of an OpenPBS `R` line: the run it requeued).
 
-    `NotRun` if the job never started; ValueError if its start or end is unusable. Fields
-    that only refine the record (exec_host, cput, exit status) are dropped when garbled
-    rather than losing the job's wall-clock; each one dropped is said in `dropped`.
+    `NotRun` if the job never started, or is a job array as a whole; ValueError if its start
+    or end is unusable. Fields that only refine the record (exec_host, exec_vnode, cput, exit
+    status) are dropped when garbled rather than losing the job's wall-clock; each one dropped
+    is said in `dropped`.
     """
     said = dropped if dropped is not None else []
     a = rec.attrs
+    kind = rec.type
+    if array_whole(rec.job_id):
+        raise NotRun(f"{kind} record of job array {rec.job_id[:60]} as a whole: its subjobs are charged, each "
+                     "by its own record")
     try:
         start = float(a["start"])
         if not math.isfinite(start):
             raise ValueError
     except (KeyError, ValueError):
-        raise ValueError("E record without a valid start=") from None
+        raise ValueError(f"{kind} record without a valid start=") from None
     if start == 0:
-        raise NotRun("E record of a job that never started (start=0)")
+        raise NotRun(f"{kind} record of a job that never started (start=0)")
     if start < 0:  # not TORQUE's "never started": a garbled value, said rather than ignored
         raise ValueError(f"start={a['start'][:40]!r} is before 1970: a wrong time stamp")
     end_text = a.get("end", "")
@@ -291,10 +315,10 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
     # is reported rather than charged to a made-up "unknown".
     user = a.get("user") or a.get("owner", "").split("@")[0]
     if not user:
-        raise ValueError("E record without user= (or owner=): whose job it was is unknown")
+        raise ValueError(f"{kind} record without user= (or owner=): whose job it was is unknown")
     group = a.get("group")
     if not group:
-        raise ValueError("E record without group=: its VO is unknown")
+        raise ValueError(f"{kind} record without group=: its VO is unknown")
     queue = a.get("queue") or "unknown"
     for what, name in (("job id", rec.job_id), ("user", user), ("group", group), ("queue", queue)):
         if len(name) > MAX_NAME:
@@ -304,6 +328,11 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
     except ValueError:
         placement = ()
         said.append(f"exec_host={a['exec_host'][:40]!r}")
+    try:
+        vnodes = parse_exec_vnode(a["exec_vnode"]) if a.get("exec_vnode") else ()
+    except ValueError:
+        vnodes = ()
+        said.append(f"exec_vnode={a['exec_vnode'][:40]!r}")
     cput = duration_or_none(a.get("resources_used.cput"))
     if a.get("resources_used.cput") and (cput is None or cput < 0):
         cput = None
@@ -314,5 +343,6 @@ def to_finished_job(rec: AccountingRecord, dropped: list[str] | None = None) -> 
         status = None
     if status_text and status is None:
         said.append(f"Exit_status={status_text[:40]!r}")
-    return FinishedJob(rec.job_id, user, group, queue, start, end, _cores(a, placement), None, cput, status,
-                       tuple(n for n, _ in placement))
+    # OpenPBS's nodes are its vnodes; its exec_host names their hosts
+    return FinishedJob(rec.job_id, user, group, queue, start, end, _cores(a, placement, vnodes), None, cput, status,
+                       tuple(n for n, _ in vnodes or placement))

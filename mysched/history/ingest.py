@@ -1,4 +1,4 @@
-"""Reading TORQUE accounting files into the history store, incrementally and exactly once.
+"""Reading TORQUE and OpenPBS accounting files into the history store, incrementally and exactly once.
 
 Each file's inode, byte offset, line number and first bytes are stored with the records
 they cover, in one transaction (`Store.store_batch`), so a kill at any instant loses
@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 from mysched.errors import InputError
 from mysched.history.accounting import LINE_BUGS, AccountingRecord, LineProblem, NotRun, to_finished_job, unexpected
+from mysched.history.openpbs import charged_run
 from mysched.history.logread import DAMAGED, Inside, LogError, compression, iter_file, starts_like_log
 from mysched.history.evidence import AccountingBatch, Located
 from mysched.history.store import Store
@@ -211,7 +212,7 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
             if isinstance(item, Inside):
                 records += 1
                 rep.inside += 1
-                if item.forged is not None and item.forged.type == "E":
+                if item.forged is not None and charged_run(item.forged.type, item.forged.attrs):
                     _take(item.forged, path, line + n, batch.inside, rep, None, quiet=True)
                 else:
                     _problem(rep, str(item), on_problem, malformed=False)
@@ -247,7 +248,7 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
     if offset == 0 and not records and size and (n or stopped or not starts_like_log(path, kind)):
         rep.not_logs.append(path)
         _problem(rep, f"{path}: not one accounting record in it (MM/DD/YYYY HH:MM:SS;TYPE;JOBID;...): not a TORQUE "
-                 "accounting log", on_problem, malformed=False, always=True)
+                 "or OpenPBS accounting log", on_problem, malformed=False, always=True)
         return
     if finished_after is not None and not kind and pos < size:
         rep.waiting += 1
@@ -261,14 +262,15 @@ def _ingest_file(store: Store, path: str, row: Any, rep: IngestReport, now: floa
 
 def _record(rec: AccountingRecord, path: str, lineno: int, batch: AccountingBatch, rep: IngestReport,
             on_problem: Callable[[str], None] | None) -> None:
-    """An `S` (or `T`) record as evidence of a start, an `E` record into the batch; others ignored."""
+    """An `S` (or `T`) record as evidence of a start, an `E` record (or OpenPBS's `R` with the
+    usage of the run it requeued) into the batch; others ignored."""
     if rec.type in ("S", "T"):  # started, or restarted from a checkpoint (its start= may be the new one)
         user = rec.attrs.get("user") or rec.attrs.get("owner", "").split("@")[0]
         start = rec.attrs.get("start", "")
         if user and len(user) <= 255 and len(rec.job_id) <= 255:
             batch.starts.append((rec.job_id, user, float(start) if start.isascii() and start.isdigit() else rec.time))
         rep.ignored += 1
-    elif rec.type == "E":
+    elif charged_run(rec.type, rec.attrs):
         _take(rec, path, lineno, batch.jobs, rep, on_problem)
     else:
         rep.ignored += 1

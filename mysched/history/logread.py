@@ -1,4 +1,4 @@
-"""Reading TORQUE accounting files line by line, bounded: decompression, lines of at most
+"""Reading TORQUE and OpenPBS accounting files line by line, bounded: decompression, lines of at most
 `MAX_LINE` bytes, files that are no log given up early, and records a newline in a job's
 account string (``qsub -A``, written unescaped by pbs_server) split over several lines.
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import IO, BinaryIO, Callable, Collection, Iterator
 
 from mysched.files import open_regular
+from mysched.history.openpbs import charged_run
 from mysched.history.accounting import (LINE_BUGS, AccountingRecord, LineProblem, Spliced, parse_line,
                                         unexpected)
 
@@ -123,9 +124,10 @@ def starts_like_log(path: str, kind: str | None = None) -> bool:
 
 
 def _open_account(rec: AccountingRecord | None) -> bool:
-    """An S or E record whose last value is ``account=``: TORQUE writes ``jobname=`` and the
-    rest after it, so the line ended inside the account string (a newline in ``qsub -A``)."""
-    return (rec is not None and rec.type in "SE" and "account" in rec.attrs and "jobname" not in rec.attrs
+    """An S or E record (or OpenPBS's R) whose last value is ``account=``: TORQUE and OpenPBS
+    write ``jobname=`` and the rest after it, so the line ended inside the account string (a
+    newline in ``qsub -A``)."""
+    return (rec is not None and rec.type in "SER" and "account" in rec.attrs and "jobname" not in rec.attrs
             and next(reversed(rec.attrs)) == "account")
 
 
@@ -183,14 +185,14 @@ def _item(path: str, lineno: int, text: str | None, types: Collection[str] | Non
 
 def _record_or_none(text: str) -> AccountingRecord | None:
     try:
-        return parse_line(text, ("S", "E"))
+        return parse_line(text, ("S", "E", "R"))
     except (ValueError, *LINE_BUGS):
         return None
 
 
 def _wanted(types: Collection[str] | None) -> Collection[str] | None:
-    """The types to parse: S and E as well, whose ``account=`` may be cut by a newline."""
-    return None if types is None else set(types) | {"S", "E"}
+    """The types to parse: S, E and R as well, whose ``account=`` may be cut by a newline."""
+    return None if types is None else set(types) | {"S", "E", "R"}
 
 
 def iter_file(path: str, start_offset: int = 0, *, first_line: int = 1, types: Collection[str] | None = None,
@@ -241,7 +243,7 @@ def iter_file(path: str, start_offset: int = 0, *, first_line: int = 1, types: C
                 item = None
             if isinstance(item, LineProblem) and not junk:
                 item = replace(item, headed=True)
-            if (not lines.complete and isinstance(item, AccountingRecord) and item.type == "E"
+            if (not lines.complete and isinstance(item, AccountingRecord) and charged_run(item.type, item.attrs)
                     and "Exit_status" not in item.attrs):
                 # TORQUE writes Exit_status right after end=, after every value that is charged:
                 # without it, the end of a finished file is a record cut short (group=atl...)

@@ -21,6 +21,11 @@ GOOD = ("11/22/2026 10:00:00;S;1.s;user=u group=g queue=q start=1795300000 owner
         "end=1795300600 Exit_status=0\n")
 FORGED = "11/22/2026 10:05:00;E;9.s;user=alice group=atlas jobname=x queue=q start=1795290000 end=1795300000 " \
          "total_execution_slots=16 Exit_status=0"
+PBS_E = ("11/22/2026 10:10:00;{t};3.pbs;user=u group=g project=\"p q\" jobname=j queue=q start=1795300000 "
+         "exec_host=cn01/0*2+cn02/0*2 exec_vnode=(cn01:ncpus=2)+(cn02:ncpus=2) Resource_List.select=2:ncpus=2 "
+         "session=9 end=1795300600 Exit_status=0 resources_used.walltime=00:10:00 run_count=1\n")
+"""An OpenPBS end (E) or requeue (R) record, with the S record before it."""
+PBS_S = "11/22/2026 10:00:00;S;3.pbs;user=u group=g start=1795300000 exec_host=cn01/0*2+cn02/0*2\n"
 CARRIER = ("11/22/2026 10:01:00;S;2.s;user=carol group=lhcb account=x\n" + FORGED + "\n"
            "jobname=c queue=q start=1795300060 owner=carol@ui exec_host=wn01/1\n")
 
@@ -70,6 +75,10 @@ CASES = [
     _imp("a forged record in an account string", CARRIER + GOOD, "20261122:2"),
     _imp("a forged record, trusted", CARRIER + GOOD, "20261122:2", WARNED, "--trust-all"),
     _imp("an E record without its start", GOOD.splitlines(keepends=True)[1], "20261122:1"),
+    _imp("an OpenPBS R record without its start", PBS_S + PBS_E.format(t="R").replace(" start=1795300000", ""),
+         "20261122:2: R record without a valid start="),
+    _imp("an OpenPBS E record cut inside exec_vnode, the next server's record after it",
+         PBS_S + PBS_E.format(t="E").split("(cn02")[0] + PBS_E.format(t="E"), "20261122:2: a record cut short"),
     Case("a FIFO as a log", "accounting", REFUSED, _fifo, {}, "{d}/20261122: not a file or directory"),
     _cli("import into /proc", ["history", "import", "--db", "sqlite:////proc/nodir/h.db", "{d}"], "/proc/nodir"),
     _cli("run with its database under /proc", ["run", "--once", "--server", "sim://", "--state-dir", "{d}/st",

@@ -11,6 +11,9 @@ as ``pbs_server -d $PBS_HOME``, with ``PBS_HOME`` set in the unit and overridabl
 3. ``PBS_HOME=`` in /etc/sysconfig/pbs_server or /etc/default/pbs_server;
 4. /var/spool/torque.
 
+OpenPBS's pbs_server takes its home from ``PBS_HOME`` in the environment, else in /etc/pbs.conf
+(or the file ``$PBS_CONF_FILE`` names), else /var/spool/pbs (``openpbs=True``).
+
 Nothing here raises: an unreadable file or process is skipped.
 """
 
@@ -24,6 +27,8 @@ from typing import Iterable, Iterator, Mapping
 
 DEFAULT_HOME = "/var/spool/torque"
 SERVICE_FILES = ("/etc/sysconfig/pbs_server", "/etc/default/pbs_server")
+OPENPBS_HOME = "/var/spool/pbs"
+OPENPBS_CONF = "/etc/pbs.conf"
 _ASSIGN = re.compile(r"^\s*(?:export\s+)?PBS_HOME=(.*)$")
 
 
@@ -40,19 +45,19 @@ class ServerHome:
 
 
 def find_server_home(environ: Mapping[str, str] | None = None, proc: str = "/proc",
-                     service_files: Iterable[str] = SERVICE_FILES) -> ServerHome:
-    """pbs_server's home by the rules of the module docstring."""
+                     service_files: Iterable[str] = SERVICE_FILES, openpbs: bool = False) -> ServerHome:
+    """pbs_server's home by the rules of the module docstring (OpenPBS's with `openpbs`)."""
     env = os.environ if environ is None else environ
     if os.path.isabs(env.get("PBS_HOME", "")):
         return ServerHome(env["PBS_HOME"], "$PBS_HOME")
-    found = _running_server_home(proc)
+    found = None if openpbs else _running_server_home(proc)
     if found is not None:
         return found
-    for path in service_files:
+    for path in [env.get("PBS_CONF_FILE") or OPENPBS_CONF] if openpbs else service_files:
         found = _service_file_home(path)
         if found is not None:
             return found
-    return ServerHome(DEFAULT_HOME, "TORQUE's default")
+    return ServerHome(OPENPBS_HOME, "OpenPBS's default") if openpbs else ServerHome(DEFAULT_HOME, "TORQUE's default")
 
 
 def server_home() -> str:
@@ -60,13 +65,15 @@ def server_home() -> str:
     return find_server_home().path
 
 
-def accounting_dir(configured: str, default: str) -> tuple[str, str]:
+def accounting_dir(configured: str, default: str, openpbs: bool = False) -> tuple[str, str]:
     """The accounting directory to read, and why. A configured directory is kept as it is;
     the built-in `default` (/var/spool/torque/...) is only a guess at TORQUE's home, so when
-    it does not exist the one under the home found here is taken, if that one does."""
-    if configured != default or os.path.isdir(configured):
+    it does not exist the one under the home found here is taken, if that one does. For an
+    OpenPBS server (`openpbs`) the default means OpenPBS's home, even where TORQUE's directory
+    is still there (a site that moved: its old logs are no longer written)."""
+    if configured != default or not openpbs and os.path.isdir(configured):
         return configured, "history.accounting_dir"
-    home = find_server_home()
+    home = find_server_home(openpbs=openpbs)
     if os.path.isdir(home.accounting_dir):
         return home.accounting_dir, f"pbs_server's home, from {home.source}"
     return configured, "history.accounting_dir"

@@ -40,14 +40,17 @@ def parse_nodes(text: str) -> int:
 
 
 def parse_exec_host(text: str) -> Placement:
-    """``node03/0-1+node04/2`` -> ``(("node03", 2), ("node04", 1))``."""
+    """``node03/0-1+node04/2`` -> ``(("node03", 2), ("node04", 1))``. OpenPBS writes a chunk's
+    cores after a ``*`` (``vm/0*2+vm/1*2`` -> ``(("vm", 4),)``; ``vm/0`` is one core), so its
+    accounting lines count the same way."""
     out: dict[str, int] = {}
     for part in text.split("+"):
         part = part.strip()
         if not part:
             continue
         node, _, slots = part.partition("/")
-        if not node:
+        slots, star, times = slots.partition("*")
+        if not node or star and not digits(times):
             raise ValueError(f"bad exec_host {text!r}")
         n = 0
         for rng in (slots.split(",") if slots else ["0"]):
@@ -55,7 +58,7 @@ def parse_exec_host(text: str) -> Placement:
             if not digits(a) or (b and not digits(b)):
                 raise ValueError(f"bad exec_host {text!r}")
             n += int(b) - int(a) + 1 if b else 1
-        out[node] = out.get(node, 0) + n
+        out[node] = out.get(node, 0) + (n * int(times) if star else n)
     return tuple(out.items())
 
 
