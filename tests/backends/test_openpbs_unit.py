@@ -212,6 +212,10 @@ def test_jobs_vnodes_and_queues_map_to_the_model():
     assert (q.max_running, q.max_user_run, q.max_group_run) == (5, 2, 3)
     assert w == ["queue atlas: max_run [u:bob=1]: limits of named users, groups and projects are not enforced by mysched"]
     assert queue_from_attrs("r", {"queue_type": "Route"}, w) is None
+    w.clear()
+    queue_from_attrs("cms", {"queue_type": "Execution", "max_run_res.ncpus": "[o:PBS_ALL=64]"}, w)
+    assert w == ["queue cms: max_run_res.ncpus not enforced by mysched (its max_cores limits are: "
+                 "queues.NAME.max_cores, vos.NAME.max_cores)"]
 
 
 def test_malformed_values_are_warnings_not_guesses():

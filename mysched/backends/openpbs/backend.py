@@ -33,9 +33,9 @@ JOB_ATTRS = ("job_state", "queue", "euser", "egroup", "Resource_List", "schedsel
              "Priority", "Job_Name")
 VNODE_ATTRS = ("state", "resources_available", "jobs", "comment")
 QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running", "max_user_run", "max_group_run", "max_run",
-               "resources_max")
+               "max_run_res", "resources_max")
 SERVER_ATTRS = ("server_state", "scheduling", "total_jobs", "max_running", "max_user_run", "max_group_run", "max_run",
-                "pbs_version")
+                "max_run_res", "pbs_version")
 
 PBSE_UNKJOBID = 15001
 PBSE_PERM = 15007

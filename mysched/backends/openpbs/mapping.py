@@ -239,6 +239,10 @@ def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
 def _limits(what: str, a: dict[str, str], warnings: list[str]) -> tuple[int | None, int | None, int | None]:
     """(total, per user, per group) running jobs from ``max_run`` (generic entries only; a
     named user's, group's or project's is reported, not enforced)."""
+    res = sorted(k for k in a if k.startswith(("max_run_res.", "max_run_res_soft.", "max_run_soft")) and a[k])
+    if res:
+        warnings.append(f"{what}: {', '.join(res)[:200]} not enforced by mysched (its max_cores limits are: "
+                        "queues.NAME.max_cores, vos.NAME.max_cores)")
     text = a.get("max_run")
     if not text:
         return None, None, None
