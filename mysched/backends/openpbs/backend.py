@@ -24,7 +24,7 @@ from mysched.backends.openpbs.mapping import (job_from_attrs, node_from_attrs, q
 from mysched.backends.openpbs.values import Chunk, bool_value, location
 from mysched.backends.torque import connsocket
 from mysched.backends.torque.backend import TorqueServer
-from mysched.backends.torque.ifl import IFL, PackedRows, StatResult, unpack
+from mysched.backends.torque.ifl import IFL, StatResult, unpack
 from mysched.backends.torque.mapping import JobReader
 from mysched.core.model.batch import Job, Placement, Snapshot
 from mysched.gcpause import gc_paused
@@ -81,8 +81,9 @@ class OpenPBSServer(TorqueServer):
                          timeout=timeout, read_by_queue=read_by_queue)
         self.name = f"pbs://{host or 'localhost'}"
         self._jobs = JobReader(job_from_attrs)
-        self._chunks: dict[str, tuple[Chunk, ...]] = {}
-        """Each waiting job's chunks as last read: its start names one location per chunk."""
+        self._rows: dict[bytes, bytes] = {}
+        """The jobs as last read (packed): a start reads its job's chunks from there, to name
+        one location per chunk (only the few jobs a cycle starts are read so)."""
         self._properties: dict[str, frozenset[str]] = {}
 
     def _stat(self, call: str, fn: Callable, *args, missing_ok: bool = False) -> StatResult:
@@ -110,7 +111,7 @@ class OpenPBSServer(TorqueServer):
         routing = {name for name, _ in queue_rows} - {q.name for q in queues}
         rows = self._read_jobs([name for name, _ in queue_rows], routing)
         jobs = self._jobs.read(rows, warnings, names)
-        self._remember_chunks(rows, jobs)
+        self._rows = dict(rows)
         attrs = server[0][1] if server else {}
         if bool_value(attrs.get("scheduling", "") or "false"):
             warnings.append("scheduling = True: pbs_sched starts jobs beside mysched "
@@ -120,28 +121,17 @@ class OpenPBSServer(TorqueServer):
         return Snapshot(t, tuple(jobs), tuple(nodes), tuple(queues), self.name,
                         {"warnings": warnings, "server": attrs}, limits=limits)
 
-    def _remember_chunks(self, rows: PackedRows, jobs: list[Job]) -> None:
-        """The chunks of every waiting job with more than one (or with memory): what its
-        start must name. Read again only for jobs not seen before."""
-        waiting = {j.id for j in jobs if not j.state.holds_slots}
-        known = self._chunks
-        fresh: dict[str, tuple[Chunk, ...]] = {}
-        for name, packed in rows:
-            jid = name.decode(errors="replace")
-            if jid not in waiting:
-                continue
-            hit = known.get(jid)
-            if hit is None:
-                hit = chunks_of(jid, unpack(packed), [])[0]
-            fresh[jid] = hit
-        self._chunks = fresh
+    def _chunks(self, job_id: str) -> tuple[Chunk, ...]:
+        """The job's chunks as last read (none: not read, one chunk per vnode is named)."""
+        packed = self._rows.get(job_id.encode(errors="replace"))
+        return chunks_of(job_id, unpack(packed), [])[0] if packed is not None else ()
 
     def run_job(self, job_id: str, placement: Placement) -> None:
         """pbs_runjob at ``(vnode:ncpus=N)+...``, one per chunk of the job's select. A broken or
         timed-out call raises `ServerTimeout`: re-read the job (`get_job`) before trying again."""
         conn = self._connect()
         started = time.monotonic()
-        where = location(self._chunks.get(job_id, ()), placement, self._properties)
+        where = location(self._chunks(job_id), placement, self._properties)
         with connsocket.deadline(self._sock, self.timeout):
             rc = self.ifl.runjob(conn, job_id, where)
         if rc == 0:

@@ -26,12 +26,12 @@ ENV = "MYSCHED_LIBPBS"
 CONF = "/etc/pbs.conf"
 
 
-def _pbs_exec(conf: str = CONF) -> str | None:
+def _pbs_exec(conf: str | None = None) -> str | None:
     """PBS_EXEC (where OpenPBS is installed): the environment's, else /etc/pbs.conf's."""
     if os.environ.get("PBS_EXEC"):
         return os.environ["PBS_EXEC"]
     try:
-        with open(conf, encoding="utf-8", errors="replace") as fh:
+        with open(conf or CONF, encoding="utf-8", errors="replace") as fh:
             for line in fh.read(65536).splitlines():
                 key, eq, value = line.partition("=")
                 if eq and key.strip() == "PBS_EXEC" and value.strip():
