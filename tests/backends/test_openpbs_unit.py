@@ -233,22 +233,27 @@ def test_a_cycle_starts_three_users_jobs_with_a_location_per_chunk(tmp_path):
     ifl = FakeLibpbs(jobs=[job("1.vm", "alice", "atlas", "atlas", "2:ncpus=2", "scatter"),
                            job("2.vm", "carol", "cms", "cms", "1:ncpus=1:bigmem=True"),
                            job("3.vm", "bob", "atlas", "atlas", "1:ncpus=3"),
-                           job("4.vm", "carol", "cms", "cms", "1:ncpus=64")],
+                           job("4.vm", "carol", "cms", "cms", "1:ncpus=64"),
+                           job("5.vm", "bob", "atlas", "atlas", "1:ncpus=1:mem=1gb"),
+                           job("6.vm", "bob", "atlas", "atlas", "2:ncpus=1:mpiprocs=1", "pack")],
                      nodes=FARM, queues=QUEUES)
     server = OpenPBSServer("localhost:16001", ifl=ifl, clock=lambda: 1795800100.0)
     assert server.name == "pbs://localhost:16001"
     daemon = Daemon(CFG, server, state_dir=str(tmp_path))
     out = daemon.cycle()
-    assert out.started == 3
+    assert out.started == 5
     runs = dict(ifl.runs)
     two = runs["1.vm"].split("+")
     assert len(two) == 2 and len({p.split(":")[0] for p in two}) == 2  # two chunks, two vnodes
     assert runs["2.vm"] == "(node-c:ncpus=1)"  # only node-c has bigmem
     assert runs["3.vm"].count("ncpus=3") == 1
     assert "4.vm" not in runs and "vm" not in {p.strip("()").split(":")[0] for loc in runs.values() for p in loc.split("+")}
+    assert runs["5.vm"].endswith(":ncpus=1:mem=1048576kb)")  # the chunk's memory is assigned too
+    one, other = runs["6.vm"].split("+")  # packed: both chunks on one vnode, each named
+    assert one == other and one.endswith(":ncpus=1:mpiprocs=1)")
     assert set(ifl.extends) == {"t"}  # sub-jobs listed one by one
     plan = daemon.cycle()
-    assert plan.started == 0 and len(ifl.runs) == 3  # nothing twice
+    assert plan.started == 0 and len(ifl.runs) == 5  # nothing twice
 
 
 def test_a_request_no_vnode_can_serve_waits_never_fits():
