@@ -198,9 +198,6 @@ def run(args: argparse.Namespace) -> int:
     if eaddr and not args.once:
         if url.startswith("sim:"):
             listener_factory = _sim_events(server)
-        elif scheme(url) == "openpbs":  # the server contacts no scheduler: docs/openpbs.md
-            log.info("daemon.event_address ignored: OpenPBS sends a scheduler no job events mysched can hear; "
-                     "cycles come on the interval")
         else:
             listener_factory = _torque_events(eaddr, url, config, daemon.metrics)
     log.info("mysched starting: server %s, config %s, state dir %s%s", url, config.source, state_dir,
@@ -232,7 +229,8 @@ def _torque_events(address: str, url: str, config: Config, metrics):
         port_n = int(port)
     except ValueError:
         raise UsageError(f"event address must be HOST:PORT, got {address!r}") from None
-    server_host = torque_host(url)  # make_server has refused a URL naming no host
+    # make_server has refused a URL naming no host; OpenPBS's contacts come from a server hook
+    server_host = openpbs_host(url) if scheme(url) == "openpbs" else torque_host(url)
     if server_host.count(":") == 1:  # HOST:PORT names pbs_server's port, not an address
         server_host = server_host.split(":")[0]
 

@@ -322,3 +322,34 @@ def test_a_missing_libpbs_is_a_clear_error(monkeypatch, tmp_path):
     conf = tmp_path / "pbs.conf"
     conf.write_text("PBS_EXEC=/opt/elsewhere\n")
     assert pbsifl._pbs_exec(str(conf)) == "/opt/elsewhere"
+
+
+def test_listening_for_hook_events_with_scheduling_false_is_not_called_a_mistake(tmp_path, caplog):
+    """OpenPBS's events come from a server hook with scheduling False (docs/openpbs.md); the
+    warning a TORQUE daemon gives for that setting would send the site the wrong way."""
+    from mysched.backends.torque.backend import TorqueServer
+    from mysched.daemon.cycle import Daemon
+
+    pbs = Daemon(CFG, OpenPBSServer(ifl=FakeLibpbs(nodes=FARM, queues=QUEUES)), state_dir=str(tmp_path / "p"))
+    pbs.events_expected = True
+    with caplog.at_level("WARNING", logger="mysched"):
+        pbs.cycle()
+    assert "scheduling = False" not in caplog.text
+    torque = Daemon(CFG, TorqueServer(ifl=FakeIFL()), state_dir=str(tmp_path / "t"))
+    torque.events_expected = True
+    with caplog.at_level("WARNING", logger="mysched"):
+        torque.cycle()
+    assert "pbs_server has scheduling = False and will send none" in caplog.text
+
+
+def test_the_event_listener_takes_the_openpbs_servers_host(monkeypatch):
+    from mysched.cli import run as runmod
+    from mysched.backends.torque import schedproto
+
+    seen = []
+    monkeypatch.setattr(schedproto, "contact_rule", lambda host, *a, **k: seen.append(host) or (_ for _ in ()).throw(
+        OSError("stop")))
+    factory = runmod._torque_events("127.0.0.1:0", "pbs://localhost:16001", CFG, None)
+    with pytest.raises(OSError, match="stop"):
+        factory(lambda reason: None)
+    assert seen == ["localhost"]

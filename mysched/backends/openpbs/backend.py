@@ -73,6 +73,8 @@ class OpenPBSServer(TorqueServer):
     UNKNOWN_QUEUE = PBSE_UNKQUE
     SERVER = "the OpenPBS server"
     JOB_ATTRS, OWNER = JOB_ATTRS, ("Job_Owner",)
+    EVENTS = "hook"
+    """OpenPBS contacts no scheduler's port; a server hook can (tools/openpbs_event_hook.py)."""
 
     def __init__(self, host: str | None = None, *, libpbs: str | None = None, ifl: IFL | None = None,
                  clock: Callable[[], float] = time.time, timeout: float | None = 30.0,

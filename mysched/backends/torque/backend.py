@@ -104,6 +104,8 @@ class TorqueServer:
     SERVER = "pbs_server"
     """What the batch server is called in messages."""
     JOB_ATTRS, OWNER = JOB_ATTRS, OWNER
+    EVENTS = "scheduling"
+    """What makes the server contact mysched's event port: TORQUE's ``scheduling = True``."""
 
     def __init__(self, host: str | None = None, *, libtorque: str | None = None, ifl: IFL | None = None,
                  clock: Callable[[], float] = time.time, timeout: float | None = 30.0,
