@@ -287,9 +287,11 @@ def test_errors_are_the_projects_exceptions():
     assert server.snapshot().server == "pbs://localhost"
     assert ifl.connects == 2
     ifl.connect_rc = [-1, -1]
-    ifl.err = 15034
+    ifl.err = 15010
+    ifl.strerror = lambda code: "System error: "  # pbse_to_txt's text, colon and all
     server.close()
-    with pytest.raises(ServerUnavailable, match="cannot connect"):
+    with pytest.raises(ServerUnavailable, match=r"cannot connect to the OpenPBS server at the default server: System error "
+                                                r"\(error 15010\)$"):
         server.snapshot()
 
 

@@ -139,7 +139,8 @@ class TorqueServer:
             else:
                 msg = ""
             where = self.host or "the default server"
-            raise ServerUnavailable(f"cannot connect to pbs_server at {where}"
+            msg = msg.rstrip(": ")  # OpenPBS's texts may end in ": " (pbse_to_txt(15010): "System error: ")
+            raise ServerUnavailable(f"cannot connect to {self.SERVER} at {where}"
                                     f"{f': {msg}' if msg else ''}{f' (error {code})' if code else ''}",
                                     code=code or None, call="connect")
         self.conn = c

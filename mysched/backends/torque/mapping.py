@@ -181,7 +181,8 @@ class JobReader:
     do not change from one cycle to the next, and mapping them again was a third of the read.
     A job whose values drew a warning is read afresh each time (its warning stays visible)."""
 
-    def __init__(self, mapper: Callable[[str, dict[str, str], list[str], frozenset[str]], Job | None] | None = None) -> None:
+    def __init__(self,
+                 mapper: Callable[[str, dict[str, str], list[str], frozenset[str]], Job | None] | None = None) -> None:
         self._known: dict[bytes, tuple[bytes, Job | None]] = {}
         self._node_names: frozenset[str] | None = None
         self._map = mapper or job_from_attrs
