@@ -4,13 +4,17 @@ through the same ctypes binding and with the same attribute list the daemon asks
 the daemon's whole read (``TorqueServer.snapshot()``: server, queues, nodes and jobs, converted
 and mapped to the model).
 
-    tools/statjob_floor.py [--server HOST] [--rounds 7] [--all-attributes] [--json FILE]
+    tools/statjob_floor.py [--server HOST | pbs://HOST:PORT] [--rounds 7] [--all-attributes]
+                           [--cycle -c FILE] [--json FILE]
 
 Prints, as medians over the rounds: the bare call (pbs_statjob + pbs_statfree), the one-pass
 conversion of its reply, the whole read with a warm job cache (as every cycle but the first
 sees it), and read / floor. With the server on this host, the CPU seconds pbs_server spent
 per call are read from /proc (--server-pid, default: found by name); --all-attributes asks
-for every attribute (no select list), to show what the list saves on both sides.
+for every attribute (no select list), to show what the list saves on both sides. A
+``pbs://`` server is OpenPBS, read through libpbs and `OpenPBSServer` (its job list with
+sub-jobs, as the daemon reads it). --cycle also times a whole dry-run daemon cycle (read,
+plan, publish nothing) with the configuration given by -c.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from mysched.backends.torque.backend import JOB_ATTRS, TorqueServer  # noqa: E402
 from mysched.backends.torque.ifl import CtypesIFL, convert_packed  # noqa: E402
+from mysched.config.servers import openpbs_host, scheme  # noqa: E402
 
 
 def server_pid() -> int | None:
@@ -34,7 +39,7 @@ def server_pid() -> int | None:
         if pid.isdigit():
             try:
                 with open(f"/proc/{pid}/comm") as f:
-                    if f.read().strip() == "pbs_server":
+                    if f.read().strip() in ("pbs_server", "pbs_server.bin"):
                         return int(pid)
             except OSError:
                 continue
@@ -58,17 +63,33 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--all-attributes", action="store_true", help="no select list: every attribute")
     ap.add_argument("--server-pid", type=int, help="pbs_server's pid for its CPU time (default: by name)")
+    ap.add_argument("--cycle", action="store_true", help="also time a dry-run daemon cycle (needs -c)")
+    ap.add_argument("-c", "--config", help="configuration for --cycle")
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
+    if args.cycle and not args.config:
+        ap.error("--cycle needs -c FILE")
 
-    ifl = CtypesIFL(timeout=120)
-    conn = ifl.connect(args.server)
+    pbs = bool(args.server) and scheme(args.server) == "openpbs"
+    extend = None
+    if pbs:
+        from mysched.backends.openpbs.backend import JOB_ATTRS as PBS_ATTRS, OpenPBSServer
+        from mysched.backends.openpbs.ifl import OpenPBSIFL
+
+        host = openpbs_host(args.server)
+        ifl: CtypesIFL = OpenPBSIFL(timeout=120)
+        job_attrs, extend, make = PBS_ATTRS, b"t", lambda: OpenPBSServer(host, timeout=120)
+    else:
+        host = args.server
+        ifl = CtypesIFL(timeout=120)
+        job_attrs, make = JOB_ATTRS, lambda: TorqueServer(host, timeout=120)
+    conn = ifl.connect(host)
     if conn < 0:
         print(f"cannot connect to pbs_server ({conn})", file=sys.stderr)
         return 1
-    attrs = () if args.all_attributes else JOB_ATTRS
+    attrs = () if args.all_attributes else job_attrs
     sel = ifl._select(attrs)
     first = ctypes.pointer(sel[0]) if sel else None
     pid = args.server_pid or server_pid()
@@ -76,7 +97,7 @@ def main() -> int:
     for _ in range(args.rounds):
         c0 = cpu_s(pid)
         t0 = time.perf_counter()
-        head = ifl.lib.pbs_statjob(conn, b"", first, None)
+        head = ifl.lib.pbs_statjob(conn, b"", first, extend)
         t1 = time.perf_counter()
         server_cpu.append(cpu_s(pid) - c0)
         if not head:
@@ -94,12 +115,23 @@ def main() -> int:
     ifl.disconnect(conn)
 
     read = []
-    srv = TorqueServer(args.server, timeout=120)
+    srv = make()
     srv.snapshot()  # the first read maps every job; a daemon's cycles after it find most unchanged
     for _ in range(args.rounds):
         t0 = time.perf_counter()
         srv.snapshot()
         read.append(time.perf_counter() - t0)
+    cycle = []
+    if args.cycle:
+        from mysched.config import load_config
+        from mysched.daemon.cycle import Daemon
+
+        daemon = Daemon(load_config(args.config), srv, dry_run=True)
+        daemon.cycle()
+        for _ in range(args.rounds):
+            t0 = time.perf_counter()
+            daemon.cycle()
+            cycle.append(time.perf_counter() - t0)
     srv.close()
 
     med = statistics.median
@@ -108,13 +140,17 @@ def main() -> int:
            "statjob_s": round(med(call), 4), "statfree_s": round(med(free), 4), "floor_s": round(floor, 4),
            "convert_s": round(med(conv), 4), "read_s": round(med(read), 4),
            "read_over_floor": round(med(read) / floor, 3) if floor else None,
-           "server_cpu_s": round(med(server_cpu), 3) if pid else None}
+           "server_cpu_s": round(med(server_cpu), 3) if pid else None,
+           "cycle_s": round(med(cycle), 4) if cycle else None,
+           "cycle_over_floor": round(med(cycle) / floor, 3) if cycle and floor else None}
     print(f"{jobs} jobs, {'all attributes' if not attrs else f'{len(attrs)} attributes'}, "
           f"medians of {args.rounds}:")
     print(f"  floor (pbs_statjob {out['statjob_s']:.3f} s + pbs_statfree {out['statfree_s']:.3f} s): "
           f"{floor:.3f} s" + (f"; pbs_server CPU {out['server_cpu_s']:.3f} s per call" if pid else ""))
     print(f"  one-pass conversion of the reply: {out['convert_s']:.3f} s")
     print(f"  whole read (snapshot, warm): {out['read_s']:.3f} s = {out['read_over_floor']:.2f} x the floor")
+    if cycle:
+        print(f"  dry-run daemon cycle (read, plan, warm): {out['cycle_s']:.3f} s = {out['cycle_over_floor']:.2f} x the floor")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -12,7 +12,7 @@ import threading
 
 from mysched.cli.main import command
 from mysched.config.parse import clip
-from mysched.config.servers import server_problem, torque_host
+from mysched.config.servers import openpbs_host, scheme, server_problem, torque_host
 from mysched.core.settings import Config
 from mysched.config.guarantees import farm_slots, overpromised
 from mysched.errors import ConfigError, MyschedError, ServerError, StoreError, UsageError
@@ -42,7 +42,7 @@ def fill(p: argparse.ArgumentParser) -> None:
                    help="configuration file (default: the embedded example, for sim:// and --dry-run only; a "
                         "production daemon names its file, so SIGHUP can reload it)")
     p.add_argument("--server", type=non_empty, metavar="URL",
-                   help="torque://HOST (default: server.url of the config) or sim://")
+                   help="torque://HOST, pbs://HOST[:PORT] (OpenPBS) or sim:// (default: server.url of the config)")
     p.add_argument("--once", action="store_true", help="run one cycle and exit (status 1 if it failed, or if pbs_server refused "
                    "its starts for lack of privilege)")
     p.add_argument("--dry-run", action="store_true", help="plan and log what would start; start nothing")
@@ -59,7 +59,7 @@ def fill(p: argparse.ArgumentParser) -> None:
 
 
 def make_server(url: str, config: Config):
-    """A `BatchServer` for a URL: torque://HOST or sim://... (`server_problem` says which
+    """A `BatchServer` for a URL: torque://HOST, pbs://HOST or sim://... (`server_problem` says which
     URLs are refused, for check-config as for here)."""
     problem = server_problem(url, config.farm)
     if problem:
@@ -68,6 +68,10 @@ def make_server(url: str, config: Config):
         from mysched.backends.sim.server import sim_server_from_url
 
         return sim_server_from_url(url, config)
+    if scheme(url) == "openpbs":
+        from mysched.backends.openpbs.backend import OpenPBSServer
+
+        return OpenPBSServer(openpbs_host(url), libpbs=config.libpbs or None, timeout=config.server_timeout)
     from mysched.backends.torque.backend import TorqueServer
 
     return TorqueServer(torque_host(url), libtorque=config.libtorque or None, timeout=config.server_timeout)
@@ -226,7 +230,8 @@ def _torque_events(address: str, url: str, config: Config, metrics):
         port_n = int(port)
     except ValueError:
         raise UsageError(f"event address must be HOST:PORT, got {address!r}") from None
-    server_host = torque_host(url)  # make_server has refused a URL naming no host
+    # make_server has refused a URL naming no host; OpenPBS's contacts come from a server hook
+    server_host = openpbs_host(url) if scheme(url) == "openpbs" else torque_host(url)
     if server_host.count(":") == 1:  # HOST:PORT names pbs_server's port, not an address
         server_host = server_host.split(":")[0]
 

@@ -1,4 +1,5 @@
-"""What a server URL may be -- ``torque://HOST`` (or a bare host name) or ``sim://?...`` --
+"""What a server URL may be -- ``torque://HOST`` (or a bare host name), ``pbs://HOST[:PORT]``
+(OpenPBS; ``openpbs://`` alike) or ``sim://?...`` --
 and a history database URL: one rule each that `mysched check-config`, `mysched run` and a
 reload all ask, so that a URL the daemon would refuse (or read as "the local pbs_server", as an
 empty one was) never passes a check first.
@@ -99,17 +100,42 @@ def torque_host(url: str) -> str:
     return host
 
 
+OPENPBS_SCHEMES = ("pbs", "openpbs")
+"""URL schemes of an OpenPBS server."""
+
+
+def scheme(url: str) -> str:
+    """A server URL's kind: ``sim``, ``torque`` (also a bare host name), ``openpbs``, or the
+    unknown scheme as written."""
+    s = url.split("://", 1)[0] if "://" in url else ("sim" if url.startswith("sim:") else "")
+    return "openpbs" if s in OPENPBS_SCHEMES else "torque" if s == "" else s
+
+
+def openpbs_host(url: str) -> str:
+    """The server host (and port) of ``pbs://HOST[:PORT]`` or ``openpbs://...``; `ValueError`
+    if it names none."""
+    host = url.split("://", 1)[1] if "://" in url else ""
+    if not host.strip():
+        raise ValueError("names no OpenPBS server host: use pbs://HOST or pbs://HOST:PORT (e.g. pbs://localhost)")
+    m = _HOST.fullmatch(host)
+    if not m or (m["port"] is not None and not 1 <= int(m["port"]) <= 65535):
+        raise ValueError(f"expected pbs://HOST or pbs://HOST:PORT (a port from 1 to 65535), got {clip(url)!r}")
+    return host
+
+
 def server_problem(url: str, farm: FarmSpec) -> str | None:
     """What is wrong with a server URL (None: nothing): an unknown scheme, no host, a sim://
     parameter out of range."""
-    scheme = url.split("://", 1)[0] if "://" in url else ("sim" if url.startswith("sim:") else "")
+    kind = scheme(url)
     try:
-        if scheme == "sim":
+        if kind == "sim":
             sim_params(url, farm)
-        elif scheme in ("", "torque"):
+        elif kind == "torque":
             torque_host(url)
+        elif kind == "openpbs":
+            openpbs_host(url)
         else:
-            return f"unknown server scheme '{clip(scheme)}': use torque://HOST or sim://"
+            return f"unknown server scheme '{clip(kind)}': use torque://HOST, pbs://HOST (OpenPBS) or sim://"
     except ValueError as exc:
         return str(exc)
     return None

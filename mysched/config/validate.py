@@ -152,9 +152,10 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     fs = c.group(top.get("fairshare"), ("fairshare",), dict.fromkeys(["eps"]))
     eps = c.get(fs, ("fairshare",), "eps", number(1e-9, 10.0), 0.01)
 
-    srv = c.group(top.get("server"), ("server",), dict.fromkeys(["url", "libtorque", "timeout"]))
+    srv = c.group(top.get("server"), ("server",), dict.fromkeys(["url", "libtorque", "libpbs", "timeout"]))
     server = c.get(srv, ("server",), "url", string, Config.server)
     libtorque = c.get(srv, ("server",), "libtorque", string, "")
+    libpbs = c.get(srv, ("server",), "libpbs", string, "")
     server_timeout = c.get(srv, ("server",), "timeout", parse_duration, 30.0)
     if not 0 < server_timeout <= 3600:
         c.problem(("server", "timeout"), "must be a positive duration of at most an hour")
@@ -383,7 +384,7 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         min_interval=min_interval, max_starts_per_cycle=max_starts, reservation_depth=resv_depth,
         reservation_wait_factor=resv_factor, max_walltime=max_walltime, history_window=window,
         half_life=half_life, keep_cycles=keep_cycles, keep_jobs=keep_jobs, fairshare_eps=eps, database=database, accounting_dir=accounting_dir,
-        server=server, libtorque=libtorque, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
+        server=server, libtorque=libtorque, libpbs=libpbs, server_timeout=server_timeout, state_dir=state_dir, metrics_address=metrics_address,
         event_address=event_address, event_allow=event_allow, event_reserved_port=event_reserved_port,
         leader_timeout=leader_timeout, load_sources=load_sources,
         load_rules=load_rules, node_load=node_load, drain=drain, pools=pools, downtimes=downtimes, farm=farm, source=parsed.filename, group_vo=group_vo,

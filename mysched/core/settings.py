@@ -379,6 +379,8 @@ class Config:
     accounting_dir: str = "/var/spool/torque/server_priv/accounting"
     server: str = "torque://localhost"
     libtorque: str = ""
+    libpbs: str = ""
+    """OpenPBS's client library (libpbs.so) for a pbs:// server; empty: found where OpenPBS installs it."""
     server_timeout: float = 30.0
     state_dir: str = "/var/lib/mysched"
     metrics_address: str = "127.0.0.1:9720"

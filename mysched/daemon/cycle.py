@@ -286,6 +286,8 @@ class Daemon:
         self._uncertain = still_uncertain(self._uncertain, snapshot)
         now = snapshot.time or self.wall()
         scheduling = (snapshot.extra.get("server") or {}).get("scheduling", "")
+        if getattr(self.server, "EVENTS", "scheduling") != "scheduling":
+            scheduling = ""  # events come from elsewhere (an OpenPBS server hook): the flag says nothing of them
         if self.events_expected and scheduling.lower() == "false" and not self._warned_scheduling:
             log.warning("listening for job events, but pbs_server has scheduling = False and will send none; "
                         "cycles run on the fixed interval (qmgr -c 'set server scheduling = True')")

@@ -12,7 +12,8 @@ from mysched.core.settings import Config
 
 log = logging.getLogger("mysched")
 
-RESTART_ONLY = (("server.url", "server"), ("server.libtorque", "libtorque"), ("server.timeout", "server_timeout"),
+RESTART_ONLY = (("server.url", "server"), ("server.libtorque", "libtorque"), ("server.libpbs", "libpbs"),
+                ("server.timeout", "server_timeout"),
                 ("history.database", "database"), ("history.accounting_dir", "accounting_dir"),
                 ("daemon.state_dir", "state_dir"), ("daemon.metrics_address", "metrics_address"),
                 ("daemon.event_address", "event_address"), ("daemon.event_allow", "event_allow"),

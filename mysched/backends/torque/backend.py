@@ -96,6 +96,17 @@ class TorqueServer:
     Not thread-safe: one caller at a time.
     """
 
+    # What each IFL error code means (TORQUE 6.1's numbers; another product's adapter sets its own).
+    GONE, BAD_STATE, UNAUTHORIZED, REFUSED, LOST, DECLINED = GONE, BAD_STATE, UNAUTHORIZED, REFUSED, LOST, DECLINED
+    TIMEOUT: int | None = PBSE_TIMEOUT
+    """The code of a call that ran into its time-out (None: the product has none of its own)."""
+    UNKNOWN_QUEUE = PBSE_UNKQUE
+    SERVER = "pbs_server"
+    """What the batch server is called in messages."""
+    JOB_ATTRS, OWNER = JOB_ATTRS, OWNER
+    EVENTS = "scheduling"
+    """What makes the server contact mysched's event port: TORQUE's ``scheduling = True``."""
+
     def __init__(self, host: str | None = None, *, libtorque: str | None = None, ifl: IFL | None = None,
                  clock: Callable[[], float] = time.time, timeout: float | None = 30.0,
                  read_by_queue: bool = True) -> None:
@@ -128,7 +139,8 @@ class TorqueServer:
             else:
                 msg = ""
             where = self.host or "the default server"
-            raise ServerUnavailable(f"cannot connect to pbs_server at {where}"
+            msg = msg.rstrip(": ")  # OpenPBS's texts may end in ": " (pbse_to_txt(15010): "System error: ")
+            raise ServerUnavailable(f"cannot connect to {self.SERVER} at {where}"
                                     f"{f': {msg}' if msg else ''}{f' (error {code})' if code else ''}",
                                     code=code or None, call="connect")
         self.conn = c
@@ -154,30 +166,33 @@ class TorqueServer:
     def _error(self, call: str, code: int, subject: str = "", *, effect_unknown: bool = False,
                timed_out: bool = False) -> ServerError:
         """The exception for IFL error `code`; drops the connection where it is no good."""
-        if timed_out and code in LOST:
-            code = PBSE_TIMEOUT
+        timeout = False
+        if timed_out and code in self.LOST:
+            timeout = True
+            code = self.TIMEOUT if self.TIMEOUT is not None else code
             msg = f"no answer within {self.timeout:g} s"
         else:
             msg = self.ifl.errmsg(self.conn) if self.conn is not None else ""
         if not msg and code:
             msg = _strerror(self.ifl, code)
         text = f"{call}{f' {subject}' if subject else ''}: {msg or 'failed'}" + (f" (error {code})" if code else "")
-        if code in LOST or code in DECLINED or code <= 0:
+        lost = timeout or code in self.LOST or code <= 0
+        if lost or code in self.DECLINED:
             self.close(lost=True)  # a reply may still be in flight: never reuse this connection
-        if code in GONE:
+        if code in self.GONE:
             return JobGone(text, code=code, call=call)
-        if code in BAD_STATE:
+        if code in self.BAD_STATE:
             return JobStateError(text, code=code, call=call)
-        if code in UNAUTHORIZED:
+        if code in self.UNAUTHORIZED:
             if call == "runjob":
-                text += f"; {_not_operator(self.host)}"
+                text += f"; {_not_operator(self.host, self.SERVER)}"
             return Unauthorized(text, code=code, call=call)
-        if code in REFUSED:
+        if code in self.REFUSED:
             return RunRefused(text, code=code, call=call)
-        if code in DECLINED:
+        if code in self.DECLINED:
             return ServerUnavailable(text, code=code, call=call)
-        if code in LOST or code <= 0:
-            cls = ServerTimeout if effect_unknown or code == PBSE_TIMEOUT else ServerUnavailable
+        if lost:
+            cls = ServerTimeout if effect_unknown or timeout or code == self.TIMEOUT else ServerUnavailable
             return cls(text, code=code or None, call=call)
         return ServerError(text, code=code, call=call)
 
@@ -191,7 +206,7 @@ class TorqueServer:
             if res:
                 return res
             code = self.ifl.errno()
-            if code == 0 or (missing_ok and (code in GONE or code == PBSE_UNKQUE)):
+            if code == 0 or (missing_ok and (code in self.GONE or code == self.UNKNOWN_QUEUE)):
                 return []
             err = self._error(call, code, args[0] if len(args) > 1 else "", timed_out=self._timed_out(started))
             if attempt == 1 and isinstance(err, ServerUnavailable) and not isinstance(err, ServerTimeout):
@@ -255,13 +270,13 @@ class TorqueServer:
         fn = getattr(self.ifl, "statjob_packed", None)
         if fn is None:
             return [(name.encode(errors="replace"), pack(a))
-                    for name, a in self._stat("statjob", self.ifl.statjob, JOB_ATTRS)]
+                    for name, a in self._stat("statjob", self.ifl.statjob, self.JOB_ATTRS)]
         if not self.read_by_queue or not queue_names or not all(q[:1].isalpha() for q in queue_names):
-            return self._stat("statjob", fn, JOB_ATTRS + OWNER if routing else JOB_ATTRS)
+            return self._stat("statjob", fn, self.JOB_ATTRS + self.OWNER if routing else self.JOB_ATTRS)
         rows: dict[bytes, bytes] = {}
         for q in queue_names:
             rows.update(self._stat("statjob", lambda conn, queue, attrs: fn(conn, attrs, queue), q,
-                                   JOB_ATTRS + OWNER if q in routing else JOB_ATTRS, missing_ok=True))
+                                   self.JOB_ATTRS + self.OWNER if q in routing else self.JOB_ATTRS, missing_ok=True))
         return list(rows.items())
 
     def _report(self, warnings: list[str]) -> None:
@@ -286,7 +301,7 @@ class TorqueServer:
         raise self._error("runjob", code, job_id, effect_unknown=True, timed_out=self._timed_out(started))
 
     def get_job(self, job_id: str) -> Job | None:
-        res = self._stat("statjob", self.ifl.statjob_one, job_id, JOB_ATTRS, missing_ok=True)
+        res = self._stat("statjob", self.ifl.statjob_one, job_id, self.JOB_ATTRS, missing_ok=True)
         if not res:
             return None
         return job_from_attrs(res[0][0], res[0][1], [])
@@ -323,13 +338,13 @@ def _owner_group(job: Job) -> Job:
     return job._replace(group=group) if group else job
 
 
-def _not_operator(host: str | None) -> str:
+def _not_operator(host: str | None, what: str = "pbs_server") -> str:
     """What a refused pbs_runjob means: only managers and operators may run jobs."""
     try:
         user = pwd.getpwuid(os.geteuid()).pw_name
     except KeyError:
         user = f"uid {os.geteuid()}"
-    server = f"pbs_server at {host}" if host else "pbs_server"
+    server = f"{what} at {host}" if host else what
     fix = "" if user == "root" else "run mysched as root, or "
     return (f"the account {user} is not a manager or operator of {server}: {fix}add it "
             f"(qmgr -c 'set server operators += {user}@HOST')")

@@ -20,11 +20,12 @@ pbs_disconnect runs as before.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import stat
 import threading
-from typing import Callable
+from typing import Callable, Iterator
 
 GRACE = 5.0
 """Seconds an orderly pbs_disconnect may wait for pbs_server (libtorque's own alarm)."""
@@ -114,4 +115,25 @@ def disconnect(ident: Ident | None, call: Callable[[], object], *, lost: bool, g
         if timer is not None:
             timer.cancel()
             timer.join()
+        os.close(held)
+
+
+@contextlib.contextmanager
+def deadline(ident: Ident | None, seconds: float | None) -> Iterator[None]:
+    """Cut the connection whose socket is `ident` if the call inside has not returned within
+    `seconds`: for a client library that waits for a reply longer than the caller may (libpbs
+    reads every reply with a time-out of at least 600 s). The call then fails as on a broken
+    connection, after `seconds`; without a known socket or a time nothing is bounded."""
+    held = _hold(ident) if seconds else None
+    if held is None:
+        yield
+        return
+    timer = threading.Timer(seconds, _shut, (held,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        timer.join()
         os.close(held)

@@ -197,12 +197,16 @@ class CtypesIFL:
     that times out fails like a broken connection (pbs_errno 15033), after `timeout` seconds.
     """
 
+    PRODUCT = "TORQUE"
+    """Whose client library this binds (named in errors); a subclass binds another product's
+    IFL where only how the library is found and how pbs_errno is reached differ."""
+
     def __init__(self, path: str | None = None, timeout: float | None = None) -> None:
-        self.path = find_libtorque(path)
+        self.path = self._find(path)
         try:
             lib = ctypes.CDLL(self.path)
         except OSError as exc:
-            raise ServerUnavailable(f"cannot load TORQUE client library {self.path}: {exc}") from None
+            raise ServerUnavailable(f"cannot load {self.PRODUCT} client library {self.path}: {exc}") from None
         self.lib = lib
         self.timeout = timeout
         _api_timeout(timeout)
@@ -211,19 +215,32 @@ class CtypesIFL:
         try:
             self._bind(lib)
         except AttributeError as exc:
-            raise ServerUnavailable(f"{self.path} is not a usable TORQUE client library: {exc}") from None
-        try:
-            self._errno = ctypes.c_int.in_dll(lib, "pbs_errno")
-        except ValueError:
-            raise ServerUnavailable(f"{self.path} does not export pbs_errno; not a TORQUE client library") from None
-        try:
-            self._tcp_timeout = ctypes.c_long.in_dll(lib, "pbs_tcp_timeout")  # time_t
-        except ValueError:
-            self._tcp_timeout = None
+            raise ServerUnavailable(f"{self.path} is not a usable {self.PRODUCT} client library: {exc}") from None
+        self._errno = self._errno_cell(lib)
+        self._tcp_timeout = self._timeout_cell(lib)
         libc = ctypes.CDLL(None)
         self._free = libc.free
         self._free.argtypes = [ctypes.c_void_p]
         self._free.restype = None
+
+    @staticmethod
+    def _find(path: str | None) -> str:
+        return find_libtorque(path)
+
+    def _errno_cell(self, lib: ctypes.CDLL):  # noqa: ANN205 - anything with an int `value`
+        """pbs_errno: libtorque's global int."""
+        try:
+            return ctypes.c_int.in_dll(lib, "pbs_errno")
+        except ValueError:
+            raise ServerUnavailable(f"{self.path} does not export pbs_errno; not a TORQUE client library") from None
+
+    @staticmethod
+    def _timeout_cell(lib: ctypes.CDLL):  # noqa: ANN205
+        """libtorque's global ``pbs_tcp_timeout`` (time_t), None where it has none."""
+        try:
+            return ctypes.c_long.in_dll(lib, "pbs_tcp_timeout")
+        except ValueError:
+            return None
 
     def _bind(self, lib: ctypes.CDLL) -> None:
         stat_args = [ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(_Attrl), ctypes.c_char_p]
@@ -278,10 +295,10 @@ class CtypesIFL:
             finally:
                 self.lib.pbs_statfree(head)
 
-    def statjob_packed(self, conn: int, attrs: Sequence[str], queue: str = "") -> PackedRows:
+    def statjob_packed(self, conn: int, attrs: Sequence[str], queue: str = "", extend: str | None = None) -> PackedRows:
         """`statjob` as packed rows (see `convert_packed`): the daemon's read path. With a
         `queue`, only that queue's jobs (libtorque then holds one queue's reply at a time)."""
-        return self._stat(self.lib.pbs_statjob, conn, queue, attrs, packed=True)
+        return self._stat(self.lib.pbs_statjob, conn, queue, attrs, packed=True, extend=extend)
 
     def default(self) -> str:
         """The default server name (the client's server_name file), as pbs_default gives it."""

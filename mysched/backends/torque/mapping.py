@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+from typing import Callable
 
 from mysched.backends.torque.ifl import PackedRows, StatResult, unpack
 from mysched.backends.torque.values import (array_parent, parse_exec_host, parse_mem, parse_node_jobs, parse_node_parts,
@@ -180,9 +181,12 @@ class JobReader:
     do not change from one cycle to the next, and mapping them again was a third of the read.
     A job whose values drew a warning is read afresh each time (its warning stays visible)."""
 
-    def __init__(self) -> None:
+    def __init__(self,
+                 mapper: Callable[[str, dict[str, str], list[str], frozenset[str]], Job | None] | None = None) -> None:
         self._known: dict[bytes, tuple[bytes, Job | None]] = {}
         self._node_names: frozenset[str] | None = None
+        self._map = mapper or job_from_attrs
+        """One job's attributes as a `Job` (another product's adapter brings its own)."""
 
     def read(self, rows: PackedRows, warnings: list[str], node_names: frozenset[str]) -> list[Job]:
         if node_names is not self._node_names:  # requests name nodes: read them all again
@@ -197,7 +201,7 @@ class JobReader:
                 job = hit[1]
             else:
                 before = len(warnings)
-                job = job_from_attrs(name.decode(errors="replace"), unpack(packed), warnings, node_names)
+                job = self._map(name.decode(errors="replace"), unpack(packed), warnings, node_names)
                 if len(warnings) == before:
                     fresh[name] = (packed, job)
             if job is not None:
