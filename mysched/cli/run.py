@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
             from mysched.backends.torque.home import accounting_dir
 
             acct, why = accounting_dir(config.accounting_dir, Config.accounting_dir,
-                                       openpbs=url.startswith(("pbs:", "openpbs:")))
+                                       openpbs=scheme(url) == "openpbs")
             kind = path_kind(acct)
             if kind == "dir":
                 log.info("accounting logs: %s (%s)", acct, why)

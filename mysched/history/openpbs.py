@@ -18,7 +18,10 @@ lines as TORQUE, from the same ancestor. Its records differ in what a reader mus
 
 from __future__ import annotations
 
-from mysched.core.model.sizes import digits
+from mysched.backends.openpbs.values import parse_exec_vnode, parse_select
+
+__all__ = ["array_whole", "charged_run", "parse_exec_vnode", "select_cores", "unquote"]
+
 
 def array_whole(job_id: str) -> bool:
     """Whether a job id names a job array as a whole (``123[].server``), not one of its subjobs."""
@@ -42,46 +45,7 @@ def unquote(value: str) -> str:
     return value
 
 
-def parse_exec_vnode(text: str) -> tuple[tuple[str, int], ...]:
-    """``(cn01:ncpus=4)+(big[0]:ncpus=8:mem=16gb+big[1]:ncpus=8)`` -> ``(("cn01", 4), ("big[0]", 8),
-    ("big[1]", 8))``: each vnode with the cores the job had there (a chunk may span vnodes; a
-    vnode without ``ncpus`` gave none); ValueError if malformed."""
-    out: dict[str, int] = {}
-    for part in text.split("+"):
-        part = part.strip().lstrip("(").rstrip(")").strip()
-        name, *fields = part.split(":")
-        if not name or any(c in name for c in "()= "):
-            raise ValueError(f"bad exec_vnode {text[:200]!r}")
-        n = 0
-        for f in fields:
-            key, eq, value = f.partition("=")
-            if not eq:
-                raise ValueError(f"bad exec_vnode {text[:200]!r}")
-            if key == "ncpus":
-                if not digits(value):
-                    raise ValueError(f"bad exec_vnode {text[:200]!r}")
-                n += int(value)
-        out[name] = out.get(name, 0) + n
-    return tuple(out.items())
-
-
 def select_cores(text: str) -> int:
-    """Cores of a ``select`` request: ``2:ncpus=4:mpiprocs=4+1:ncpus=1`` -> 9 (a chunk without a
-    count is one, without ``ncpus`` one core, as OpenPBS's default); ValueError if malformed."""
-    total = 0
-    for chunk in text.split("+"):
-        fields = chunk.strip().split(":")
-        count = 1
-        if fields and digits(fields[0]):
-            count = int(fields.pop(0))
-        ncpus = 1
-        for f in fields:
-            key, eq, value = f.partition("=")
-            if not eq or not key:
-                raise ValueError(f"bad select {text[:200]!r}")
-            if key == "ncpus":
-                if not digits(value):
-                    raise ValueError(f"bad select {text[:200]!r}")
-                ncpus = int(value)
-        total += count * ncpus
-    return total
+    """Cores of a ``select`` request: ``2:ncpus=4:mpiprocs=4+1:ncpus=1`` -> 9 (the backend's one
+    reading of ``select``); ValueError if malformed."""
+    return sum(c.count * c.ncpus for c in parse_select(text))
