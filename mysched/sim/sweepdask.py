@@ -31,6 +31,10 @@ NO_DASHBOARD = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
 default on port 8787 of every interface and with a warning where another cluster has it;
 on a port of its own on the loopback, nothing shows and nothing is open to the network."""
 
+JOB_NAME = "mysched-sweep"
+"""The worker jobs' name, as qstat and `mysched jobs` show them (dask-jobqueue's own is
+"dask-worker", which says nothing of who submitted them or why), and their workers' names."""
+
 CLUSTERS = ("pbs",)
 """The batch systems `--cluster` starts workers on (TORQUE speaks PBS)."""
 
@@ -248,7 +252,7 @@ def _pbs_cluster(jobs: int, queue: str | None, walltime: str | None, cores: int,
         raise UsageError(f"--job-memory {clip(memory)!r}: not a size of memory (e.g. 2GB)")
     resources = torque_resources(cores, memory)
     options: dict[str, Any] = {"cores": cores, "memory": memory, "processes": 1, "queue": queue,
-                               "resource_spec": resources, "name": "mysched-sweep",
+                               "resource_spec": resources, "name": JOB_NAME, "job_name": JOB_NAME,
                                "scheduler_options": NO_DASHBOARD,
                                "silence_logs": logging.WARNING}
     if walltime is not None:

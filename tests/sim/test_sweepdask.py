@@ -193,6 +193,7 @@ def test_pbs_worker_jobs_ask_torque_for_nodes_and_are_deleted_at_the_end(monkeyp
         executor.close()
     script = Path(tmp_path / f"job{jobs[0]}.sh").read_text()
     assert "#PBS -l nodes=1:ppn=2,mem=3815mb" in script and "select=" not in script
+    assert "#PBS -N mysched-sweep" in script  # what qstat shows: not dask-jobqueue's "dask-worker"
     assert "#PBS -q atlas" in script and "#PBS -l walltime=01:00:00" in script
     assert sys.executable in script
     deleted = " ".join(line for line in log.read_text().splitlines() if line.startswith("qdel"))  # by number
