@@ -36,6 +36,12 @@ JOB_NAME = "mysched-sweep"
 "dask-worker", which says nothing of who submitted them or why), and their workers' names."""
 
 CLUSTERS = ("pbs",)
+
+REPLACE_EVERY = 10.0
+"""Seconds between checks that every worker job the sweep asked for is still there. A job
+that ends before the sweep does (its walltime, a qdel, a node lost) is submitted again:
+without that, a sweep whose jobs all ended waited for ever with cells left. A cell whose
+worker dies under it three times fails (Dask's `allowed-failures`) instead of looping."""
 """The batch systems `--cluster` starts workers on (TORQUE speaks PBS)."""
 
 
@@ -124,10 +130,12 @@ class DaskExecutor:
         _quiet()
         self._cluster: Any = None
         self._client: Any = None
+        self._keeper: Any = None
         if scheduler is not None:
             self._client = _connect(distributed, scheduler, timeout)
         elif cluster == "pbs":
             self._cluster = _pbs_cluster(cluster_jobs, queue, walltime, cores, memory)
+            self._keeper = _keep_jobs(self._cluster, cluster_jobs)
         else:
             import dask
 
@@ -185,8 +193,10 @@ class DaskExecutor:
         A local worker still running a cancelled cell (after Ctrl-C) cannot be interrupted:
         distributed kills it after 4 s, with a warning per worker that says nothing the
         user did not ask for, so it is kept quiet."""
-        client, cluster = self._client, self._cluster
-        self._client = self._cluster = None
+        client, cluster, keeper = self._client, self._cluster, self._keeper
+        self._client = self._cluster = self._keeper = None
+        if keeper is not None:  # on the cluster's loop, ahead of its close: no job submitted while closing
+            cluster.loop.add_callback(keeper.stop)
         nanny = logging.getLogger("distributed.nanny")
         level = nanny.level
         nanny.setLevel(logging.ERROR)
@@ -230,6 +240,18 @@ def _connect(distributed: ModuleType, address: str, timeout: float) -> Any:  # n
         return distributed.Client(address, timeout=timeout, set_as_default=False)
     except (OSError, ValueError, TypeError):
         raise UsageError(f"{shown}: no Dask scheduler answered there within {timeout:g} s") from None
+
+
+def _keep_jobs(cluster: Any, jobs: int) -> Any:  # noqa: ANN401 - a PBSCluster; a PeriodicCallback
+    """Submit a worker job again where one has ended (`REPLACE_EVERY`). dask-jobqueue forgets
+    a job whose worker left the scheduler (after `distributed.deploy.lost-worker-timeout`)
+    but keeps it in the cluster's plan; asking for the same number of jobs again submits
+    one for each forgotten."""
+    from tornado.ioloop import PeriodicCallback
+
+    keeper = PeriodicCallback(lambda: cluster.scale(jobs=jobs), REPLACE_EVERY * 1000.0)
+    cluster.loop.add_callback(keeper.start)
+    return keeper
 
 
 def _pbs_cluster(jobs: int, queue: str | None, walltime: str | None, cores: int,

@@ -257,3 +257,58 @@ def test_pbs_worker_memory_must_be_a_size(memory, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UsageError, match=f"--job-memory '{memory}': not a size of memory"):
         DaskExecutor(cluster="pbs", memory=memory)
+
+
+RUNNING_QSUB = """#!/bin/sh
+cp "$1" {dir}/job$$.sh
+setsid sh {dir}/job$$.sh > {dir}/job$$.out 2>&1 < /dev/null &
+echo "qsub $!" >> {log}
+echo "$!.fake-server"
+"""
+RUNNING_QDEL = """#!/bin/sh
+echo "qdel $@" >> {log}
+for job in "$@"; do kill -KILL -- -"${{job%%.*}}" 2>/dev/null; done
+exit 0
+"""
+
+
+def test_a_worker_job_that_ends_before_the_sweep_is_submitted_again(monkeypatch, tmp_path):
+    """A qsub that runs its job at once, and a qdel that kills it: one worker job is killed
+    (as by its walltime). Another is submitted in its place and the cells complete; before,
+    the sweep waited for ever once all its jobs had ended."""
+    import dask
+
+    from mysched.sim import sweepdask
+
+    log = tmp_path / "log"
+    for name, text in (("qsub", RUNNING_QSUB), ("qdel", RUNNING_QDEL)):
+        path = tmp_path / name
+        path.write_text(text.format(log=log, dir=tmp_path))
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(sweepdask, "REPLACE_EVERY", 0.5)
+
+    def submitted() -> list[str]:
+        return [line.split()[1] for line in log.read_text().splitlines() if line.startswith("qsub")] \
+            if log.exists() else []
+
+    def wait_for(what, seconds: float = 60.0) -> bool:  # noqa: ANN001 - a condition
+        deadline = time.monotonic() + seconds
+        while not what() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return bool(what())
+
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.5s"}):
+        executor = DaskExecutor(cluster="pbs", cluster_jobs=2)
+        try:
+            assert wait_for(lambda: len(worker_addresses(executor)) == 2), (tmp_path / "log").read_text()
+            first = submitted()
+            os.killpg(int(first[0]), signal.SIGKILL)  # its walltime is up
+            assert wait_for(lambda: len(submitted()) == 3), f"no job submitted in place of {first[0]}"
+            assert wait_for(lambda: len(worker_addresses(executor)) == 2)
+            assert dict(executor.run(square, [2, 4, 5])) == {2: 4, 4: 16, 5: 25}
+        finally:
+            executor.close()
+    for job in submitted()[1:]:  # deleted at the end, and not replaced then
+        assert wait_for(lambda: not os.path.exists(f"/proc/{job}"), 20), f"job {job} still running"
+    assert len(submitted()) == 3
