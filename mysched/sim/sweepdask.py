@@ -31,6 +31,19 @@ NO_DASHBOARD = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
 default on port 8787 of every interface and with a warning where another cluster has it;
 on a port of its own on the loopback, nothing shows and nothing is open to the network."""
 
+LEAN = {"distributed.worker.profile.enabled": False,
+        "distributed.admin.system-monitor.interval": "5s",
+        "distributed.worker.memory.monitor-interval": "1s",
+        "distributed.admin.tick.interval": "1s"}
+"""Dask's housekeeping cut to what a sweep uses. By default each worker samples its running
+task's stack every 10 ms for the dashboard's profile, the scheduler and workers take system
+figures twice a second for the dashboard, each nanny asks the OS for its worker's memory ten
+times a second, and every process times its own event loop 50 times a second to warn that
+it is unresponsive. A sweep has no dashboard, a cell's memory grows over seconds, and a cell
+holds its worker's loop by design (the warning is silenced). On this 2-core machine, for the
+four 12-hour cells of the issue's sweep, the main process spent 1.8-2.4 s of CPU beside the
+workers with the defaults and 0.4-0.6 s with these; see docs/design/sweep.md."""
+
 JOB_NAME = "mysched-sweep"
 """The worker jobs' name, as qstat and `mysched jobs` show them (dask-jobqueue's own is
 "dask-worker", which says nothing of who submitted them or why), and their workers' names."""
@@ -143,7 +156,7 @@ class DaskExecutor:
             # import them again each (over a second apiece without a bytecode cache), which on a
             # sweep of short cells cost more than the cells saved by running two at once.
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-            with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+            with dask.config.set({"distributed.worker.multiprocessing-method": method, **LEAN}):
                 self._cluster = _ignoring_interrupts(lambda: distributed.LocalCluster(
                     n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
                     dashboard_address=None, scheduler_kwargs=NO_DASHBOARD, silence_logs=logging.WARNING))
@@ -242,6 +255,11 @@ def _connect(distributed: ModuleType, address: str, timeout: float) -> Any:  # n
         raise UsageError(f"{shown}: no Dask scheduler answered there within {timeout:g} s") from None
 
 
+def _env_name(key: str) -> str:
+    """The environment variable Dask reads a configuration key from, in a worker job."""
+    return "DASK_" + key.upper().replace(".", "__").replace("-", "_")
+
+
 def _keep_jobs(cluster: Any, jobs: int) -> Any:  # noqa: ANN401 - a PBSCluster; a PeriodicCallback
     """Submit a worker job again where one has ended (`REPLACE_EVERY`). dask-jobqueue forgets
     a job whose worker left the scheduler (after `distributed.deploy.lost-worker-timeout`)
@@ -262,6 +280,8 @@ def _pbs_cluster(jobs: int, queue: str | None, walltime: str | None, cores: int,
     if cores < 1:
         raise UsageError(f"--job-cores {cores}: at least one core is needed")
     jobqueue = _need("dask_jobqueue")
+    import dask
+
     if shutil.which("qsub") is None:
         raise UsageError("--cluster pbs submits the workers with qsub, which is not on the PATH here")
     from dask.utils import parse_bytes
@@ -275,11 +295,12 @@ def _pbs_cluster(jobs: int, queue: str | None, walltime: str | None, cores: int,
     resources = torque_resources(cores, memory)
     options: dict[str, Any] = {"cores": cores, "memory": memory, "processes": 1, "queue": queue,
                                "resource_spec": resources, "name": JOB_NAME, "job_name": JOB_NAME,
-                               "scheduler_options": NO_DASHBOARD,
-                               "silence_logs": logging.WARNING}
+                               "scheduler_options": NO_DASHBOARD, "silence_logs": logging.WARNING,
+                               "job_script_prologue": [f"export {_env_name(k)}={v}" for k, v in LEAN.items()]}
     if walltime is not None:
         options["walltime"] = walltime
-    cluster = jobqueue.PBSCluster(**options)  # no local worker processes: Ctrl-C stays with us
+    with dask.config.set(LEAN):  # the scheduler, here; the workers read theirs from the job's environment
+        cluster = jobqueue.PBSCluster(**options)  # no local worker processes: Ctrl-C stays with us
     try:
         cluster.scale(jobs=jobs)
     except BaseException:

@@ -62,6 +62,17 @@ def gone(pid: int, within: float = 10.0) -> bool:
     return False
 
 
+def housekeeping(dask_worker) -> tuple[bool, float]:  # noqa: ANN001 - distributed.Worker
+    """Whether the worker samples its task's stack, and how often it times its event loop (ms)."""
+    return "profile" in dask_worker.periodic_callbacks, dask_worker.periodic_callbacks["tick"].callback_time
+
+
+def test_local_workers_do_not_sample_the_cells_for_a_dashboard_there_is_not(local):
+    """Each worker sampled its running cell's stack every 10 ms and timed its loop every 20 ms,
+    for a dashboard and a warning the sweep does not show."""
+    assert set(local.client.run(housekeeping).values()) == {(False, 1000.0)}
+
+
 def test_every_cell_comes_back_with_its_result(local):
     assert dict(local.run(square, [0, 1, 2, 4, 5, 6, 7])) == {0: 0, 1: 1, 2: 4, 4: 16, 5: 25, 6: 36, 7: 49}
     assert len(worker_pids(local)) == 2
@@ -193,7 +204,8 @@ def test_pbs_worker_jobs_ask_torque_for_nodes_and_are_deleted_at_the_end(monkeyp
         executor.close()
     script = Path(tmp_path / f"job{jobs[0]}.sh").read_text()
     assert "#PBS -l nodes=1:ppn=2,mem=3815mb" in script and "select=" not in script
-    assert "#PBS -N mysched-sweep" in script  # what qstat shows: not dask-jobqueue's "dask-worker"
+    assert "#PBS -N mysched-sweep" in script
+    assert "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in script  # the workers' housekeeping cut  # what qstat shows: not dask-jobqueue's "dask-worker"
     assert "#PBS -q atlas" in script and "#PBS -l walltime=01:00:00" in script
     assert sys.executable in script
     deleted = " ".join(line for line in log.read_text().splitlines() if line.startswith("qdel"))  # by number
