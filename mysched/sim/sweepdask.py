@@ -274,7 +274,9 @@ def _keep_jobs(cluster: Any, jobs: int) -> Any:  # noqa: ANN401 - a PBSCluster; 
 
 def _pbs_cluster(jobs: int, queue: str | None, walltime: str | None, cores: int,
                  memory: str) -> Any:  # noqa: ANN401 - a dask_jobqueue.PBSCluster
-    """Worker jobs on TORQUE, one worker process per job, the scheduler on this host."""
+    """Worker jobs on TORQUE, the scheduler on this host. A job of several cores runs one
+    single-threaded worker process per core: a cell is pure Python, so the threads of one
+    process would share one core, and a cell redirects the process's output while it runs."""
     if jobs < 1:
         raise UsageError(f"--cluster-jobs {jobs}: at least one worker job is needed")
     if cores < 1:
@@ -293,7 +295,7 @@ def _pbs_cluster(jobs: int, queue: str | None, walltime: str | None, cores: int,
     if size <= 0:
         raise UsageError(f"--job-memory {clip(memory)!r}: not a size of memory (e.g. 2GB)")
     resources = torque_resources(cores, memory)
-    options: dict[str, Any] = {"cores": cores, "memory": memory, "processes": 1, "queue": queue,
+    options: dict[str, Any] = {"cores": cores, "memory": memory, "processes": cores, "queue": queue,
                                "resource_spec": resources, "name": JOB_NAME, "job_name": JOB_NAME,
                                "scheduler_options": NO_DASHBOARD, "silence_logs": logging.WARNING,
                                "job_script_prologue": [f"export {_env_name(k)}={v}" for k, v in LEAN.items()]}

@@ -204,10 +204,11 @@ def test_pbs_worker_jobs_ask_torque_for_nodes_and_are_deleted_at_the_end(monkeyp
         executor.close()
     script = Path(tmp_path / f"job{jobs[0]}.sh").read_text()
     assert "#PBS -l nodes=1:ppn=2,mem=3815mb" in script and "select=" not in script
-    assert "#PBS -N mysched-sweep" in script
-    assert "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in script  # the workers' housekeeping cut  # what qstat shows: not dask-jobqueue's "dask-worker"
+    assert "#PBS -N mysched-sweep" in script  # what qstat shows: not dask-jobqueue's "dask-worker"
+    assert "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in script  # the workers' housekeeping cut
     assert "#PBS -q atlas" in script and "#PBS -l walltime=01:00:00" in script
     assert sys.executable in script
+    assert "--nthreads 1 " in script and "--nworkers 2 " in script  # a process per core: cells are pure Python
     deleted = " ".join(line for line in log.read_text().splitlines() if line.startswith("qdel"))  # by number
     assert sorted(deleted.split()) == sorted(["qdel"] * len(jobs) + jobs)
 
