@@ -183,15 +183,21 @@ echo "qdel $@" >> {log}
 """
 
 
-def test_pbs_worker_jobs_ask_torque_for_nodes_and_are_deleted_at_the_end(monkeypatch, tmp_path):
-    """Without a live TORQUE: a qsub and a qdel that only log what they are asked. The jobs
-    speak TORQUE's resource syntax (dask-jobqueue's default `select=` is PBS Pro's)."""
+def fake_torque(monkeypatch, tmp_path: Path, qsub: str, qdel: str) -> Path:  # noqa: ANN001 - the fixture
+    """A qsub and a qdel from these scripts first on the PATH; the log they write."""
     log = tmp_path / "log"
-    for name, text in (("qsub", FAKE_QSUB), ("qdel", FAKE_QDEL)):
+    for name, text in (("qsub", qsub), ("qdel", qdel)):
         path = tmp_path / name
         path.write_text(text.format(log=log, dir=tmp_path))
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_pbs_worker_jobs_ask_torque_for_nodes_and_are_deleted_at_the_end(monkeypatch, tmp_path):
+    """Without a live TORQUE: a qsub and a qdel that only log what they are asked. The jobs
+    speak TORQUE's resource syntax (dask-jobqueue's default `select=` is PBS Pro's)."""
+    log = fake_torque(monkeypatch, tmp_path, FAKE_QSUB, FAKE_QDEL)
     executor = DaskExecutor(cluster="pbs", cluster_jobs=2, cores=2, memory="4GB", queue="atlas",
                             walltime="01:00:00")
     try:
@@ -293,12 +299,7 @@ def test_a_worker_job_that_ends_before_the_sweep_is_submitted_again(monkeypatch,
 
     from mysched.sim import sweepdask
 
-    log = tmp_path / "log"
-    for name, text in (("qsub", RUNNING_QSUB), ("qdel", RUNNING_QDEL)):
-        path = tmp_path / name
-        path.write_text(text.format(log=log, dir=tmp_path))
-        path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    log = fake_torque(monkeypatch, tmp_path, RUNNING_QSUB, RUNNING_QDEL)
     monkeypatch.setattr(sweepdask, "REPLACE_EVERY", 0.5)
 
     def submitted() -> list[str]:
