@@ -31,7 +31,30 @@ NO_DASHBOARD = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
 default on port 8787 of every interface and with a warning where another cluster has it;
 on a port of its own on the loopback, nothing shows and nothing is open to the network."""
 
+LEAN = {"distributed.worker.profile.enabled": False,
+        "distributed.admin.system-monitor.interval": "5s",
+        "distributed.worker.memory.monitor-interval": "1s",
+        "distributed.admin.tick.interval": "1s"}
+"""Dask's housekeeping cut to what a sweep uses. By default each worker samples its running
+task's stack every 10 ms for the dashboard's profile, the scheduler and workers take system
+figures twice a second for the dashboard, each nanny asks the OS for its worker's memory ten
+times a second, and every process times its own event loop 50 times a second to warn that
+it is unresponsive. A sweep has no dashboard, a cell's memory grows over seconds, and a cell
+holds its worker's loop by design (the warning is silenced). On this 2-core machine, for the
+four 12-hour cells of the issue's sweep, the main process spent 1.8-2.4 s of CPU beside the
+workers with the defaults and 0.4-0.6 s with these; see docs/design/sweep.md."""
+
+JOB_NAME = "mysched-sweep"
+"""The worker jobs' name, as qstat and `mysched jobs` show them (dask-jobqueue's own is
+"dask-worker", which says nothing of who submitted them or why), and their workers' names."""
+
 CLUSTERS = ("pbs",)
+
+REPLACE_EVERY = 10.0
+"""Seconds between checks that every worker job the sweep asked for is still there. A job
+that ends before the sweep does (its walltime, a qdel, a node lost) is submitted again:
+without that, a sweep whose jobs all ended waited for ever with cells left. A cell whose
+worker dies under it three times fails (Dask's `allowed-failures`) instead of looping."""
 """The batch systems `--cluster` starts workers on (TORQUE speaks PBS)."""
 
 
@@ -120,10 +143,12 @@ class DaskExecutor:
         _quiet()
         self._cluster: Any = None
         self._client: Any = None
+        self._keeper: Any = None
         if scheduler is not None:
             self._client = _connect(distributed, scheduler, timeout)
         elif cluster == "pbs":
             self._cluster = _pbs_cluster(cluster_jobs, queue, walltime, cores, memory)
+            self._keeper = _keep_jobs(self._cluster, cluster_jobs)
         else:
             import dask
 
@@ -131,7 +156,7 @@ class DaskExecutor:
             # import them again each (over a second apiece without a bytecode cache), which on a
             # sweep of short cells cost more than the cells saved by running two at once.
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-            with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+            with dask.config.set({"distributed.worker.multiprocessing-method": method, **LEAN}):
                 self._cluster = _ignoring_interrupts(lambda: distributed.LocalCluster(
                     n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
                     dashboard_address=None, scheduler_kwargs=NO_DASHBOARD, silence_logs=logging.WARNING))
@@ -181,8 +206,10 @@ class DaskExecutor:
         A local worker still running a cancelled cell (after Ctrl-C) cannot be interrupted:
         distributed kills it after 4 s, with a warning per worker that says nothing the
         user did not ask for, so it is kept quiet."""
-        client, cluster = self._client, self._cluster
-        self._client = self._cluster = None
+        client, cluster, keeper = self._client, self._cluster, self._keeper
+        self._client = self._cluster = self._keeper = None
+        if keeper is not None:  # on the cluster's loop, ahead of its close: no job submitted while closing
+            cluster.loop.add_callback(keeper.stop)
         nanny = logging.getLogger("distributed.nanny")
         level = nanny.level
         nanny.setLevel(logging.ERROR)
@@ -228,14 +255,35 @@ def _connect(distributed: ModuleType, address: str, timeout: float) -> Any:  # n
         raise UsageError(f"{shown}: no Dask scheduler answered there within {timeout:g} s") from None
 
 
+def _env_name(key: str) -> str:
+    """The environment variable Dask reads a configuration key from, in a worker job."""
+    return "DASK_" + key.upper().replace(".", "__").replace("-", "_")
+
+
+def _keep_jobs(cluster: Any, jobs: int) -> Any:  # noqa: ANN401 - a PBSCluster; a PeriodicCallback
+    """Submit a worker job again where one has ended (`REPLACE_EVERY`). dask-jobqueue forgets
+    a job whose worker left the scheduler (after `distributed.deploy.lost-worker-timeout`)
+    but keeps it in the cluster's plan; asking for the same number of jobs again submits
+    one for each forgotten."""
+    from tornado.ioloop import PeriodicCallback
+
+    keeper = PeriodicCallback(lambda: cluster.scale(jobs=jobs), REPLACE_EVERY * 1000.0)
+    cluster.loop.add_callback(keeper.start)
+    return keeper
+
+
 def _pbs_cluster(jobs: int, queue: str | None, walltime: str | None, cores: int,
                  memory: str) -> Any:  # noqa: ANN401 - a dask_jobqueue.PBSCluster
-    """Worker jobs on TORQUE, one worker process per job, the scheduler on this host."""
+    """Worker jobs on TORQUE, the scheduler on this host. A job of several cores runs one
+    single-threaded worker process per core: a cell is pure Python, so the threads of one
+    process would share one core, and a cell redirects the process's output while it runs."""
     if jobs < 1:
         raise UsageError(f"--cluster-jobs {jobs}: at least one worker job is needed")
     if cores < 1:
         raise UsageError(f"--job-cores {cores}: at least one core is needed")
     jobqueue = _need("dask_jobqueue")
+    import dask
+
     if shutil.which("qsub") is None:
         raise UsageError("--cluster pbs submits the workers with qsub, which is not on the PATH here")
     from dask.utils import parse_bytes
@@ -247,13 +295,14 @@ def _pbs_cluster(jobs: int, queue: str | None, walltime: str | None, cores: int,
     if size <= 0:
         raise UsageError(f"--job-memory {clip(memory)!r}: not a size of memory (e.g. 2GB)")
     resources = torque_resources(cores, memory)
-    options: dict[str, Any] = {"cores": cores, "memory": memory, "processes": 1, "queue": queue,
-                               "resource_spec": resources, "name": "mysched-sweep",
-                               "scheduler_options": NO_DASHBOARD,
-                               "silence_logs": logging.WARNING}
+    options: dict[str, Any] = {"cores": cores, "memory": memory, "processes": cores, "queue": queue,
+                               "resource_spec": resources, "name": JOB_NAME, "job_name": JOB_NAME,
+                               "scheduler_options": NO_DASHBOARD, "silence_logs": logging.WARNING,
+                               "job_script_prologue": [f"export {_env_name(k)}={v}" for k, v in LEAN.items()]}
     if walltime is not None:
         options["walltime"] = walltime
-    cluster = jobqueue.PBSCluster(**options)  # no local worker processes: Ctrl-C stays with us
+    with dask.config.set(LEAN):  # the scheduler, here; the workers read theirs from the job's environment
+        cluster = jobqueue.PBSCluster(**options)  # no local worker processes: Ctrl-C stays with us
     try:
         cluster.scale(jobs=jobs)
     except BaseException:

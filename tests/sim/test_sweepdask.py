@@ -62,6 +62,17 @@ def gone(pid: int, within: float = 10.0) -> bool:
     return False
 
 
+def housekeeping(dask_worker) -> tuple[bool, float]:  # noqa: ANN001 - distributed.Worker
+    """Whether the worker samples its task's stack, and how often it times its event loop (ms)."""
+    return "profile" in dask_worker.periodic_callbacks, dask_worker.periodic_callbacks["tick"].callback_time
+
+
+def test_local_workers_do_not_sample_the_cells_for_a_dashboard_there_is_not(local):
+    """Each worker sampled its running cell's stack every 10 ms and timed its loop every 20 ms,
+    for a dashboard and a warning the sweep does not show."""
+    assert set(local.client.run(housekeeping).values()) == {(False, 1000.0)}
+
+
 def test_every_cell_comes_back_with_its_result(local):
     assert dict(local.run(square, [0, 1, 2, 4, 5, 6, 7])) == {0: 0, 1: 1, 2: 4, 4: 16, 5: 25, 6: 36, 7: 49}
     assert len(worker_pids(local)) == 2
@@ -172,15 +183,21 @@ echo "qdel $@" >> {log}
 """
 
 
-def test_pbs_worker_jobs_ask_torque_for_nodes_and_are_deleted_at_the_end(monkeypatch, tmp_path):
-    """Without a live TORQUE: a qsub and a qdel that only log what they are asked. The jobs
-    speak TORQUE's resource syntax (dask-jobqueue's default `select=` is PBS Pro's)."""
+def fake_torque(monkeypatch, tmp_path: Path, qsub: str, qdel: str) -> Path:  # noqa: ANN001 - the fixture
+    """A qsub and a qdel from these scripts first on the PATH; the log they write."""
     log = tmp_path / "log"
-    for name, text in (("qsub", FAKE_QSUB), ("qdel", FAKE_QDEL)):
+    for name, text in (("qsub", qsub), ("qdel", qdel)):
         path = tmp_path / name
         path.write_text(text.format(log=log, dir=tmp_path))
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_pbs_worker_jobs_ask_torque_for_nodes_and_are_deleted_at_the_end(monkeypatch, tmp_path):
+    """Without a live TORQUE: a qsub and a qdel that only log what they are asked. The jobs
+    speak TORQUE's resource syntax (dask-jobqueue's default `select=` is PBS Pro's)."""
+    log = fake_torque(monkeypatch, tmp_path, FAKE_QSUB, FAKE_QDEL)
     executor = DaskExecutor(cluster="pbs", cluster_jobs=2, cores=2, memory="4GB", queue="atlas",
                             walltime="01:00:00")
     try:
@@ -193,8 +210,11 @@ def test_pbs_worker_jobs_ask_torque_for_nodes_and_are_deleted_at_the_end(monkeyp
         executor.close()
     script = Path(tmp_path / f"job{jobs[0]}.sh").read_text()
     assert "#PBS -l nodes=1:ppn=2,mem=3815mb" in script and "select=" not in script
+    assert "#PBS -N mysched-sweep" in script  # what qstat shows: not dask-jobqueue's "dask-worker"
+    assert "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in script  # the workers' housekeeping cut
     assert "#PBS -q atlas" in script and "#PBS -l walltime=01:00:00" in script
     assert sys.executable in script
+    assert "--nthreads 1 " in script and "--nworkers 2 " in script  # a process per core: cells are pure Python
     deleted = " ".join(line for line in log.read_text().splitlines() if line.startswith("qdel"))  # by number
     assert sorted(deleted.split()) == sorted(["qdel"] * len(jobs) + jobs)
 
@@ -256,3 +276,53 @@ def test_pbs_worker_memory_must_be_a_size(memory, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UsageError, match=f"--job-memory '{memory}': not a size of memory"):
         DaskExecutor(cluster="pbs", memory=memory)
+
+
+RUNNING_QSUB = """#!/bin/sh
+cp "$1" {dir}/job$$.sh
+setsid sh {dir}/job$$.sh > {dir}/job$$.out 2>&1 < /dev/null &
+echo "qsub $!" >> {log}
+echo "$!.fake-server"
+"""
+RUNNING_QDEL = """#!/bin/sh
+echo "qdel $@" >> {log}
+for job in "$@"; do kill -KILL -- -"${{job%%.*}}" 2>/dev/null; done
+exit 0
+"""
+
+
+def test_a_worker_job_that_ends_before_the_sweep_is_submitted_again(monkeypatch, tmp_path):
+    """A qsub that runs its job at once, and a qdel that kills it: one worker job is killed
+    (as by its walltime). Another is submitted in its place and the cells complete; before,
+    the sweep waited for ever once all its jobs had ended."""
+    import dask
+
+    from mysched.sim import sweepdask
+
+    log = fake_torque(monkeypatch, tmp_path, RUNNING_QSUB, RUNNING_QDEL)
+    monkeypatch.setattr(sweepdask, "REPLACE_EVERY", 0.5)
+
+    def submitted() -> list[str]:
+        return [line.split()[1] for line in log.read_text().splitlines() if line.startswith("qsub")] \
+            if log.exists() else []
+
+    def wait_for(what, seconds: float = 60.0) -> bool:  # noqa: ANN001 - a condition
+        deadline = time.monotonic() + seconds
+        while not what() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return bool(what())
+
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.5s"}):
+        executor = DaskExecutor(cluster="pbs", cluster_jobs=2)
+        try:
+            assert wait_for(lambda: len(worker_addresses(executor)) == 2), (tmp_path / "log").read_text()
+            first = submitted()
+            os.killpg(int(first[0]), signal.SIGKILL)  # its walltime is up
+            assert wait_for(lambda: len(submitted()) == 3), f"no job submitted in place of {first[0]}"
+            assert wait_for(lambda: len(worker_addresses(executor)) == 2)
+            assert dict(executor.run(square, [2, 4, 5])) == {2: 4, 4: 16, 5: 25}
+        finally:
+            executor.close()
+    for job in submitted()[1:]:  # deleted at the end, and not replaced then
+        assert wait_for(lambda: not os.path.exists(f"/proc/{job}"), 20), f"job {job} still running"
+    assert len(submitted()) == 3
