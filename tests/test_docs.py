@@ -71,6 +71,8 @@ def test_the_readme_is_a_front_page_with_the_two_set_up_commands_ci_runs():
     assert SETUP[1] in (REPO / ".ci" / "run").read_text()
     for page in ("getting-started", "admin-guide", "configuration", "status-commands", "metrics", "simulator"):
         assert f"(docs/{page}.md)" in text, page
+    demo = re.search(r"--server '(sim://[^']+)'", (REPO / "docs" / "getting-started.md").read_text())
+    assert demo and f"--server '{demo.group(1)}'" in text  # the tour runs the demo of getting-started
 
 
 def test_the_getting_started_demo_shows_a_queue_and_a_job_held_by_a_limit(tmp_path):
