@@ -430,7 +430,7 @@ def sample_cycle(m: Metrics) -> Metrics:
                      pending_by_reason={}, pools={"p": pool})
     m.set_loads({"s": (1.0, 1.0, False, False)}, {"r": 1.0})
     m.observe_cycle(0.1, "ok")
-    m.record_start("a", "share")
+    m.record_start("a", Reason.SHARE)
     with m.time_call("snapshot"):
         pass
     return m
