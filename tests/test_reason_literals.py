@@ -19,6 +19,7 @@ PENDING_REWRITE: frozenset[str] = frozenset()
 NOT_REASONS = {
     "mysched/config/validate.py": {"hot", "fairshare", "packing", "share", "node_load"},  # config sections and keys
     "mysched/config/loads.py": {"node_load"},  # the node_load section
+    "mysched/config/schema.py": {"hot", "fairshare", "packing", "node_load"},  # config sections
     "mysched/sim/poolstats.py": {"held"},  # a pool gate's kind (core.hold.pools.HELD), not a job's wait
     "mysched/core/hold/pools.py": {"held"},  # the same kind, defined
     "mysched/core/place/nodeusage.py": {"reserved"},  # an attribute's name

@@ -1,6 +1,6 @@
 """The farm's slots as every status command counts them, and says them.
 
-The planner's farm (README, Priority): the slots of nodes that are not down or offline, plus
+The planner's farm (docs/scheduling.md, Priority): the slots of nodes that are not down or offline, plus
 the slots jobs still use on down or offline nodes until they end -- so a VO's running slots
 and the farm's total are counted alike. The idle slots of down or offline nodes are not part
 of it; the commands say how many there are instead of counting them."""

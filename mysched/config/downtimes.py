@@ -17,11 +17,9 @@ import re
 from typing import Any
 
 from mysched.core.model.windows import Downtime
-from mysched.core.model.durations import parse_duration
-from mysched.config.values import kind, names, patterns
+from mysched.config.values import kind
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_KEYS = ["start", "end", "hosts", "node_types", "margin"]
 MARGIN = 300.0
 """Default `margin`: pbs_mom kills a job past its walltime only at its next poll (45 s by
 default) and after its kill_delay, and a cycle's starts take seconds."""
@@ -59,21 +57,21 @@ def build_downtimes(c: Any, top: dict, type_names: set[str]) -> tuple[Downtime, 
     out = []
     for name, draw in raw.items():
         p = ("downtimes", name)
-        g = c.group(draw, p, dict.fromkeys(_KEYS))
+        g = c.group(draw, p)
         if not g and draw is not None and isinstance(draw, dict):
             c.problem(p, "a downtime needs start and end")
             continue
         for key in ("start", "end"):
             if g and key not in g:
                 c.problem(p, f"a downtime needs {key} (e.g. {key} = \"2026-12-01T08:00\";)")
-        start = c.get(g, p, "start", instant, None)
-        end = c.get(g, p, "end", instant, None)
-        hosts = c.get(g, p, "hosts", patterns, ())
-        margin = c.get(g, p, "margin", parse_duration, MARGIN)
+        start = c.get(g, p, "start")
+        end = c.get(g, p, "end")
+        hosts = c.get(g, p, "hosts")
+        margin = c.get(g, p, "margin")
         if not 0 <= margin <= 86400:
             c.problem(p + ("margin",), "must be a duration of at most a day")
             margin = MARGIN
-        node_types = c.get(g, p, "node_types", names, ())
+        node_types = c.get(g, p, "node_types")
         for t in node_types:
             if t not in type_names:
                 c.problem(p + ("node_types",), f"unknown node type '{t}'")

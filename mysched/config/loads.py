@@ -19,26 +19,12 @@ import os
 from typing import Any
 from urllib.parse import urlparse
 
-from mysched.core.settings import LOAD_KINDS, STALE_ACTIONS, LoadRule, LoadSource, NodeLoadLimits, QueueConfig, VOConfig
-from mysched.core.model.durations import parse_duration
-from mysched.core.model.sizes import parse_mem
-from mysched.config.values import DAY, kind, names, number, one_of, string, strings
+from mysched.core.settings import LOAD_KINDS, LoadRule, LoadSource, NodeLoadLimits, QueueConfig, VOConfig
+from mysched.config import schema
+from mysched.config.values import DAY
 
-_SOURCE_KEYS = ["type", "url", "query", "path", "key", "command", "interval", "timeout", "max_age", "on_stale"]
+_SOURCE_KEYS = list(schema.section(("load_sources", "NAME")).settings)
 _NEEDS = {"prometheus": ("url", "query"), "file": ("path",), "command": ("command",)}
-
-
-def size(v: Any) -> int:
-    """A memory size: bytes (int) or TORQUE's notation ("2gb")."""
-    if isinstance(v, bool):
-        raise ValueError(f"expected a size such as \"2gb\", got {kind(v)}")
-    if isinstance(v, int):
-        if v < 0:
-            raise ValueError(f"must not be negative, got {v}")
-        return v
-    if isinstance(v, str):
-        return parse_mem(v)
-    raise ValueError(f"expected a size such as \"2gb\" or bytes, got {kind(v)}")
 
 
 def build_loads(c: Any, top: dict[str, Any], vos: dict[str, VOConfig], queues: dict[str, QueueConfig]
@@ -49,8 +35,8 @@ def build_loads(c: Any, top: dict[str, Any], vos: dict[str, VOConfig], queues: d
     raw = c.group(raw, ("load_sources",), {k: None for k in raw} if isinstance(raw, dict) else {})
     for name, r in raw.items():
         p = ("load_sources", name)
-        g = c.group(r, p, dict.fromkeys(_SOURCE_KEYS))
-        typ = c.get(g, p, "type", string, "")
+        g = c.group(r, p)
+        typ = c.get(g, p, "type")
         if typ not in LOAD_KINDS:
             c.problem(p + ("type",), f"must be one of {', '.join(LOAD_KINDS)}" + (f", got '{typ}'" if typ else ""))
             continue
@@ -61,13 +47,13 @@ def build_loads(c: Any, top: dict[str, Any], vos: dict[str, VOConfig], queues: d
             if key in g and not (typ == "file" and key == "key"):
                 c.problem(p + (key,), f"does not apply to a {typ} source")
         src = LoadSource(
-            name=name, kind=typ, url=c.get(g, p, "url", string, ""), query=c.get(g, p, "query", string, ""),
-            path=c.get(g, p, "path", string, ""), key=c.get(g, p, "key", string, ""),
-            command=tuple(c.get(g, p, "command", strings, ())),
-            interval=c.get(g, p, "interval", parse_duration, 60.0),
-            timeout=c.get(g, p, "timeout", parse_duration, 10.0),
-            max_age=c.get(g, p, "max_age", parse_duration, 300.0),
-            on_stale=c.get(g, p, "on_stale", one_of(*STALE_ACTIONS), "ignore"))
+            name=name, kind=typ, url=c.get(g, p, "url"), query=c.get(g, p, "query"),
+            path=c.get(g, p, "path"), key=c.get(g, p, "key"),
+            command=tuple(c.get(g, p, "command")),
+            interval=c.get(g, p, "interval"),
+            timeout=c.get(g, p, "timeout"),
+            max_age=c.get(g, p, "max_age"),
+            on_stale=c.get(g, p, "on_stale"))
         if typ == "prometheus" and src.url:
             try:
                 u = urlparse(src.url)
@@ -102,22 +88,22 @@ def build_loads(c: Any, top: dict[str, Any], vos: dict[str, VOConfig], queues: d
     raw = c.group(raw, ("load_rules",), {k: None for k in raw} if isinstance(raw, dict) else {})
     for name, r in raw.items():
         p = ("load_rules", name)
-        g = c.group(r, p, dict.fromkeys(["source", "vos", "groups", "queues", "low", "high", "hysteresis"]))
-        source = c.get(g, p, "source", string, "")
+        g = c.group(r, p)
+        source = c.get(g, p, "source")
         if source not in sources:
             c.problem(p + ("source",), f"unknown load source '{source}' (declare it under load_sources)"
                       if source else "a rule needs its source")
-        rv = c.get(g, p, "vos", names, ())
-        rq = c.get(g, p, "queues", names, ())
+        rv = c.get(g, p, "vos")
+        rq = c.get(g, p, "queues")
         for vn in rv:
             if vn not in vos:
                 c.problem(p + ("vos",), f"unknown VO '{vn}' (not declared under vos)")
         for qn in rq:
             if queues and qn not in queues:
                 c.problem(p + ("queues",), f"unknown queue '{qn}' (not declared under queues)")
-        rule = LoadRule(name, source, frozenset(rv), frozenset(c.get(g, p, "groups", names, ())), frozenset(rq),
-                        c.get(g, p, "low", number(-math.inf), 0.0), c.get(g, p, "high", number(-math.inf), 1.0),
-                        c.get(g, p, "hysteresis", number(0.0), 0.0))
+        rule = LoadRule(name, source, frozenset(rv), frozenset(c.get(g, p, "groups")), frozenset(rq),
+                        c.get(g, p, "low"), c.get(g, p, "high"),
+                        c.get(g, p, "hysteresis"))
         if not (rule.vos or rule.groups or rule.queues):
             c.problem(p, "a rule needs at least one of vos, groups, queues to throttle")
         if "high" not in g:
@@ -128,9 +114,9 @@ def build_loads(c: Any, top: dict[str, Any], vos: dict[str, VOConfig], queues: d
             c.problem(p + ("hysteresis",), "must be smaller than high - low")
         rules.append(rule)
 
-    g = c.group(top.get("node_load"), ("node_load",), dict.fromkeys(["max_load_per_core", "min_free_mem"]))
-    limits = NodeLoadLimits(c.get(g, ("node_load",), "max_load_per_core", number(0.0, 1000.0), None),
-                            c.get(g, ("node_load",), "min_free_mem", size, None))
+    g = c.group(top.get("node_load"), ("node_load",))
+    limits = NodeLoadLimits(c.get(g, ("node_load",), "max_load_per_core"),
+                            c.get(g, ("node_load",), "min_free_mem"))
     if limits.max_load_per_core == 0:
         c.problem(("node_load", "max_load_per_core"), "must be positive (0 would skip every busy node)")
     return sources, tuple(rules), limits

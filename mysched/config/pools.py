@@ -19,12 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from mysched.core.settings import Consumer, LoanPolicy, PoolConfig, QueueConfig, VOConfig
-from mysched.core.model.durations import parse_duration
-from mysched.config.loads import size
-from mysched.config.values import MAX_NODE_SLOTS, boolean, int_, kind, names, patterns
-
-_POOL_KEYS = ["hosts", "node_types", "properties", "min_mem", "min_slots", "package", "vos", "groups", "queues",
-              "loan"]
+from mysched.config.values import kind
 
 
 def _amount(v: Any) -> tuple[int | None, float | None]:
@@ -58,13 +53,13 @@ def build_pools(c: Any, top: dict, vos: dict[str, VOConfig], groups: set[str], q
     out = []
     for name, praw in raw.items():
         p = ("pools", name)
-        g = c.group(praw, p, dict.fromkeys(_POOL_KEYS))
-        pk = c.group(g.get("package"), p + ("package",), dict.fromkeys(["slots", "mem"]))
-        slots = c.get(pk, p + ("package",), "slots", int_(0, MAX_NODE_SLOTS), 0)
-        mem = c.get(pk, p + ("package",), "mem", size, 0)
+        g = c.group(praw, p)
+        pk = c.group(g.get("package"), p + ("package",))
+        slots = c.get(pk, p + ("package",), "slots")
+        mem = c.get(pk, p + ("package",), "mem")
         if not slots and not mem:
             c.problem(p + ("package",), "a package needs slots and/or mem (e.g. { slots = 8; mem = \"16gb\"; })")
-        node_types = c.get(g, p, "node_types", names, ())
+        node_types = c.get(g, p, "node_types")
         for t in node_types:
             if t not in type_names:
                 c.problem(p + ("node_types",), f"unknown node type '{t}'")
@@ -90,17 +85,17 @@ def build_pools(c: Any, top: dict, vos: dict[str, VOConfig], groups: set[str], q
         pct = sum(x.percent or 0.0 for x in consumers)
         if pct > 100 + 1e-9:
             c.problem(p, f"overcommitted: the consumers are guaranteed {pct:g} % of the pool's packages")
-        lg = c.group(g.get("loan"), p + ("loan",), dict.fromkeys(["queues", "max_walltime", "restricted"]))
-        lq = c.get(lg, p + ("loan",), "queues", names, ())
+        lg = c.group(g.get("loan"), p + ("loan",))
+        lq = c.get(lg, p + ("loan",), "queues")
         if queues:
             for q in lq:
                 if q != "all" and q not in queues:
                     c.problem(p + ("loan", "queues"), f"unknown queue '{q}' (not declared under queues)")
-        loan = LoanPolicy(frozenset(lq), c.get(lg, p + ("loan",), "max_walltime", parse_duration, None),
-                          c.get(lg, p + ("loan",), "restricted", boolean, False))
+        loan = LoanPolicy(frozenset(lq), c.get(lg, p + ("loan",), "max_walltime"),
+                          c.get(lg, p + ("loan",), "restricted"))
         out.append(PoolConfig(
-            name=name, hosts=c.get(g, p, "hosts", patterns, ()), node_types=node_types,
-            properties=c.get(g, p, "properties", names, ()), min_mem=c.get(g, p, "min_mem", size, None),
-            min_slots=c.get(g, p, "min_slots", int_(0, MAX_NODE_SLOTS), None), slots=slots, mem=mem,
+            name=name, hosts=c.get(g, p, "hosts"), node_types=node_types,
+            properties=c.get(g, p, "properties"), min_mem=c.get(g, p, "min_mem"),
+            min_slots=c.get(g, p, "min_slots"), slots=slots, mem=mem,
             consumers=tuple(consumers), loan=loan))
     return tuple(out)

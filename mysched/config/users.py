@@ -14,9 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from mysched.core.settings import UserLimits
-from mysched.config.values import int_, kind
-
-_KEYS = ["max_running", "max_cores"]
+from mysched.config.values import kind
 
 
 def build_users(c: Any, top: dict) -> dict[str, UserLimits]:
@@ -31,6 +29,6 @@ def build_users(c: Any, top: dict) -> dict[str, UserLimits]:
     out = {}
     for name, uraw in raw.items():
         p = ("users", name)
-        g = c.group(uraw, p, dict.fromkeys(_KEYS))
-        out[name] = UserLimits(c.get(g, p, "max_running", int_(0), None), c.get(g, p, "max_cores", int_(0), None))
+        g = c.group(uraw, p)
+        out[name] = UserLimits(c.get(g, p, "max_running"), c.get(g, p, "max_cores"))
     return out

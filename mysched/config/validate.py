@@ -8,21 +8,20 @@ is immutable and is what the pure planner receives.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
-from mysched.core.settings import (DRAIN_BACKFILL, PACKING_POLICIES, Config, DrainConfig, FarmSpec, GroupConfig,
-                                 HotLists, NodeType, PackingClass, QueueConfig, VOConfig)
-from mysched.core.model.durations import parse_duration
-from mysched.config.loads import build_loads, size
+from mysched.core.settings import (Config, DrainConfig, FarmSpec, GroupConfig, HotLists, NodeType, PackingClass,
+                                 QueueConfig, VOConfig)
+from mysched.config import schema
+from mysched.config.loads import build_loads
 from mysched.config.downtimes import build_downtimes
 from mysched.config.guarantees import overpromised, sim_farm_slots
 from mysched.config.pools import build_pools
 from mysched.config.servers import database_problem, server_problem
 from mysched.config.users import build_users
 from mysched.config.parse import ParsedConfig, Path, at, clip_long, dotted, in_file_order, parse_file, parse_text
-from mysched.config.values import (DAY, keep_problems, MAX_FARM_NODES, MAX_NODE_SLOTS, boolean, boolean_or_auto,
-                                    check_name_format, close_key, host_list, int_, kind, MAX_FARM_SLOTS, name as name_,
-                                    names, number, one_of, parse_address, patterns, string)
+from mysched.config.values import (DAY, keep_problems, check_name_format, close_key, kind, MAX_FARM_SLOTS,
+                                    parse_address)
 from mysched.errors import ConfigError
 
 MIN_CYCLE_GAP = 1.0
@@ -42,8 +41,11 @@ class _Checker:
     def problem(self, path: Path, message: str) -> None:
         self.problems.append(clip_long(f"{self.parsed.where(path)}: {dotted(path)}: {message}"))
 
-    def group(self, value: Any, path: Path, allowed: dict[str, Any]) -> dict[str, Any]:
-        """Check a settings group against its allowed keys; return it (or {})."""
+    def group(self, value: Any, path: Path, allowed: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Check a settings group against its allowed keys (the schema's, unless a group of
+        named blocks gives its own names); return it (or {})."""
+        if allowed is None:
+            allowed = schema.allowed(path)
         if value is None:
             return {}
         if not isinstance(value, dict):
@@ -55,21 +57,17 @@ class _Checker:
                 self.problem(path + (key,), "unknown setting" + (f" (did you mean '{hint}'?)" if hint else ""))
         return value
 
-    def get(self, grp: dict, path: Path, key: str, conv: Callable[[Any], Any], default: Any) -> Any:
-        if key not in grp:
-            return default
+    def get(self, grp: dict, path: Path, key: str) -> Any:
+        """A setting of the group at `path`, converted as the schema says; its default when it
+        is left out or has a problem."""
+        spec = schema.setting(path, key)
+        if key not in grp or spec.conv is None:
+            return spec.default
         try:
-            return conv(grp[key])
+            return spec.conv(grp[key])
         except (ValueError, TypeError) as exc:
             self.problem(path + (key,), str(exc))
-            return default
-
-
-_TOP = dict.fromkeys([
-    "scheduler", "history", "fairshare", "server", "daemon", "default_vo", "vos", "groups",
-    "queues", "hot", "node_types", "packing", "farm", "load_sources", "load_rules", "node_load", "drain",
-    "pools", "downtimes", "users",
-])
+            return spec.default
 
 
 def _sets_anything(value: Any) -> bool:
@@ -107,18 +105,16 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         c.problems.append(f"{parsed.filename}: the file sets nothing (empty, only comments or empty groups): "
                           "a configuration names at least its VOs (etc/mysched.cfg is an example); a file cut "
                           "short while being written looks the same")
-    top = c.group(parsed.data, (), _TOP)
+    top = c.group(parsed.data, ())
 
-    sch = c.group(top.get("scheduler"), ("scheduler",),
-                  dict.fromkeys(["interval", "min_interval", "max_starts_per_cycle", "reservation_depth",
-                                 "reservation_wait_factor", "max_walltime"]))
+    sch = c.group(top.get("scheduler"), ("scheduler",))
     p = ("scheduler",)
-    interval = c.get(sch, p, "interval", parse_duration, 60.0)
-    min_interval = c.get(sch, p, "min_interval", parse_duration, 5.0)
-    max_starts = c.get(sch, p, "max_starts_per_cycle", int_(1), 1000)
-    resv_depth = c.get(sch, p, "reservation_depth", int_(0, 1000), 1)
-    resv_factor = c.get(sch, p, "reservation_wait_factor", number(0.0, 1000.0), 0.0)
-    max_walltime = c.get(sch, p, "max_walltime", parse_duration, None)
+    interval = c.get(sch, p, "interval")
+    min_interval = c.get(sch, p, "min_interval")
+    max_starts = c.get(sch, p, "max_starts_per_cycle")
+    resv_depth = c.get(sch, p, "reservation_depth")
+    resv_factor = c.get(sch, p, "reservation_wait_factor")
+    max_walltime = c.get(sch, p, "max_walltime")
     if max_walltime is not None and not 0 < max_walltime < math.inf:
         c.problem(p + ("max_walltime",), "must be a positive, finite duration")
         max_walltime = None
@@ -131,47 +127,44 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     elif min_interval > interval:
         c.problem(p + ("min_interval",), "cannot be longer than scheduler.interval")
 
-    hist = c.group(top.get("history"), ("history",),
-                   dict.fromkeys(["window", "half_life", "database", "accounting_dir", "keep_cycles", "keep_jobs"]))
+    hist = c.group(top.get("history"), ("history",))
     p = ("history",)
-    window = c.get(hist, p, "window", parse_duration, 2 * 86400.0)
-    half_life = c.get(hist, p, "half_life", parse_duration, 86400.0)
-    database = c.get(hist, p, "database", string, Config.database)
-    accounting_dir = c.get(hist, p, "accounting_dir", string, Config.accounting_dir)
+    window = c.get(hist, p, "window")
+    half_life = c.get(hist, p, "half_life")
+    database = c.get(hist, p, "database")
+    accounting_dir = c.get(hist, p, "accounting_dir")
     if not 0 < window <= 366 * DAY:
         c.problem(p + ("window",), "must be a positive duration of at most a year")
     if "database" in hist and (why := database_problem(database)):
         c.problem(p + ("database",), why)
     if half_life <= 0:
         c.problem(p + ("half_life",), "must be positive (use \"inf\" for no decay)")
-    keep_cycles = c.get(hist, p, "keep_cycles", parse_duration, Config.keep_cycles)
-    keep_jobs = c.get(hist, p, "keep_jobs", parse_duration, Config.keep_jobs)
+    keep_cycles = c.get(hist, p, "keep_cycles")
+    keep_jobs = c.get(hist, p, "keep_jobs")
     for key, what in keep_problems(keep_cycles, keep_jobs, window):
         c.problem(p + (key,), what)
 
-    fs = c.group(top.get("fairshare"), ("fairshare",), dict.fromkeys(["eps"]))
-    eps = c.get(fs, ("fairshare",), "eps", number(1e-9, 10.0), 0.01)
+    fs = c.group(top.get("fairshare"), ("fairshare",))
+    eps = c.get(fs, ("fairshare",), "eps")
 
-    srv = c.group(top.get("server"), ("server",), dict.fromkeys(["url", "libtorque", "libpbs", "timeout"]))
-    server = c.get(srv, ("server",), "url", string, Config.server)
-    libtorque = c.get(srv, ("server",), "libtorque", string, "")
-    libpbs = c.get(srv, ("server",), "libpbs", string, "")
-    server_timeout = c.get(srv, ("server",), "timeout", parse_duration, 30.0)
+    srv = c.group(top.get("server"), ("server",))
+    server = c.get(srv, ("server",), "url")
+    libtorque = c.get(srv, ("server",), "libtorque")
+    libpbs = c.get(srv, ("server",), "libpbs")
+    server_timeout = c.get(srv, ("server",), "timeout")
     if not 0 < server_timeout <= 3600:
         c.problem(("server", "timeout"), "must be a positive duration of at most an hour")
 
-    dmn = c.group(top.get("daemon"), ("daemon",),
-                  dict.fromkeys(["state_dir", "metrics_address", "event_address", "event_allow",
-                                 "event_reserved_port", "leader_timeout"]))
-    state_dir = c.get(dmn, ("daemon",), "state_dir", string, Config.state_dir)
-    metrics_address = c.get(dmn, ("daemon",), "metrics_address", string, Config.metrics_address)
-    event_address = c.get(dmn, ("daemon",), "event_address", string, "")
-    event_allow = c.get(dmn, ("daemon",), "event_allow", host_list, ())
-    event_reserved_port = c.get(dmn, ("daemon",), "event_reserved_port", boolean_or_auto, None)
+    dmn = c.group(top.get("daemon"), ("daemon",))
+    state_dir = c.get(dmn, ("daemon",), "state_dir")
+    metrics_address = c.get(dmn, ("daemon",), "metrics_address")
+    event_address = c.get(dmn, ("daemon",), "event_address")
+    event_allow = c.get(dmn, ("daemon",), "event_allow")
+    event_reserved_port = c.get(dmn, ("daemon",), "event_reserved_port")
     if "event_allow" in dmn and isinstance(dmn["event_allow"], list) and not dmn["event_allow"]:
         c.problem(("daemon", "event_allow"), "an empty list would refuse every pbs_server contact: leave the "
                   "setting out for pbs_server's own host, or turn events off with event_address = \"off\"")
-    leader_timeout = c.get(dmn, ("daemon",), "leader_timeout", parse_duration, 0.0)
+    leader_timeout = c.get(dmn, ("daemon",), "leader_timeout")
     if leader_timeout != 0 and not 1 <= leader_timeout <= interval:
         c.problem(("daemon", "leader_timeout"), "must be 0 (automatic: half the interval, at most 30 s) or "
                   "between 1 s and scheduler.interval (a standby takes over within it and a quarter more)")
@@ -182,11 +175,11 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
             except ValueError as exc:
                 c.problem(("daemon", key), str(exc))
 
-    farm_raw = c.group(top.get("farm"), ("farm",), dict.fromkeys(["nodes", "slots_per_node", "name_format"]))
+    farm_raw = c.group(top.get("farm"), ("farm",))
     farm = FarmSpec(
-        nodes=c.get(farm_raw, ("farm",), "nodes", int_(1, MAX_FARM_NODES), FarmSpec.nodes),
-        slots_per_node=c.get(farm_raw, ("farm",), "slots_per_node", int_(1, MAX_NODE_SLOTS), FarmSpec.slots_per_node),
-        name_format=c.get(farm_raw, ("farm",), "name_format", string, FarmSpec.name_format),
+        nodes=c.get(farm_raw, ("farm",), "nodes"),
+        slots_per_node=c.get(farm_raw, ("farm",), "slots_per_node"),
+        name_format=c.get(farm_raw, ("farm",), "name_format"),
     )
 
     if farm.nodes * farm.slots_per_node > MAX_FARM_SLOTS:
@@ -205,14 +198,13 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     group_where: dict[str, str] = {}
     vos_raw = c.group(top.get("vos"), ("vos",), {k: None for k in (top.get("vos") or {})}
                       if isinstance(top.get("vos"), dict) else {})
-    vo_keys = dict.fromkeys(["groups", "share", "slots", "max_running", "max_cores", "max_per_node"])
     total_share = 0.0
     for name, raw in vos_raw.items():
         p = ("vos", name)
-        g = c.group(raw, p, vo_keys)
-        groups = c.get(g, p, "groups", names, ())
-        share = c.get(g, p, "share", number(0.0, 100.0), 0.0)
-        slots = c.get(g, p, "slots", int_(0), None)
+        g = c.group(raw, p)
+        groups = c.get(g, p, "groups")
+        share = c.get(g, p, "share")
+        slots = c.get(g, p, "slots")
         if "share" in g and "slots" in g:
             c.problem(p, "give either share (percent) or slots (absolute), not both")
         total_share += share
@@ -225,25 +217,25 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
                 group_where[grp] = parsed.where(p + ("groups",))
         vos[name] = VOConfig(
             name=name, groups=groups, share=share / 100.0, slots=slots,
-            max_running=c.get(g, p, "max_running", int_(0), None),
-            max_per_node=c.get(g, p, "max_per_node", int_(0), None),
-            max_cores=c.get(g, p, "max_cores", int_(0), None),
+            max_running=c.get(g, p, "max_running"),
+            max_per_node=c.get(g, p, "max_per_node"),
+            max_cores=c.get(g, p, "max_cores"),
         )
     if total_share > 100.0 + 1e-9:
         c.problem(("vos",), f"shares add up to {total_share:g} %, more than 100 %")
 
     # The default VO need not be declared (it then has no share and no limits), whether it is
     # named here or left at "others"; `mysched check-config` says which.
-    default_vo = c.get(top, (), "default_vo", name_, "others")
+    default_vo = c.get(top, (), "default_vo")
 
     groups_cfg: dict[str, GroupConfig] = {}
     graw = top.get("groups")
     graw = c.group(graw, ("groups",), {k: None for k in graw} if isinstance(graw, dict) else {})
     for name, raw in graw.items():
         p = ("groups", name)
-        g = c.group(raw, p, dict.fromkeys(["max_running", "max_cores", "max_per_node", "vo", "share"]))
+        g = c.group(raw, p)
         if "vo" in g:
-            vo = c.get(g, p, "vo", name_, None)
+            vo = c.get(g, p, "vo")
             if vo is not None:
                 if vo not in vos:
                     c.problem(p + ("vo",), f"'{vo}' is not a VO declared under vos")
@@ -254,10 +246,10 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
                     group_vo[name] = vo
         groups_cfg[name] = GroupConfig(
             name=name,
-            max_running=c.get(g, p, "max_running", int_(0), None),
-            max_per_node=c.get(g, p, "max_per_node", int_(0), None),
-            share=c.get(g, p, "share", number(0.0, 1e6), 1.0),
-            max_cores=c.get(g, p, "max_cores", int_(0), None),
+            max_running=c.get(g, p, "max_running"),
+            max_per_node=c.get(g, p, "max_per_node"),
+            share=c.get(g, p, "share"),
+            max_cores=c.get(g, p, "max_cores"),
         )
         if groups_cfg[name].share <= 0:
             c.problem(p + ("share",), "must be above 0: a weight among the groups of its VO (1 unless set)")
@@ -273,14 +265,14 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     nraw = c.group(nraw, ("node_types",), {k: None for k in nraw} if isinstance(nraw, dict) else {})
     for name, raw in nraw.items():
         p = ("node_types", name)
-        g = c.group(raw, p, dict.fromkeys(["nodes", "properties", "groups", "vos", "mem"]))
+        g = c.group(raw, p)
         nt = NodeType(
             name=name,
-            nodes=c.get(g, p, "nodes", patterns, ()),
-            properties=c.get(g, p, "properties", names, ()),
-            groups=c.get(g, p, "groups", names, ()),
-            vos=c.get(g, p, "vos", names, ()),
-            mem=c.get(g, p, "mem", size, None),
+            nodes=c.get(g, p, "nodes"),
+            properties=c.get(g, p, "properties"),
+            groups=c.get(g, p, "groups"),
+            vos=c.get(g, p, "vos"),
+            mem=c.get(g, p, "mem"),
         )
         if nt.mem == 0:
             c.problem(p + ("mem",), "must be positive: no job asking for memory could run on the type's nodes")
@@ -298,14 +290,14 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
     qraw = c.group(qraw, ("queues",), {k: None for k in qraw} if isinstance(qraw, dict) else {})
     for name, raw in qraw.items():
         p = ("queues", name)
-        g = c.group(raw, p, dict.fromkeys(["max_running", "max_cores", "nodes", "node_types", "exclusive"]))
+        g = c.group(raw, p)
         q = QueueConfig(
             name=name,
-            max_running=c.get(g, p, "max_running", int_(0), None),
-            nodes=c.get(g, p, "nodes", patterns, ()),
-            node_types=c.get(g, p, "node_types", names, ()),
-            exclusive=c.get(g, p, "exclusive", boolean, False),
-            max_cores=c.get(g, p, "max_cores", int_(0), None),
+            max_running=c.get(g, p, "max_running"),
+            nodes=c.get(g, p, "nodes"),
+            node_types=c.get(g, p, "node_types"),
+            exclusive=c.get(g, p, "exclusive"),
+            max_cores=c.get(g, p, "max_cores"),
         )
         for t in q.node_types:
             if t not in type_names:
@@ -327,13 +319,13 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
                 c.problem(path, f"unknown VO '{vn}' (not declared under vos)")
 
     # Hot lists -----------------------------------------------------------------------------
-    h = c.group(top.get("hot"), ("hot",), dict.fromkeys(["queues", "vos", "groups", "users"]))
-    hq = c.get(h, ("hot",), "queues", names, ())
-    hv = c.get(h, ("hot",), "vos", names, ())
+    h = c.group(top.get("hot"), ("hot",))
+    hq = c.get(h, ("hot",), "queues")
+    hv = c.get(h, ("hot",), "vos")
     known_queues(("hot", "queues"), hq)
     known_vos(("hot", "vos"), hv)
-    hot = HotLists(frozenset(hq), frozenset(hv), frozenset(c.get(h, ("hot",), "groups", names, ())),
-                   frozenset(c.get(h, ("hot",), "users", names, ())))
+    hot = HotLists(frozenset(hq), frozenset(hv), frozenset(c.get(h, ("hot",), "groups")),
+                   frozenset(c.get(h, ("hot",), "users")))
 
     # Packing classes ------------------------------------------------------------------------
     packing: list[PackingClass] = []
@@ -343,18 +335,18 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         praw = {}
     for name, raw in (praw or {}).items():
         p = ("packing", name)
-        g = c.group(raw, p, dict.fromkeys(["policy", "queues", "vos", "groups", "users", "ttl"]))
-        policy = c.get(g, p, "policy", one_of(*PACKING_POLICIES), "none")
-        ttl = c.get(g, p, "ttl", parse_duration, math.inf)
+        g = c.group(raw, p)
+        policy = c.get(g, p, "policy")
+        ttl = c.get(g, p, "ttl")
         if "ttl" in g and policy != "exclusive":
             c.problem(p + ("ttl",), "ttl applies only to the exclusive policy")
-        pq = c.get(g, p, "queues", names, ())
-        pv = c.get(g, p, "vos", names, ())
+        pq = c.get(g, p, "queues")
+        pv = c.get(g, p, "vos")
         known_queues(p + ("queues",), pq)
         known_vos(p + ("vos",), pv)
         pc = PackingClass(name, policy, frozenset(pq), frozenset(pv),
-                          frozenset(c.get(g, p, "groups", names, ())),
-                          frozenset(c.get(g, p, "users", names, ())), ttl)
+                          frozenset(c.get(g, p, "groups")),
+                          frozenset(c.get(g, p, "users")), ttl)
         if not (pc.queues or pc.vos or pc.groups or pc.users):
             c.problem(p, "a job class needs at least one of queues, vos, groups, users")
         if name == "default":
@@ -362,15 +354,14 @@ def validate(parsed: ParsedConfig) -> tuple[Config, list[str]]:
         packing.append(pc)
 
     load_sources, load_rules, node_load = build_loads(c, top, vos, queues)
-    dr = c.group(top.get("drain"), ("drain",),
-                 dict.fromkeys(["rate", "max_draining", "keep", "min_cores", "backfill"]))
+    dr = c.group(top.get("drain"), ("drain",))
     # neither rate nor max_draining: the partition follows the demand (each is an override;
     # either at 0 switches it off, so that a sweep of drain.rate=0,12 has an "off" cell)
-    drain = DrainConfig(rate=c.get(dr, ("drain",), "rate", number(0.0, 10000.0), None),
-                        max_draining=c.get(dr, ("drain",), "max_draining", int_(0, MAX_FARM_NODES), None),
-                        keep=c.get(dr, ("drain",), "keep", parse_duration, 1800.0),
-                        min_cores=c.get(dr, ("drain",), "min_cores", int_(2, MAX_NODE_SLOTS), 2),
-                        backfill=c.get(dr, ("drain",), "backfill", one_of(*DRAIN_BACKFILL), "expected"))
+    drain = DrainConfig(rate=c.get(dr, ("drain",), "rate"),
+                        max_draining=c.get(dr, ("drain",), "max_draining"),
+                        keep=c.get(dr, ("drain",), "keep"),
+                        min_cores=c.get(dr, ("drain",), "min_cores"),
+                        backfill=c.get(dr, ("drain",), "backfill"))
     if not 0 <= drain.keep <= DAY:
         c.problem(("drain", "keep"), "must be a duration of at most a day")
 

@@ -10,7 +10,7 @@ from string import Formatter
 from typing import Any, Callable
 
 from mysched.errors import clip
-from mysched.core.model.sizes import MAX_NODE_SLOTS  # noqa: F401 - the configuration's bound too
+from mysched.core.model.sizes import MAX_NODE_SLOTS, parse_mem  # noqa: F401 - MAX_NODE_SLOTS: the config's bound
 
 
 def kind(v: Any) -> str:
@@ -45,6 +45,8 @@ def int_(minimum: int = 0, maximum: int | None = None) -> Callable[[Any], int]:
         if maximum is not None and v > maximum:
             raise ValueError(f"must be at most {maximum}, got {v}")
         return v
+    conv.kind = (f"integer, {minimum} to {maximum}" if maximum is not None  # type: ignore[attr-defined]
+                 else f"integer, at least {minimum}")  # what docs/configuration.md calls it
     return conv
 
 
@@ -117,6 +119,8 @@ def number(minimum: float = 0.0, maximum: float = math.inf) -> Callable[[Any], f
         if not (minimum <= v <= maximum):
             raise ValueError(f"must be between {minimum:g} and {maximum:g}, got {v}")
         return float(v)
+    conv.kind = ("number" if minimum == -math.inf  # type: ignore[attr-defined]
+                 else f"number, at least {minimum:g}" if maximum == math.inf else f"number, {minimum:g} to {maximum:g}")
     return conv
 
 
@@ -132,6 +136,7 @@ def one_of(*choices: str) -> Callable[[Any], str]:
         if string(v) not in choices:
             raise ValueError(f"must be one of {', '.join(choices)}, got '{v}'")
         return v
+    conv.kind = ", ".join(f'"{c}"' for c in choices[:-1]) + f' or "{choices[-1]}"'  # type: ignore[attr-defined]
     return conv
 
 
@@ -184,6 +189,19 @@ def patterns(v: Any) -> tuple[str, ...]:
         if re.sub(r"\[!?\]?[^\]]*\]", "", pat).count("[") or "]" in re.sub(r"\[!?\]?[^\]]*\]", "", pat):
             raise ValueError(f"a node-name pattern with an unpaired bracket would match no node, got {clip(pat)!r}")
     return out
+
+
+def size(v: Any) -> int:
+    """A memory size: bytes (int) or TORQUE's notation ("2gb")."""
+    if isinstance(v, bool):
+        raise ValueError(f"expected a size such as \"2gb\", got {kind(v)}")
+    if isinstance(v, int):
+        if v < 0:
+            raise ValueError(f"must not be negative, got {v}")
+        return v
+    if isinstance(v, str):
+        return parse_mem(v)
+    raise ValueError(f"expected a size such as \"2gb\" or bytes, got {kind(v)}")
 
 
 def keep_problems(keep_cycles: float, keep_jobs: float, window: float) -> list[tuple[str, str]]:

@@ -418,6 +418,24 @@ class Metrics:
             self.call_duration.labels(call).observe(time.perf_counter() - t0)
 
 
+def sample_cycle(m: Metrics) -> Metrics:
+    """Feed `m` one made-up cycle of every kind of figure -- a VO, a pool with a consumer, a
+    load source and rule, a start, a timed call -- so that every family has a series with all
+    its labels: docs/metrics.md is written from it (tools/gen_docs.py) and the dashboard's
+    queries are checked against it."""
+    pool = {**dict.fromkeys(POOL_FIGURES, 1), "held_hosts": [], "status": "ok",
+            "consumers": [{"kind": "vo", "consumer": "a", **dict.fromkeys(CONSUMER_FIGURES, 1)}]}
+    m.set_farm_state(running_by_vo={"a": 1}, queued_by_vo={"a": 1}, used_slots_by_vo={"a": 1}, total_slots=2,
+                     used_slots=1, share_target_by_vo={"a": 1.0}, share_achieved_by_vo={"a": 0.5},
+                     pending_by_reason={}, pools={"p": pool})
+    m.set_loads({"s": (1.0, 1.0, False, False)}, {"r": 1.0})
+    m.observe_cycle(0.1, "ok")
+    m.record_start("a", Reason.SHARE)
+    with m.time_call("snapshot"):
+        pass
+    return m
+
+
 def publish_farm(metrics: CycleMetrics, p: Plan, started: list[Start]) -> None:
     """The farm's figures after a cycle's starts (`started`: those that took effect), as the
     next snapshot will show them."""

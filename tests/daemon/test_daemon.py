@@ -293,7 +293,8 @@ def test_a_failing_metric_is_logged_once_and_scheduling_goes_on(tmp_path, caplog
 
 
 def test_the_sim_demo_has_a_queue_from_the_first_cycle(tmp_path):
-    """README: `mysched run --server sim://...` then `mysched jobs`: something waits at once."""
+    """`mysched run --server sim://...` then `mysched jobs`: something waits at once (the demo of
+    docs/getting-started.md, whose very command tests/test_docs.py runs)."""
     from mysched.backends.sim.server import sim_server_from_url
     from mysched.cli.common import config_or_default
 

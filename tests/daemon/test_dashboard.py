@@ -12,7 +12,7 @@ import subprocess
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mysched.daemon.metrics import Metrics
+from mysched.daemon.metrics import Metrics, sample_cycle
 
 from ..conftest import REPO
 
@@ -31,19 +31,7 @@ def targets() -> list[tuple[dict, dict]]:
 
 def registered() -> dict[str, tuple[str, set[str]]]:
     """Every series name the daemon exports -> (type, label names)."""
-    m = Metrics(CollectorRegistry())
-    m.set_farm_state(running_by_vo={"a": 1}, queued_by_vo={"a": 1}, used_slots_by_vo={"a": 1}, total_slots=2,
-                     used_slots=1, share_target_by_vo={"a": 1.0}, share_achieved_by_vo={"a": 0.5},
-                     pending_by_reason={}, pools={"p": {
-                         "total": 1, "free": 1, "guaranteed": 1, "owner_use": 0, "loan_use": 0, "other_use": 0,
-                         "held_hosts": [], "status": "ok", "consumers": [
-                             {"kind": "vo", "consumer": "a", "guaranteed": 1, "allocated": 0, "owner_use": 0,
-                              "loaned": 0, "pending": 0, "owed": 0}]}})
-    m.set_loads({"s": (1.0, 1.0, False, False)}, {"r": 1.0})
-    m.observe_cycle(0.1, "ok")
-    m.record_start("a", "share")
-    with m.time_call("snapshot"):
-        pass
+    m = sample_cycle(Metrics(CollectorRegistry()))
     out: dict[str, tuple[str, set[str]]] = {}
     for family in m.registry.collect():
         for s in family.samples:
