@@ -131,20 +131,7 @@ class OpenPBSServer(TorqueServer):
     def run_job(self, job_id: str, placement: Placement) -> None:
         """pbs_runjob at ``(vnode:ncpus=N)+...``, one per chunk of the job's select. A broken or
         timed-out call raises `ServerTimeout`: re-read the job (`get_job`) before trying again."""
-        conn = self._connect()
-        started = time.monotonic()
-        where = location(self._chunks(job_id), placement, self._properties)
-        with connsocket.deadline(self._sock, self.timeout):
-            rc = self.ifl.runjob(conn, job_id, where)
-        if rc == 0:
-            return
-        errno = self.ifl.errno()
-        code = rc if rc >= 15000 else errno if errno >= 15000 else -abs(rc)
-        raise self._error("runjob", code, job_id, effect_unknown=True, timed_out=self._timed_out(started))
+        self._run_at(job_id, lambda: location(self._chunks(job_id), placement, self._properties))
 
-    def get_job(self, job_id: str) -> Job | None:
-        """One job, finished ones too (state F reads as complete)."""
-        res = self._stat("statjob", self.ifl.statjob_one, job_id, self.JOB_ATTRS, missing_ok=True)
-        if not res:
-            return None
-        return job_from_attrs(res[0][0], res[0][1], [])
+    map_job = staticmethod(job_from_attrs)
+    """A job's attributes as OpenPBS names them (get_job: finished ones read as complete)."""

@@ -17,6 +17,7 @@ import sys
 
 from mysched.backends.openpbs.values import (Chunk, Place, bool_value, parse_exec_vnode, parse_limits, parse_place,
                                              parse_select, parse_vnode_jobs)
+from mysched.backends.torque.mapping import attr_value
 from mysched.backends.torque.mapping import queue_from_attrs as torque_queue
 from mysched.backends.torque.mapping import server_limits_from_attrs as torque_limits
 from mysched.backends.torque.values import array_parent
@@ -82,10 +83,6 @@ def request_of(chunks: tuple[Chunk, ...], place: Place) -> Request | None:
     return None if req.simple else req
 
 
-def _value(name: str, a: dict[str, str], key: str, parse, warnings: list[str]):  # noqa: ANN001, ANN202
-    v = a.get(key)
-    if not v:
-        return None
     try:
         return parse(v)
     except ValueError as exc:
@@ -147,7 +144,7 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
     group = intern(a.get("egroup") or user)
     chunks, req = _request(name, a, warnings)
     cores = sum(c.count * c.ncpus for c in chunks)
-    placement = _value(name, a, "exec_vnode", parse_exec_vnode, warnings) or ()
+    placement = attr_value(name, a, "exec_vnode", parse_exec_vnode, warnings) or ()
     if placement and state.holds_slots:
         cores = sum(c for _, c in placement)
         placement = tuple((intern(n), c) for n, c in placement)
@@ -173,8 +170,8 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
             warnings.append(f"job {name}: bad Priority {a['Priority'][:40]!r}; taken as 0")
     return Job(name, intern(a.get("queue", "")), user, group, max(1, cores), state,
                stamp("qtime") or stamp("ctime") or 0.0, stamp("stime"),
-               _value(name, a, "Resource_List.walltime", parse_duration, warnings),
-               _value(name, a, "Resource_List.mem", parse_mem, warnings), placement, None, a.get("Job_Name", ""), req,
+               attr_value(name, a, "Resource_List.walltime", parse_duration, warnings),
+               attr_value(name, a, "Resource_List.mem", parse_mem, warnings), placement, None, a.get("Job_Name", ""), req,
                priority, array_parent(name))
 
 

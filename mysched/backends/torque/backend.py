@@ -290,9 +290,14 @@ class TorqueServer:
     def run_job(self, job_id: str, placement: Placement) -> None:
         """pbs_runjob at ``node:ppn=N``. A broken or timed-out call raises `ServerTimeout`:
         the job may have started, so re-read it (`get_job`) before trying again."""
+        self._run_at(job_id, lambda: location(placement))
+
+    def _run_at(self, job_id: str, where: Callable[[], str]) -> None:
+        """pbs_runjob at the location `where` gives (read on the open connection), its failure
+        raised as ours: the effect of a broken call is unknown."""
         conn = self._connect()
         started = time.monotonic()
-        rc = self.ifl.runjob(conn, job_id, location(placement))
+        rc = self._bounded(self.ifl.runjob)(conn, job_id, where())
         if rc == 0:
             return
         # pbs_runjob returns the PBSE code; pbs_errno can be -1 when the socket broke.
@@ -300,11 +305,18 @@ class TorqueServer:
         code = rc if rc >= 15000 else errno if errno >= 15000 else -abs(rc)
         raise self._error("runjob", code, job_id, effect_unknown=True, timed_out=self._timed_out(started))
 
+    def _bounded(self, fn: Callable) -> Callable:
+        """An IFL call as made: libtorque bounds its own waits (`timeout`)."""
+        return fn
+
+    map_job = staticmethod(job_from_attrs)
+    """The product's mapping of a job's attributes to the model."""
+
     def get_job(self, job_id: str) -> Job | None:
         res = self._stat("statjob", self.ifl.statjob_one, job_id, self.JOB_ATTRS, missing_ok=True)
         if not res:
             return None
-        return job_from_attrs(res[0][0], res[0][1], [])
+        return self.map_job(res[0][0], res[0][1], [])
 
 
 _GROUPS: dict[str, tuple[str | None, float]] = {}

@@ -61,7 +61,7 @@ def _cores(name: str, a: dict[str, str], warnings: list[str]) -> int:
     return 1
 
 
-def _value(name: str, a: dict[str, str], key: str, parse, warnings: list[str]):  # noqa: ANN001, ANN202
+def attr_value(name: str, a: dict[str, str], key: str, parse, warnings: list[str]):  # noqa: ANN001, ANN202
     """`parse` of attribute `key`, or None (with a warning) when absent or malformed."""
     v = a.get(key)
     if not v:
@@ -116,11 +116,11 @@ def _read_request(name: str, a: dict[str, str], warnings: list[str], node_names:
         procs = None
     if not parts and procs is None:  # memory or a node alone, without nodes=: its cores on one node, as
         parts = (NodePart(1, _cores(name, a, [])),)  # pbs_server gives it (a malformed value was reported)
-    pmem = _value(name, a, "Resource_List.pmem", parse_mem, warnings)
+    pmem = attr_value(name, a, "Resource_List.pmem", parse_mem, warnings)
     exclusive = (a.get("Resource_List.naccesspolicy", "").strip().lower() in ("singlejob", "singletask")
                  or _bool(a.get("node_exclusive"), False))
-    vmem = _value(name, a, "Resource_List.vmem", parse_mem, warnings)
-    pvmem = _value(name, a, "Resource_List.pvmem", parse_mem, warnings)
+    vmem = attr_value(name, a, "Resource_List.vmem", parse_mem, warnings)
+    pvmem = attr_value(name, a, "Resource_List.pvmem", parse_mem, warnings)
     req = Request(parts, procs, mem, pmem, exclusive, vmem, pvmem)
     return None if req.simple else req
 
@@ -140,9 +140,9 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
     user = intern(a.get("euser") or a.get("Job_Owner", "").partition("@")[0] or "unknown")
     group = intern(a.get("egroup") or user)
     cores = _cores(name, a, warnings)
-    walltime = _value(name, a, "Resource_List.walltime", parse_duration, warnings)
-    mem = _value(name, a, "Resource_List.mem", parse_mem, warnings)
-    placement: Placement = _value(name, a, "exec_host", parse_exec_host, warnings) or ()
+    walltime = attr_value(name, a, "Resource_List.walltime", parse_duration, warnings)
+    mem = attr_value(name, a, "Resource_List.mem", parse_mem, warnings)
+    placement: Placement = attr_value(name, a, "exec_host", parse_exec_host, warnings) or ()
     if placement and state in (JobState.RUNNING, JobState.EXITING, JobState.SUSPENDED):
         cores = sum(c for _, c in placement)  # what it holds, whatever it asked for
 
