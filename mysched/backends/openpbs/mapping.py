@@ -12,12 +12,11 @@ in the old form (``max_running``, ``max_user_run``, ``max_group_run``) and the n
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
 
 from mysched.backends.openpbs.values import (Chunk, Place, bool_value, parse_exec_vnode, parse_limits, parse_place,
                                              parse_select, parse_vnode_jobs)
-from mysched.backends.torque.mapping import attr_value
+from mysched.backends.torque.mapping import attr_time, attr_value
 from mysched.backends.torque.mapping import queue_from_attrs as torque_queue
 from mysched.backends.torque.mapping import server_limits_from_attrs as torque_limits
 from mysched.backends.torque.values import array_parent
@@ -150,17 +149,7 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
         placement = tuple((intern(n), c) for n, c in placement)
 
     def stamp(key: str) -> float | None:
-        v = a.get(key)
-        if not v:
-            return None
-        try:
-            t = float(v)
-            if not math.isfinite(t):
-                raise ValueError
-            return t
-        except ValueError:
-            warnings.append(f"job {name}: bad {key} {v[:200]!r}")
-            return None
+        return attr_time(name, a, key, warnings)
 
     priority = 0
     if a.get("Priority"):

@@ -61,6 +61,21 @@ def _cores(name: str, a: dict[str, str], warnings: list[str]) -> int:
     return 1
 
 
+def attr_time(name: str, a: dict[str, str], key: str, warnings: list[str]) -> float | None:
+    """Attribute `key` as epoch seconds, or None (with a warning) when absent or not a finite number."""
+    v = a.get(key)
+    if not v:
+        return None
+    try:
+        t = float(v)
+        if not math.isfinite(t):  # nan would sort anywhere, inf never come
+            raise ValueError
+        return t
+    except ValueError:
+        warnings.append(f"job {name}: bad {key} {v[:200]!r}")
+        return None
+
+
 def attr_value(name: str, a: dict[str, str], key: str, parse, warnings: list[str]):  # noqa: ANN001, ANN202
     """`parse` of attribute `key`, or None (with a warning) when absent or malformed."""
     v = a.get(key)
@@ -147,17 +162,7 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
         cores = sum(c for _, c in placement)  # what it holds, whatever it asked for
 
     def stamp(key: str) -> float | None:
-        v = a.get(key)
-        if not v:
-            return None
-        try:
-            t = float(v)
-            if not math.isfinite(t):  # nan would sort anywhere, inf never come
-                raise ValueError
-            return t
-        except ValueError:
-            warnings.append(f"job {name}: bad {key} {v[:200]!r}")
-            return None
+        return attr_time(name, a, key, warnings)
 
     submit = stamp("qtime") or stamp("ctime") or 0.0
     priority = 0
