@@ -23,6 +23,8 @@ import pytest
 from mysched.errors import JobGone, MyschedError
 from mysched.core.model.batch import JobState
 
+from .testusers import require_test_users
+
 pytestmark = pytest.mark.openpbs
 
 SERVER = os.environ.get("MYSCHED_OPENPBS_SERVER", "localhost:16001")
@@ -55,11 +57,7 @@ def server():
         snap = srv.snapshot()
     except MyschedError as exc:
         pytest.skip(f"OpenPBS server not usable: {exc}")
-    if os.geteuid() != 0:
-        pytest.skip("submitting as the test users needs root (su)")
-    for user in USERS:
-        if subprocess.run(["id", user], capture_output=True).returncode:
-            pytest.skip(f"test user {user} missing")
+    require_test_users(USERS)
     if (snap.extra["server"].get("scheduling") or "").lower() != "false":
         pytest.skip("the server schedules itself (scheduling = True)")
     usable = [n for n in snap.nodes if n.state.usable and n.slots >= 4]

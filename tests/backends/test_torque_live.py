@@ -30,6 +30,7 @@ from mysched.history.ingest import ingest_accounting
 from mysched.history.store import Store
 
 from ..conftest import REPO
+from .testusers import require_test_users
 
 pytestmark = pytest.mark.torque
 
@@ -57,11 +58,7 @@ def server():
         srv.snapshot()
     except MyschedError as exc:
         pytest.skip(f"pbs_server not usable: {exc}")
-    if os.geteuid() != 0:
-        pytest.skip("submitting as the test users needs root (su)")
-    for user in USERS:
-        if subprocess.run(["id", user], capture_output=True).returncode:
-            pytest.skip(f"test user {user} missing")
+    require_test_users(USERS)
     yield srv
     srv.close()
 
