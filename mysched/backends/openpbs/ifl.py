@@ -17,7 +17,7 @@ import ctypes.util
 import os
 from typing import Sequence
 
-from mysched.backends.torque.ifl import CtypesIFL, PackedRows, StatResult, _BatchStatus, _Attrl
+from mysched.backends.torque.ifl import CtypesIFL, PackedRows, StatResult, _BatchStatus, _Attrl, find_client_library
 from mysched.errors import ServerUnavailable
 
 SEARCH = ("/opt/pbs/lib/libpbs.so", "/usr/pbs/lib/libpbs.so", "/usr/lib64/libpbs.so", "/usr/lib/libpbs.so",
@@ -43,25 +43,12 @@ def _pbs_exec(conf: str | None = None) -> str | None:
 
 def find_libpbs(explicit: str | None = None) -> str:
     """Path of libpbs.so: the explicit path, $MYSCHED_LIBPBS, PBS_EXEC's, the linker's, or usual places."""
-    for given, origin in ((explicit, "server.libpbs"), (os.environ.get(ENV), f"${ENV}")):
-        if given:
-            if os.path.isabs(given) and not os.path.exists(given):
-                raise ServerUnavailable(f"OpenPBS client library {given} ({origin}) does not exist")
-            return given
-    candidates = []
-    home = _pbs_exec()
-    if home:
-        candidates.append(os.path.join(home, "lib", "libpbs.so"))
-    candidates += list(SEARCH)
-    found = ctypes.util.find_library("pbs")
-    if found:
-        candidates.append(found)
-    for c in candidates:
-        if os.path.isabs(c) and not os.path.exists(c):
-            continue
-        return c
-    raise ServerUnavailable("OpenPBS client library libpbs.so not found; install OpenPBS's client package or "
-                            f"set server.libpbs (or ${ENV}) to its path")
+    def candidates() -> list[str]:
+        home = _pbs_exec()
+        found = ctypes.util.find_library("pbs")
+        return ([os.path.join(home, "lib", "libpbs.so")] if home else []) + list(SEARCH) + ([found] if found else [])
+
+    return find_client_library("OpenPBS", "libpbs.so", "server.libpbs", ENV, explicit, candidates)
 
 
 class _ThreadErrno:

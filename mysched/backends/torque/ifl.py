@@ -19,7 +19,7 @@ import ctypes.util
 import glob
 import os
 import threading
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from mysched.errors import ServerUnavailable
 
@@ -68,24 +68,30 @@ _BatchStatus._fields_ = [("next", ctypes.POINTER(_BatchStatus)), ("name", ctypes
                          ("attribs", ctypes.POINTER(_Attrl)), ("text", ctypes.c_char_p)]
 
 
-def find_libtorque(explicit: str | None = None) -> str:
-    """Path of libtorque.so.2: the explicit path, $MYSCHED_LIBTORQUE, the linker's, or usual places."""
-    for given, origin in ((explicit, "server.libtorque"), (os.environ.get(ENV), f"${ENV}")):
+def find_client_library(product: str, library: str, key: str, env: str, explicit: str | None,
+                        candidates: Callable[[], list[str]]) -> str:
+    """Path of a product's client library: the explicit path (setting `key`), $`env`, else the
+    first of `candidates()` that exists (a bare name is left to the loader)."""
+    for given, origin in ((explicit, key), (os.environ.get(env), f"${env}")):
         if given:
             if os.path.isabs(given) and not os.path.exists(given):
-                raise ServerUnavailable(f"TORQUE client library {given} ({origin}) does not exist")
+                raise ServerUnavailable(f"{product} client library {given} ({origin}) does not exist")
             return given
-    candidates = []
-    found = ctypes.util.find_library("torque")
-    if found:
-        candidates.append(found)
-    candidates += list(SEARCH) + sorted(glob.glob("/opt/torque*/lib/libtorque.so*"))
-    for c in candidates:
+    for c in candidates():
         if os.path.isabs(c) and not os.path.exists(c):
             continue
         return c
-    raise ServerUnavailable("TORQUE client library libtorque.so.2 not found; install TORQUE's client "
-                            f"package or set server.libtorque (or ${ENV}) to its path")
+    raise ServerUnavailable(f"{product} client library {library} not found; install {product}'s client "
+                            f"package or set {key} (or ${env}) to its path")
+
+
+def find_libtorque(explicit: str | None = None) -> str:
+    """Path of libtorque.so.2: the explicit path, $MYSCHED_LIBTORQUE, the linker's, or usual places."""
+    def candidates() -> list[str]:
+        found = ctypes.util.find_library("torque")
+        return ([found] if found else []) + list(SEARCH) + sorted(glob.glob("/opt/torque*/lib/libtorque.so*"))
+
+    return find_client_library("TORQUE", "libtorque.so.2", "server.libtorque", ENV, explicit, candidates)
 
 
 def convert_status(head, names: dict | None = None) -> StatResult:
