@@ -52,9 +52,9 @@ def run(args: argparse.Namespace) -> int:
         print(clip_long(line), file=sys.stderr)
     sys.stdout.write(got.text)
     if got.empty:
-        print(f"mysched: error: {clip_long(args.file)}: nothing in it could be carried over (see above)", file=sys.stderr)
+        print(f"mysched import-maui: error: {clip_long(args.file)}: nothing in it could be carried over (see above)", file=sys.stderr)
         return 1
     _, problems = validate(parse_text(got.text, "<imported configuration>"))
     for problem in problems:  # a bug of the importer: said, never hidden
-        print(f"mysched: error: the configuration written does not validate: {problem}", file=sys.stderr)
+        print(f"mysched import-maui: error: the configuration written does not validate: {problem}", file=sys.stderr)
     return 1 if problems else 0

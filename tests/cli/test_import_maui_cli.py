@@ -65,5 +65,5 @@ def test_a_file_with_nothing_to_carry_over_is_said_so(tmp_path, capsys):
     (tmp_path / "maui.cfg").write_text("# nothing\nLOGLEVEL 3\n")
     code, out, err = _run(capsys, str(tmp_path / "maui.cfg"))
     assert code == 1 and out.startswith("# mysched configuration imported")
-    assert err.splitlines()[-1] == f"mysched: error: {tmp_path}/maui.cfg: nothing in it could be carried over (see above)"
+    assert err.splitlines()[-1] == f"mysched import-maui: error: {tmp_path}/maui.cfg: nothing in it could be carried over (see above)"
     assert f"{tmp_path}/maui.cfg:2: LOGLEVEL 3: not carried over: mysched logs to the journal" in err
