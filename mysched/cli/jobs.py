@@ -122,7 +122,7 @@ def fill_why(p: argparse.ArgumentParser) -> None:
             "max_running,max_cores,max_per_node,guarantee,below_guarantee},group{name,running_jobs,running_cores,"
             "max_running,max_cores,max_per_node},queue{name,running_jobs,running_cores,max_running,max_cores},"
             "user{name,key (users.NAME or users.default),running_jobs,running_cores,max_running,max_cores}}, "
-            "run_limit (a qmgr run limit holding it back, or null), nodes_rejected, "
+            "run_limit (a batch server's run limit holding it back, as qmgr spells it, or null), nodes_rejected, "
             "nodes_out[{name,state,note}] (down or offline nodes it names, with the admin's note)",
             table_=False)
     p.add_argument("job_id", metavar="JOBID", type=non_empty, help=JOBID_HELP)
@@ -170,7 +170,7 @@ def run_why(args: argparse.Namespace) -> int:
         print(f"  detail: {j['detail']}")
     for n in out:
         print(f"  {n['name']} is {n['state']}: " + (f"note \"{n['note']}\"" if n["note"] else "no note (pbsnodes -N)"))
-    if run_limit is not None:
+    if run_limit is not None and run_limit != j.get("detail"):
         print(f"  {run_limit}")
     for line in whylimits.lines(limits):
         print(f"  {line}")
@@ -254,8 +254,17 @@ _RUN_LIMITS = {Reason.QUEUE_USER_LIMIT: ("queue", "max_user_run", "user"),
 """Wait reason -> (where the limit is set, its qmgr name, what it counts by)."""
 
 
+_NAMED_LIMITS = frozenset({Reason.QUEUE_PROJECT_LIMIT, Reason.SERVER_PROJECT_LIMIT, Reason.QUEUE_RESOURCE_LIMIT,
+                           Reason.SERVER_RESOURCE_LIMIT, *_RUN_LIMITS})
+"""Waits for a batch server's limit whose detail, where the cycle gave one, names the limit as
+the server spells it (OpenPBS's ``max_run_res.ncpus [u:PBS_GENERIC=4]``)."""
+
+
 def _run_limit(doc: dict[str, Any], j: dict[str, Any]) -> str | None:
-    """For a job held back by a qmgr run limit: the limit and what runs against it."""
+    """For a job held back by a batch server's run limit: the limit and what runs against it
+    (the cycle's detail where it named one, else TORQUE's qmgr setting from the status)."""
+    if j["reason"] in _NAMED_LIMITS and j.get("detail"):
+        return j["detail"]
     what = _RUN_LIMITS.get(j["reason"])
     if what is None:
         return None

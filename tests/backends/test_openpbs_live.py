@@ -157,3 +157,49 @@ def test_check_config_against_the_server(server, tmp_path):
     out = res.stdout + res.stderr
     assert "queues.nosuch: pbs_server has no such queue" in out
     assert "node_types.gpu: matches none" in out and "node_types.big: matches none" not in out
+
+
+def qmgr(command: str) -> None:
+    res = subprocess.run([tool("qmgr"), "-c", command], capture_output=True, text=True)
+    assert res.returncode == 0, (command, res.stderr)
+
+
+@pytest.fixture
+def atlas_limits():
+    """Sets atlas's max_run_res.ncpus and max_run for one test, then unsets them again (they
+    were unset on the documented farm; the fixture refuses to run where they are not)."""
+    out = subprocess.run([tool("qmgr"), "-c", "list queue atlas"], capture_output=True, text=True).stdout
+    if "max_run" in out:
+        pytest.skip("queue atlas already has max_run limits: not touched")
+    try:
+        yield qmgr
+    finally:
+        for attr in ("max_run_res.ncpus", "max_run"):
+            subprocess.run([tool("qmgr"), "-c", f"unset queue atlas {attr}"], capture_output=True)
+
+
+def test_a_queues_max_run_res_ncpus_and_named_max_run_hold_the_right_users(server, cleanup, atlas_limits, tmp_path):
+    """``max_run_res.ncpus = [u:PBS_GENERIC=2]`` and ``max_run = [u:bob=1]`` on atlas: alice
+    starts two one-core jobs of three, bob one of two; `why` names the entry holding each."""
+    atlas_limits("set queue atlas max_run_res.ncpus = [u:PBS_GENERIC=2]")
+    atlas_limits("set queue atlas max_run = [u:bob=1]")
+    alice = [qsub("alice", "atlas", ["select=1:ncpus=1"]) for _ in range(3)]
+    bob = [qsub("bob", "atlas", ["select=1:ncpus=1"]) for _ in range(2)]
+    cleanup += alice + bob
+    cfg = tmp_path / "mysched.cfg"
+    cfg.write_text(CFG)
+    state = tmp_path / "s"
+    res = subprocess.run([MYSCHED, "run", "--once", "-c", str(cfg), "--server", f"pbs://{SERVER}", "--no-db",
+                          "--state-dir", str(state), "--metrics-address", "off"], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    states = {j: qstat(j)["job_state"] for j in alice + bob}
+    assert sum(states[j] == "R" for j in alice) == 2 and sum(states[j] == "R" for j in bob) == 1, states
+    for jid, reason, entry in ((next(j for j in alice if states[j] == "Q"), "queue_resource_limit",
+                                "queue atlas max_run_res.ncpus [u:PBS_GENERIC=2]"),
+                               (next(j for j in bob if states[j] == "Q"), "queue_user_limit",
+                                "queue atlas max_run [u:bob=1]")):
+        why = subprocess.run([MYSCHED, "why", jid, "--state-dir", str(state), "--json"], capture_output=True, text=True)
+        assert why.returncode == 0, why.stderr
+        doc = json.loads(why.stdout)
+        assert doc["job"]["reason"] == reason and doc["run_limit"].startswith(entry), doc

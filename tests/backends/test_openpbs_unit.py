@@ -12,14 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mysched.backends.openpbs.backend import OpenPBSServer
-from mysched.backends.openpbs.mapping import job_from_attrs, node_from_attrs, queue_from_attrs, request_of
+from mysched.backends.openpbs.mapping import (job_from_attrs, node_from_attrs, queue_from_attrs, request_of,
+                                              server_limits_from_attrs)
 from mysched.backends.openpbs.values import (Chunk, Place, location, parse_exec_vnode, parse_limits, parse_place,
                                              parse_select, parse_vnode_jobs)
 from mysched.backends.torque.fake import FakeIFL
 from mysched.backends.torque.ifl import PackedRows, StatResult, pack
 from mysched.config import config_from_text
 from mysched.config.servers import openpbs_host, server_problem
-from mysched.core.model.batch import JobState, NodeState
+from mysched.core.model.batch import JobState, NodeState, RunCap
 from mysched.core.model.request import NodePart
 from mysched.core.settings import FarmSpec
 from mysched.errors import JobGone, ServerUnavailable, Unauthorized
@@ -209,13 +210,35 @@ def test_jobs_vnodes_and_queues_map_to_the_model():
     assert node_from_attrs("x", {"state": "free", "resources_available.bigmem": "False"}, w).properties == frozenset()
     q = queue_from_attrs("atlas", {"queue_type": "Execution", "max_running": "8",
                                    "max_run": "[o:PBS_ALL=5], [u:PBS_GENERIC=2], [g:PBS_GENERIC=3], [u:bob=1]"}, w)
-    assert (q.max_running, q.max_user_run, q.max_group_run) == (5, 2, 3)
-    assert w == ["queue atlas: max_run [u:bob=1]: limits of named users, groups and projects are not enforced by mysched"]
+    assert q.max_running == 5  # the lower of the old form and [o:PBS_ALL=5]: the queue's job total
+    assert set(q.caps) == {RunCap("jobs", "user", 2, None, "max_run [u:PBS_GENERIC=2]"),
+                           RunCap("jobs", "group", 3, None, "max_run [g:PBS_GENERIC=3]"),
+                           RunCap("jobs", "user", 1, "bob", "max_run [u:bob=1]")}
     assert queue_from_attrs("r", {"queue_type": "Route"}, w) is None
-    w.clear()
-    queue_from_attrs("cms", {"queue_type": "Execution", "max_run_res.ncpus": "[o:PBS_ALL=64]"}, w)
-    assert w == ["queue cms: max_run_res.ncpus not enforced by mysched (its max_cores limits are: "
-                 "queues.NAME.max_cores, vos.NAME.max_cores)"]
+    assert not w
+
+
+def test_resource_limits_are_caps_others_reported_soft_ones_noted():
+    w: list[str] = []
+    q = queue_from_attrs("cms", {"queue_type": "Execution", "max_run_res.ncpus": "[o:PBS_ALL=64], [g:cms=16]",
+                                 "max_run_res.mem": "[u:PBS_GENERIC=8gb]", "max_user_res.ncpus": "6",
+                                 "max_run": "[p:PBS_GENERIC=4], [p:higgs=9]"}, w)
+    assert set(q.caps) == {RunCap("cores", "all", 64, None, "max_run_res.ncpus [o:PBS_ALL=64]"),
+                           RunCap("cores", "group", 16, "cms", "max_run_res.ncpus [g:cms=16]"),
+                           RunCap("mem", "user", 8 << 30, None, "max_run_res.mem [u:PBS_GENERIC=8gb]"),
+                           RunCap("cores", "user", 6, None, "max_user_res.ncpus = 6"),
+                           RunCap("jobs", "project", 4, None, "max_run [p:PBS_GENERIC=4]"),
+                           RunCap("jobs", "project", 9, "higgs", "max_run [p:higgs=9]")}
+    assert not w
+    lim = server_limits_from_attrs({"max_run_res.ngpus": "[o:PBS_ALL=2]", "max_run_soft": "[u:PBS_GENERIC=2]",
+                                    "max_run_res_soft.ncpus": "[u:PBS_GENERIC=8]",
+                                    "max_run": "[o:PBS_ALL=x], [o:alice=3], [u:PBS_GENERIC=20]"}, w)
+    assert lim.caps == (RunCap("jobs", "user", 20, None, "max_run [u:PBS_GENERIC=20]"),)
+    assert w == ["server: max_run [o:PBS_ALL=x] 'x' is no count; not enforced",
+                 "server: max_run [o:alice=3]: no such entity (o:PBS_ALL, u|g|p:PBS_GENERIC or u|g|p:NAME); not enforced",
+                 "server: max_run_res.ngpus not enforced by mysched (it honours limits of ncpus and mem only)",
+                 "server: max_run_res_soft.ncpus, max_run_soft: soft limits, not enforced (OpenPBS only makes jobs "
+                 "over them preemptable; mysched does not preempt)"]
 
 
 def test_malformed_values_are_warnings_not_guesses():
@@ -355,3 +378,61 @@ def test_the_event_listener_takes_the_openpbs_servers_host(monkeypatch):
     with pytest.raises(OSError, match="stop"):
         factory(lambda reason: None)
     assert seen == ["localhost"]
+
+
+# -- limits honoured --------------------------------------------------------------------------
+def _plan(ifl: FakeLibpbs):
+    from mysched.core.planner import plan
+    from mysched.core.share.usage import Usage
+
+    return plan(OpenPBSServer(ifl=ifl).snapshot(), CFG, Usage(), 1795800100.0)
+
+
+def test_a_queues_named_and_generic_limits_of_jobs_and_cores_hold_back_the_right_users():
+    """``max_run_res.ncpus = [u:PBS_GENERIC=2], [u:alice=4]`` and ``max_run = [u:bob=1]`` on
+    atlas: alice's own limit lets her run 4 cores (more than the generic 2), bob runs one job,
+    carol two cores; cms has no limit. Each job held back names the entry that holds it."""
+    atlas = {**QUEUES[0][1], "max_run_res.ncpus": "[u:PBS_GENERIC=2], [u:alice=4]", "max_run": "[u:bob=1]"}
+    jobs = [job(f"{i}.vm", "alice", "atlas", "atlas", "1:ncpus=1", qtime=str(1795800000 + i)) for i in range(1, 6)]
+    jobs += [job(f"{i}.vm", "bob", "atlas", "atlas", "1:ncpus=1", qtime=str(1795800000 + i)) for i in range(6, 8)]
+    jobs += [job("8.vm", "carol", "atlas", "atlas", "1:ncpus=2", qtime="1795800008"),
+             job("9.vm", "carol", "atlas", "atlas", "1:ncpus=1", qtime="1795800009")]
+    jobs += [job(f"{i}.vm", "dave", "cms", "cms", "1:ncpus=1", qtime=str(1795800000 + i)) for i in range(10, 13)]
+    p = _plan(FakeLibpbs(jobs=jobs, nodes=FARM, queues=[("atlas", atlas), QUEUES[1]]))
+    assert {s.job_id for s in p.starts} == {"1.vm", "2.vm", "3.vm", "4.vm", "6.vm", "8.vm", "10.vm", "11.vm", "12.vm"}
+    assert {j: (w.reason, w.detail) for j, w in p.waits.items()} == {
+        "5.vm": ("queue_resource_limit", "queue atlas max_run_res.ncpus [u:alice=4]: user alice hold(s) 4 core(s), "
+                                         "4 at most; the job asks 1"),
+        "7.vm": ("queue_user_limit", "queue atlas max_run [u:bob=1]: user bob run(s) 1 job(s)"),
+        "9.vm": ("queue_resource_limit", "queue atlas max_run_res.ncpus [u:PBS_GENERIC=2]: user carol hold(s) 2 "
+                                         "core(s), 2 at most; the job asks 1")}
+
+
+def test_running_jobs_count_against_the_servers_memory_group_and_project_limits():
+    """Server limits: ``max_run_res.mem [o:PBS_ALL=3gb]`` holds only jobs that ask memory;
+    ``max_run [p:PBS_GENERIC=1], [p:higgs=2]`` counts by the jobs' project, the running ones
+    included; ``max_run [g:cms=1]`` holds cms and no other group."""
+    server = {"server_state": "Active", "scheduling": "False", "max_run_res.mem": "[o:PBS_ALL=3gb]",
+              "max_run": "[p:PBS_GENERIC=1], [p:higgs=2], [g:cms=1]"}
+    running = {"job_state": "R", "exec_vnode": "(node-a:ncpus=1)", "stime": "1795800050"}
+    jobs = [job("1.vm", "alice", "atlas", "atlas", "1:ncpus=1:mem=1gb", project="higgs", **running,
+                **{"Resource_List.mem": "1gb"}),
+            job("2.vm", "alice", "atlas", "atlas", "1:ncpus=1:mem=1gb", project="higgs", qtime="1795800002",
+                **{"Resource_List.mem": "1gb"}),
+            job("3.vm", "alice", "atlas", "atlas", "1:ncpus=1:mem=1gb", project="higgs", qtime="1795800003",
+                **{"Resource_List.mem": "1gb"}),
+            job("4.vm", "bob", "atlas", "atlas", "1:ncpus=1:mem=3gb", project="susy", qtime="1795800004",
+                **{"Resource_List.mem": "3gb"}),
+            job("5.vm", "bob", "atlas", "atlas", "1:ncpus=1", project="top", qtime="1795800005"),
+            job("6.vm", "bob", "atlas", "atlas", "1:ncpus=1", project="top", qtime="1795800006"),
+            job("7.vm", "carol", "cms", "cms", "1:ncpus=1", qtime="1795800007"),
+            job("8.vm", "carol", "cms", "cms", "1:ncpus=1", qtime="1795800008")]
+    p = _plan(FakeLibpbs(jobs=jobs, nodes=FARM, queues=QUEUES, server=server))
+    assert {s.job_id for s in p.starts} == {"2.vm", "5.vm", "7.vm"}
+    waits = {j: w.reason for j, w in p.waits.items()}
+    assert waits == {"3.vm": "server_project_limit", "4.vm": "server_resource_limit", "6.vm": "server_project_limit",
+                     "8.vm": "server_group_limit"}
+    held = p.waits["4.vm"].detail  # 1 or 2 GiB, as alice's 2.vm was tried before bob's job or after
+    assert held.startswith("server max_run_res.mem [o:PBS_ALL=3gb]: all users hold(s) ")
+    assert held.endswith(" GiB of memory, 3 GiB at most; the job asks 3 GiB")
+    assert p.waits["3.vm"].detail == "server max_run [p:higgs=2]: project higgs run(s) 2 job(s)"

@@ -30,12 +30,14 @@ from mysched.core.model.batch import Job, Placement, Snapshot
 from mysched.gcpause import gc_paused
 
 JOB_ATTRS = ("job_state", "queue", "euser", "egroup", "Resource_List", "schedselect", "exec_vnode", "qtime", "stime",
-             "Priority", "Job_Name")
+             "Priority", "Job_Name", "project")
 VNODE_ATTRS = ("state", "resources_available", "jobs", "comment")
-QUEUE_ATTRS = ("queue_type", "enabled", "started", "max_running", "max_user_run", "max_group_run", "max_run",
-               "max_run_res", "resources_max")
-SERVER_ATTRS = ("server_state", "scheduling", "total_jobs", "max_running", "max_user_run", "max_group_run", "max_run",
-                "max_run_res", "pbs_version")
+LIMIT_ATTRS = ("max_running", "max_user_run", "max_group_run", "max_run", "max_run_res", "max_user_res",
+               "max_group_res", "max_run_soft", "max_run_res_soft", "max_user_run_soft", "max_group_run_soft",
+               "max_user_res_soft", "max_group_res_soft")
+"""A queue's or the server's run limits, old form and new, hard and soft (`mapping._limits`)."""
+QUEUE_ATTRS = ("queue_type", "enabled", "started", *LIMIT_ATTRS, "resources_max")
+SERVER_ATTRS = ("server_state", "scheduling", "total_jobs", *LIMIT_ATTRS, "pbs_version")
 
 PBSE_UNKJOBID = 15001
 PBSE_PERM = 15007

@@ -5,8 +5,11 @@ reported as a warning rather than guessed (as the TORQUE mapping does).
 What differs from TORQUE: a job asks ``select`` chunks and a ``place`` (`request_of`), runs
 where ``exec_vnode`` says, and ends in state ``F``; a node is a vnode with
 ``resources_available.*`` (its custom booleans and strings its properties); run limits come
-in the old form (``max_running``, ``max_user_run``, ``max_group_run``) and the new
-(``max_run = [o:PBS_ALL=N], [u:PBS_GENERIC=N], [g:PBS_GENERIC=N]``), the lower one counting.
+in the old form (``max_running``, ``max_user_run``, ``max_group_run``, ``max_user_res.ncpus``
+...) and the new (``max_run = [o:PBS_ALL=N], [u:PBS_GENERIC=N], [u:alice=N], [g:...], [p:...]``,
+``max_run_res.ncpus`` and ``.mem`` the same), each a `RunCap` with its spelling (the lower of
+two for the same consumer counting); limits of other resources are reported, and soft limits
+noted (they only make jobs preemptable in OpenPBS, and mysched does not preempt).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from mysched.backends.torque.mapping import attr_time, attr_value
 from mysched.backends.torque.mapping import queue_from_attrs as torque_queue
 from mysched.backends.torque.mapping import server_limits_from_attrs as torque_limits
 from mysched.backends.torque.values import array_parent
-from mysched.core.model.batch import Job, JobState, Node, NodeState, Queue, ServerLimits
+from mysched.core.model.batch import Job, JobState, Node, NodeState, Queue, RunCap, ServerLimits
 from mysched.core.model.durations import parse_duration
 from mysched.core.model.request import NodePart, Request
 from mysched.core.model.sizes import MAX_NODE_SLOTS, digits, parse_mem
@@ -35,6 +38,14 @@ NODE_FLAGS = {"job-busy": "job-exclusive", "resv-exclusive": "job-exclusive", "s
 NOT_PROPERTIES = frozenset({"ncpus", "mem", "vmem", "ngpus", "nmics", "naccelerators", "accelerator_memory",
                             "hbmem", "mpiprocs", "ompthreads", "vnode"})
 """vnode resources that are amounts, or the vnode itself: never properties."""
+LIMITED = {"ncpus": "cores", "mem": "mem"}
+"""Resources whose run limits (``max_run_res.R``, ``max_user_res.R`` ...) mysched honours, as
+what the model counts of them."""
+CONSUMERS = {"o": "all", "u": "user", "g": "group", "p": "project"}
+"""OpenPBS's limit entity kinds as the model's consumers."""
+SOFT = ("max_run_soft", "max_run_res_soft.", "max_user_run_soft", "max_group_run_soft", "max_user_res_soft.",
+        "max_group_res_soft.")
+"""Soft limits: OpenPBS's pbs_sched only marks jobs over them preemptable."""
 
 
 def state_of(code: str) -> JobState:
@@ -80,13 +91,6 @@ def request_of(chunks: tuple[Chunk, ...], place: Place) -> Request | None:
             pmem = per if pmem is None else max(pmem, per)
     req = Request(parts, procs, None, pmem, place.sharing in ("excl", "exclhost"))
     return None if req.simple else req
-
-
-    try:
-        return parse(v)
-    except ValueError as exc:
-        warnings.append(f"job {name}: {exc}")
-        return None
 
 
 def chunks_of(name: str, a: dict[str, str], warnings: list[str]) -> tuple[tuple[Chunk, ...], Place]:
@@ -161,7 +165,7 @@ def job_from_attrs(name: str, a: dict[str, str], warnings: list[str],
                stamp("qtime") or stamp("ctime") or 0.0, stamp("stime"),
                attr_value(name, a, "Resource_List.walltime", parse_duration, warnings),
                attr_value(name, a, "Resource_List.mem", parse_mem, warnings), placement, None, a.get("Job_Name", ""), req,
-               priority, array_parent(name))
+               priority, array_parent(name), project=intern(a.get("project", "")))
 
 
 def node_state(flags: str) -> NodeState:
@@ -222,32 +226,74 @@ def node_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Node:
                 mem, note=note)
 
 
-def _limits(what: str, a: dict[str, str], warnings: list[str]) -> tuple[int | None, int | None, int | None]:
-    """(total, per user, per group) running jobs from ``max_run`` (generic entries only; a
-    named user's, group's or project's is reported, not enforced)."""
-    res = sorted(k for k in a if k.startswith(("max_run_res.", "max_run_res_soft.", "max_run_soft")) and a[k])
-    if res:
-        warnings.append(f"{what}: {', '.join(res)[:200]} not enforced by mysched (its max_cores limits are: "
-                        "queues.NAME.max_cores, vos.NAME.max_cores)")
-    text = a.get("max_run")
-    if not text:
-        return None, None, None
+def _limit_value(what: str, key: str, value: str, measure: str, warnings: list[str]) -> int | None:
+    """A limit's value as a count of jobs or cores, or bytes (None: reported, not enforced)."""
+    v = value.strip()
+    if measure == "mem":
+        try:
+            return parse_mem(v)
+        except ValueError:
+            pass
+    elif digits(v):
+        return int(v)
+    warnings.append(f"{what}: {key} {v[:40]!r} is no {'size' if measure == 'mem' else 'count'}; not enforced")
+    return None
+
+
+def _entries(what: str, key: str, measure: str, text: str, warnings: list[str]) -> list[RunCap]:
+    """The caps of one new-form limit (``max_run``, ``max_run_res.ncpus``): one per entry."""
     try:
         entries = parse_limits(text)
     except ValueError as exc:
-        warnings.append(f"{what}: max_run: {exc}; not enforced")
-        return None, None, None
-    out: list[int | None] = []
-    for key in (("o", "PBS_ALL"), ("u", "PBS_GENERIC"), ("g", "PBS_GENERIC")):
-        v = entries.get(key)
-        out.append(int(v) if v is not None and digits(v) else None)
-        if v is not None and not digits(v):
-            warnings.append(f"{what}: max_run [{key[0]}:{key[1]}={v[:40]}] is no count; not enforced")
-    other = sorted(f"[{k}:{n}={v}]" for (k, n), v in entries.items() if n not in ("PBS_ALL", "PBS_GENERIC"))
+        warnings.append(f"{what}: {key}: {exc}; not enforced")
+        return []
+    out = []
+    for (kind, name), value in entries.items():
+        spelled = f"{key} [{kind}:{name}={value}]"
+        generic = name == ("PBS_ALL" if kind == "o" else "PBS_GENERIC")
+        if kind == "o" and not generic or kind != "o" and name == "PBS_ALL":
+            warnings.append(f"{what}: {spelled}: no such entity (o:PBS_ALL, u|g|p:PBS_GENERIC or u|g|p:NAME); "
+                            "not enforced")
+            continue
+        n = _limit_value(what, spelled, value, measure, warnings)
+        if n is not None:
+            out.append(RunCap(measure, CONSUMERS[kind], n, None if generic else name, spelled))
+    return out
+
+
+def _limits(what: str, a: dict[str, str], warnings: list[str]) -> list[RunCap]:
+    """A queue's or the server's run limits beside TORQUE's three counts: ``max_run`` and
+    ``max_run_res.ncpus``/``.mem`` (every entry: everyone, each or a named user, group or
+    project), and the old ``max_user_res.R``/``max_group_res.R``. Other resources' limits
+    are reported as not enforced; soft limits are noted as not enforced (OpenPBS only marks
+    jobs over them preemptable, and mysched does not preempt)."""
+    caps: list[RunCap] = []
+    other: list[str] = []
+    soft: list[str] = []
+    for key in sorted(a):
+        text = a[key]
+        if not text or not text.strip():
+            continue
+        if key.startswith(SOFT):
+            soft.append(key)
+        elif key == "max_run":
+            caps += _entries(what, key, "jobs", text, warnings)
+        elif key.startswith(("max_run_res.", "max_user_res.", "max_group_res.")):
+            base, _, res = key.partition(".")
+            measure = LIMITED.get(res)
+            if measure is None:
+                other.append(key)
+            elif base == "max_run_res":
+                caps += _entries(what, key, measure, text, warnings)
+            elif (n := _limit_value(what, key, text, measure, warnings)) is not None:
+                caps.append(RunCap(measure, "user" if base == "max_user_res" else "group", n, None, f"{key} = {text}"))
     if other:
-        warnings.append(f"{what}: max_run {', '.join(other)[:200]}: limits of named users, groups and projects "
-                        "are not enforced by mysched")
-    return out[0], out[1], out[2]
+        warnings.append(f"{what}: {', '.join(other)[:200]} not enforced by mysched (it honours limits of ncpus and mem "
+                        "only)")
+    if soft:
+        warnings.append(f"{what}: {', '.join(soft)[:200]}: soft limits, not enforced (OpenPBS only makes jobs over "
+                        "them preemptable; mysched does not preempt)")
+    return caps
 
 
 def _lower(a: int | None, b: int | None) -> int | None:
@@ -255,20 +301,21 @@ def _lower(a: int | None, b: int | None) -> int | None:
 
 
 def queue_from_attrs(name: str, a: dict[str, str], warnings: list[str]) -> Queue | None:
-    """A model `Queue` for an execution queue (None: a routing queue), its run limits the
-    lower of the old form and ``max_run``."""
+    """A model `Queue` for an execution queue (None: a routing queue): ``max_run``'s
+    ``[o:PBS_ALL=N]`` joins its ``max_running`` (the lower counts), every other limit is one
+    of its caps."""
     q = torque_queue(name, a, warnings)
     if q is None:
         return None
-    total, user, group = _limits(f"queue {name}", a, warnings)
-    return dataclasses.replace(q, max_running=_lower(q.max_running, total), max_user_run=_lower(q.max_user_run, user),
-                               max_group_run=_lower(q.max_group_run, group))
+    caps = _limits(f"queue {name}", a, warnings)
+    total = [c.cap for c in caps if c.measure == "jobs" and c.by == "all"]
+    return dataclasses.replace(q, max_running=_lower(q.max_running, min(total, default=None)),
+                               caps=tuple(c for c in caps if c.measure != "jobs" or c.by != "all"))
 
 
 def server_limits_from_attrs(a: dict[str, str], warnings: list[str]) -> ServerLimits | None:
-    """The server's run limits (None: none set), old and new form as for a queue."""
+    """The server's run limits (None: none set): the old form's counts and every other limit
+    as a cap."""
     old = torque_limits(a, warnings) or ServerLimits()
-    total, user, group = _limits("server", a, warnings)
-    lim = ServerLimits(_lower(old.max_running, total), _lower(old.max_user_run, user),
-                       _lower(old.max_group_run, group))
+    lim = dataclasses.replace(old, caps=tuple(_limits("server", a, warnings)))
     return None if lim == ServerLimits() else lim

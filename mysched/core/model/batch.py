@@ -14,7 +14,7 @@ from typing import NamedTuple
 from mysched.core.model.request import NodePart, Request
 
 __all__ = ["Changes", "FinishedJob", "HOLDS_SLOTS", "Job", "JobState", "Node", "NodePart", "NodeState", "Placement",
-           "Queue", "Request", "ServerLimits", "Snapshot", "TraceJob"]
+           "Queue", "Request", "RunCap", "ServerLimits", "Snapshot", "TraceJob"]
 
 Placement = tuple[tuple[str, int], ...]
 """Where a job runs or should run: ``((node, cores), ...)``; one entry per node."""
@@ -116,6 +116,9 @@ class Job(NamedTuple):
     """Why starting the job would harm the batch server itself (set by the backend, e.g. a
     field TORQUE cannot write into its accounting record); empty: none. It waits
     `unsafe_request`."""
+    project: str = ""
+    """The project the job is charged to where the server keeps one (OpenPBS ``qsub -P``);
+    the server's per-project run limits count by it. Empty: none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +144,22 @@ class Node:
     """The admin's note (``pbsnodes -N``): why a node is out, shown where it is named."""
 
 
+class RunCap(NamedTuple):
+    """A limit the batch server keeps on what may run at once and leaves to its scheduler:
+    at most `cap` running jobs (`measure` "jobs"), cores ("cores") or bytes of memory
+    ("mem", of the jobs that ask memory) of everyone (`by` "all") or of each user, group or
+    project (`by`). With a `name` it is that one's own limit, which replaces the generic one
+    (no name) for it, as OpenPBS's ``[u:alice=8]`` does ``[u:PBS_GENERIC=4]``; a generic
+    limit holds every one without a limit of its own."""
+
+    measure: str
+    by: str
+    cap: int
+    name: str | None = None
+    setting: str = ""
+    """How the server spells it, for `why` (``max_run_res.ncpus [u:PBS_GENERIC=4]``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Queue:
     """A TORQUE execution queue (limits: None where unset)."""
@@ -155,6 +174,9 @@ class Queue:
     """Running jobs of one group in this queue at most (qmgr ``max_group_run``)."""
     max_walltime: float | None = None
     """The longest walltime the queue takes, seconds (qmgr ``resources_max.walltime``)."""
+    caps: tuple[RunCap, ...] = ()
+    """Its other run limits (jobs, cores or memory of a user, group or project), beside
+    `max_running` (which joins the configuration's queue limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +186,8 @@ class ServerLimits:
     max_running: int | None = None
     max_user_run: int | None = None
     max_group_run: int | None = None
+    caps: tuple[RunCap, ...] = ()
+    """Its other run limits (`Queue.caps`, for the whole server)."""
 
 
 class Changes(NamedTuple):

@@ -43,6 +43,10 @@ class Reason(StrEnum):
     SERVER_MAX_RUNNING = "server_max_running"
     SERVER_USER_LIMIT = "server_user_limit"
     SERVER_GROUP_LIMIT = "server_group_limit"
+    QUEUE_PROJECT_LIMIT = "queue_project_limit"
+    SERVER_PROJECT_LIMIT = "server_project_limit"
+    QUEUE_RESOURCE_LIMIT = "queue_resource_limit"
+    SERVER_RESOURCE_LIMIT = "server_resource_limit"
     VO_LIMIT = "vo_limit"
     GROUP_LIMIT = "group_limit"
     VO_CORE_LIMIT = "vo_core_limit"
@@ -98,11 +102,25 @@ REASONS: dict[Reason, str] = {
     Reason.NOT_EXECUTION_QUEUE: "the job's queue is no execution queue of the server (a routing queue: pbs_server "
                                 "moves the job on first)",
     Reason.QUEUE_MAX_RUNNING: "the job's queue runs its maximum number of jobs",
-    Reason.QUEUE_USER_LIMIT: "the job's user runs the queue's max_user_run jobs (qmgr)",
-    Reason.QUEUE_GROUP_LIMIT: "the job's group runs the queue's max_group_run jobs (qmgr)",
-    Reason.SERVER_MAX_RUNNING: "the batch server runs its max_running jobs (qmgr)",
-    Reason.SERVER_USER_LIMIT: "the job's user runs the batch server's max_user_run jobs (qmgr)",
-    Reason.SERVER_GROUP_LIMIT: "the job's group runs the batch server's max_group_run jobs (qmgr)",
+    Reason.QUEUE_USER_LIMIT: "the job's user runs as many jobs as the queue lets one user, or this user, run (qmgr "
+                             "max_user_run; OpenPBS max_run [u:PBS_GENERIC=N] or [u:NAME=N])",
+    Reason.QUEUE_GROUP_LIMIT: "the job's group runs as many jobs as the queue lets one group, or this group, run (qmgr "
+                              "max_group_run; OpenPBS max_run [g:PBS_GENERIC=N] or [g:NAME=N])",
+    Reason.SERVER_MAX_RUNNING: "the batch server runs its max_running jobs (qmgr; OpenPBS max_run [o:PBS_ALL=N])",
+    Reason.SERVER_USER_LIMIT: "the job's user runs as many jobs as the batch server lets one user, or this user, run "
+                              "(qmgr max_user_run; OpenPBS max_run [u:PBS_GENERIC=N] or [u:NAME=N])",
+    Reason.SERVER_GROUP_LIMIT: "the job's group runs as many jobs as the batch server lets one group, or this group, "
+                               "run (qmgr max_group_run; OpenPBS max_run [g:PBS_GENERIC=N] or [g:NAME=N])",
+    Reason.QUEUE_PROJECT_LIMIT: "the job's project runs as many jobs as the queue lets it run (OpenPBS max_run "
+                                "[p:PBS_GENERIC=N] or [p:NAME=N])",
+    Reason.SERVER_PROJECT_LIMIT: "the job's project runs as many jobs as the batch server lets it run (OpenPBS max_run "
+                                 "[p:PBS_GENERIC=N] or [p:NAME=N])",
+    Reason.QUEUE_RESOURCE_LIMIT: "the cores or memory the queue's running jobs hold -- all of them, or the job's "
+                                 "user's, group's or project's -- and the job's would pass a limit of the queue "
+                                 "(OpenPBS max_run_res.ncpus, max_run_res.mem)",
+    Reason.SERVER_RESOURCE_LIMIT: "the cores or memory running jobs hold -- all of them, or the job's user's, group's "
+                                  "or project's -- and the job's would pass a limit of the batch server (OpenPBS "
+                                  "max_run_res.ncpus, max_run_res.mem)",
     Reason.VO_LIMIT: "the VO runs its maximum number of jobs",
     Reason.GROUP_LIMIT: "the group runs its maximum number of jobs",
     Reason.VO_CORE_LIMIT: "the VO's running cores and the job's would pass the VO's max_cores",
@@ -160,7 +178,8 @@ BLOCKING: frozenset[Reason] = frozenset({
     Reason.HELD, Reason.NOT_QUEUED, Reason.QUEUE_DISABLED, Reason.NOT_EXECUTION_QUEUE, Reason.TOO_LARGE,
     Reason.NEVER_FITS, Reason.NODES_DOWN, Reason.VO_LIMIT, Reason.GROUP_LIMIT, Reason.QUEUE_MAX_RUNNING,
     Reason.EXTERNAL_LOAD, Reason.QUEUE_USER_LIMIT, Reason.QUEUE_GROUP_LIMIT, Reason.SERVER_MAX_RUNNING,
-    Reason.SERVER_USER_LIMIT, Reason.SERVER_GROUP_LIMIT, Reason.VO_CORE_LIMIT, Reason.GROUP_CORE_LIMIT,
+    Reason.SERVER_USER_LIMIT, Reason.SERVER_GROUP_LIMIT, Reason.QUEUE_PROJECT_LIMIT, Reason.SERVER_PROJECT_LIMIT,
+    Reason.QUEUE_RESOURCE_LIMIT, Reason.SERVER_RESOURCE_LIMIT, Reason.VO_CORE_LIMIT, Reason.GROUP_CORE_LIMIT,
     Reason.QUEUE_CORE_LIMIT, Reason.USER_LIMIT, Reason.USER_CORE_LIMIT, Reason.ARRAY_SLOT_LIMIT,
     Reason.UNSAFE_REQUEST,
 })

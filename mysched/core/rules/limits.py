@@ -57,7 +57,7 @@ class Limits:
         self.total_slots = total_slots
         self.rules_for = rules_for
         self.core_limits = core_limits
-        self.runlim = RunLimits.of(snap)  # the server's and its queues' max_user_run ...
+        self.runlim = RunLimits.of(snap)  # the server's and its queues' max_user_run, max_run_res ...
         self.on = total_limits or queue_limited or bool(throttles) or self.runlim is not None
         """Whether any limit applies this plan (the counts are kept only then)."""
         self.caps = core_limits or bool(cfg.users)
@@ -114,7 +114,7 @@ class Limits:
     def why(self, job: Job, vo: str, rules: JobRules | None = None) -> tuple[str, str] | None:
         """(reason, detail) of a total limit the job's start would pass, or None."""
         if self.runlim is not None and (why := self.runlim.refuse(job)) is not None:
-            return why, self.runlim.detail(job, why)
+            return why
         r = rules or self.rules_for(job.queue, vo, job.group)
         if r.queue_max is not None and self.queue_jobs.get(job.queue, 0) >= r.queue_max:
             return Reason.QUEUE_MAX_RUNNING, ""
@@ -149,9 +149,11 @@ class Limits:
         would change the answer for the job's kind starts any more (its VO or group is left)."""
         if not self.on:
             return reason, ""
-        key = (job.queue, vo, job.group,
-               job.user if (self.runlim is not None and self.runlim.by_user) or self.cfg.users else "",
-               job.cores if self.caps else 0, job.array)
+        run = self.runlim
+        key = (job.queue, vo, job.group, job.user if (run is not None and run.by_user) or self.cfg.users else "",
+               job.cores if self.caps or (run is not None and run.by_amount) else 0, job.array,
+               job.project if run is not None and run.by_project else "",
+               job.mem if run is not None and run.by_amount else None)
         memo = self._drain_memo
         got = memo.get(key)
         if got is None:
