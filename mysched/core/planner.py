@@ -446,6 +446,12 @@ class Planner:
         # no node had room when tried: none has at the end (starts take room, none gives it back)
         fresh = {key: again() for key, (w, again, always) in self._explained.items()
                  if always or w.reason != Reason.NO_FREE_SLOT}
+        # an explanation that came out as it was changes no wait of its class (thousands of
+        # jobs in a backlog of a few shapes)
+        fresh = {key: new for key, new in fresh.items() if (new.reason, new.detail, new.nodes_rejected) != (
+                 (old := self._explained[key][0]).reason, old.detail, old.nodes_rejected)}
+        if not fresh:
+            return
         waits = self.out.waits
         for jid, key in self._class_of.items():
             new = fresh.get(key)

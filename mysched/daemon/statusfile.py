@@ -67,6 +67,8 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
     alone: set[str] = set()
     """Nodes running a job that asked for its nodes alone."""
     vo_of: dict[str, str] = {}  # per group: the same few dozen groups, tens of thousands of jobs
+    said: dict[int, tuple[Any, str | None]] = {}
+    """Request text by the request object's id (the mappings share one object per request text)."""
     for job in snapshot.jobs:
         vo = job.vo
         if not vo:
@@ -99,8 +101,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         nodes_txt = "+".join(f"{n}:{c}" for n, c in placement) if placement else None
         jobs.append([job.id, vo, job.group, job.user, job.queue, job.cores, state, job.submit_time,
                      job.start_time, job.walltime, nodes_txt, rank, round(prio, 6) if prio is not None else None,
-                     reason, detail or None, rej, mark, (str(job.request) or None) if job.request is not None else None,
-                     job.priority])
+                     reason, detail or None, rej, mark, _request_text(job.request, said), job.priority])
         if job.state.holds_slots or mark == "started":
             for n, c in placement:
                 node_jobs.setdefault(n, []).append((job.user, vo, c))
@@ -200,6 +201,17 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
                                   "node_types": list(q.node_types), "exclusive": q.exclusive}
                          for q in config.queues.values()},
     }
+
+
+def _request_text(req: Any, said: dict[int, tuple[Any, str | None]]) -> str | None:
+    """A job's request as the status file gives it (None: cores on one node), written once
+    per request object."""
+    if req is None:
+        return None
+    got = said.get(id(req))
+    if got is None or got[0] is not req:
+        got = said[id(req)] = (req, str(req) or None)
+    return got[1]
 
 
 def publish_status(directory: str, snapshot: Snapshot, plan: Plan, config: Config, *,

@@ -330,7 +330,19 @@ def test_convert_status_reads_names_resources_and_values():
     assert convert_status(ctypes.POINTER(_BatchStatus)()) == []
 
 
-def test_packed_rows_match_the_dict_conversion_and_leave_out_walltime_remaining():
+@pytest.fixture(params=["python", "c"])
+def walk(request, monkeypatch):
+    """convert_packed's Python walk, and its C walk where the extension was built."""
+    from mysched.backends.torque import ifl
+
+    if request.param == "python":
+        monkeypatch.setattr(ifl, "_C_WALK", None)
+    elif ifl._C_WALK is None:
+        pytest.skip("the C walk (mysched/backends/torque/_packed.c) is not built here")
+    return request.param
+
+
+def test_packed_rows_match_the_dict_conversion_and_leave_out_walltime_remaining(walk):
     rows = [("12.srv", [("job_state", b"R"), ("Resource_List.nodes", b"1:ppn=2"), ("exec_host", b"n1/0-1"),
                         ("Walltime.Remaining", b"3591"), ("Job_Name", None)]),
             ("13.srv", [])]
@@ -346,6 +358,30 @@ def test_packed_rows_match_the_dict_conversion_and_leave_out_walltime_remaining(
     head2, _keep2 = _c_status([(rows[0][0], [(k, b"3530" if k == "Walltime.Remaining" else v)
                                              for k, v in rows[0][1]])])
     assert convert_packed(head2)[0] == packed[0]
+
+
+def test_both_walks_give_the_same_bytes_for_odd_replies(monkeypatch):
+    """NULL names, values and resources, a resource entry without its resource, bytes that
+    are no UTF-8, an object without attributes, an empty reply: the C walk and the Python
+    walk pack them alike (the daemon compares the bytes from cycle to cycle)."""
+    from mysched.backends.torque import ifl
+
+    if ifl._C_WALK is None:
+        pytest.skip("the C walk (mysched/backends/torque/_packed.c) is not built here")
+    rows = [("12.srv", [("job_state", b"Q"), ("Resource_List", b"odd"), ("Resource_List.mem", None),
+                        ("Walltime.Remaining", b"3591"), ("Job_Name", b"caf\xe9 \x01"), ("", b"x"),
+                        ("resources_used.cput", b"00:00:01")]),
+            ("", []), ("14.srv", [("Walltime.Remaining", b"1")]), ("15.srv", [("queue", None)])]
+    head, _keep = _c_status(rows)
+    head.contents.next.contents.name = None  # an object without a name
+    c = convert_packed(head)
+    monkeypatch.setattr(ifl, "_C_WALK", None)
+    assert c == convert_packed(head)
+    assert c[0] == (b"12.srv", b"job_state\0Q\0Resource_List.\0odd\0Resource_List.mem\0\0Job_Name\0caf\xe9 \x01"
+                               b"\0\0x\0resources_used.cput\x0000:00:01")
+    assert c[1:] == [(b"", b""), (b"14.srv", b""), (b"15.srv", b"queue\0")]
+    monkeypatch.setattr(ifl, "_C_WALK", ifl._c_walk())
+    assert convert_packed(ctypes.POINTER(_BatchStatus)()) == []
 
 
 def test_jobs_are_read_queue_by_queue_once_each():

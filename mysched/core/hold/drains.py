@@ -233,22 +233,24 @@ class Drains:
                 room_at[(name, want)] = got
             return got
 
-        told: dict[tuple, tuple[float, str] | None] = {}
+        told: dict[tuple, str] = {}
+        """The note per kind of job, worked out once (a backlog has thousands of each kind)."""
         for job, vo in waiting:
             kind = (job.queue, vo, job.group, job.cores)
-            if kind not in told:
+            note = told.get(kind)
+            if note is None:
                 keys = set(self.cy.index.rules(job.queue, vo, job.group).keys)
-                told[kind] = min(((latest(n, job.cores), n) for n in out
-                                  if n in by_name and by_name[n].key in keys and usages.peek(n).cap >= job.cores),
-                                 default=None)
-            best = told[kind]
-            w = waits.get(job.id)
-            if w is None:
-                continue
-            note = (f"drain: the partition has room on {best[1]} within {max(0, round(best[0] - now))} s "
+                best = min(((latest(n, job.cores), n) for n in out
+                            if n in by_name and by_name[n].key in keys and usages.peek(n).cap >= job.cores),
+                           default=None)
+                note = told[kind] = (
+                    f"drain: the partition has room on {best[1]} within {max(0, round(best[0] - now))} s "
                     "at the latest (by requested walltimes)"
                     if best is not None and math.isfinite(best[0]) else
                     "drain: nodes emptying for it (no walltime known of what runs there: no time promised)")
+            w = waits.get(job.id)
+            if w is None:
+                continue
             waits[job.id] = w._replace(detail=f"{w.detail}; {note}" if w.detail else note)
 
     def _auto_room(self, waiting: list[tuple[Job, str]], waits: dict[str, Wait], starts: list[Start],

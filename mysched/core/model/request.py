@@ -54,8 +54,10 @@ class Request(NamedTuple):
     @property
     def simple(self) -> bool:
         """Cores on one node of any kind, no memory or exclusivity: the planner's fast path."""
-        return (self.nodes <= 1 and not self.procs and not self.exclusive and self.mem is None and self.pmem is None
-                and self.vmem is None and self.pvmem is None and not any(p.host or p.properties for p in self.parts))
+        # the plain fields first: the planner asks this of every waiting job's request, and
+        # most requests that are not simple say so there
+        return (not self.procs and not self.exclusive and self.mem is None and self.pmem is None and self.vmem is None
+                and self.pvmem is None and self.nodes <= 1 and not any(p.host or p.properties for p in self.parts))
 
     def mem_for(self, cores: int, total_cores: int) -> int:
         """Bytes the job needs on a node where it gets `cores` of its `total_cores`."""
