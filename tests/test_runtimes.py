@@ -1,9 +1,9 @@
-"""Run-time estimates for jobs without a requested walltime (`mysched.core.runtimes`, issue #29)."""
+"""Run-time estimates for jobs without a requested walltime (`mysched.core.rules.runtimes`, issue #29)."""
 
 from __future__ import annotations
 
 from mysched.core.model.batch import FinishedJob, Job, JobState, Queue
-from mysched.core.runtimes import RecentRuns, RunTimes
+from mysched.core.rules.runtimes import RecentRuns, RunTimes
 
 HOUR = 3600.0
 

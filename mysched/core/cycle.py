@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from mysched.core.model.batch import Snapshot
 from mysched.core.place.nodeindex import NodeIndex
 from mysched.core.place.tally import Tally
-from mysched.core.runtimes import RunTimes
+from mysched.core.rules.runtimes import RunTimes
 from mysched.core.settings import Config, PackingClass
 from mysched.core.share.usage import Usage
 
@@ -33,7 +33,7 @@ class Cycle:
     max_slots: int
     wake_at: float | None = None
     runs: RunTimes = field(default_factory=RunTimes)
-    """How long jobs are taken to run (a walltime, or an estimate: `mysched.core.runtimes`)."""
+    """How long jobs are taken to run (a walltime, or an estimate: `mysched.core.rules.runtimes`)."""
 
     def wake(self, t: float) -> None:
         """Ask for a plan at `t`, when time alone could change this one. Not for now or

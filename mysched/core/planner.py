@@ -51,7 +51,7 @@ from mysched.core.place.placement import Explainer, place
 from mysched.core.place.requests import RequestPlacer
 from mysched.core.rules.limits import JobRules, Limits
 from mysched.core.rules.throttle import Throttle
-from mysched.core.runtimes import RecentRuns
+from mysched.core.rules.runtimes import RecentRuns
 from mysched.core.settings import Config, PackingClass
 from mysched.core.share.ordering import ShareOrder
 from mysched.core.share.standing import VOFacts, VOTable
@@ -78,7 +78,7 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
     (`mysched.core.hold.drains`); `pool_gates`: the last plan's guarded and held pool hosts
     (`mysched.core.hold.pools`: held hosts stay held while owners are owed); `runs`: the
     recent finished jobs' run times, for estimates of jobs without a walltime
-    (`mysched.core.runtimes`; None: such jobs are taken to run for ever).
+    (`mysched.core.rules.runtimes`; None: such jobs are taken to run for ever).
 
     A cycle allocates ~10 objects per job and frees them together: callers that plan often
     pause the cyclic garbage collector around it (the core leaves the process's gc alone)."""

@@ -25,7 +25,7 @@ from mysched.daemon.backlog import Backlog
 from mysched.daemon.restartstate import carried
 from mysched.daemon.outcome import CycleOutcome, Phases
 from mysched.daemon.statusfile import publish_status, with_key, write_status
-from mysched.core.runtimes import RecentRuns
+from mysched.core.rules.runtimes import RecentRuns
 from mysched.core.share.usage import UsageLedger
 from mysched.core.rules.walltimes import believed
 from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics, publish_farm

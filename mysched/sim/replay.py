@@ -24,7 +24,7 @@ from mysched.errors import ServerError
 from mysched.gcpause import gc_paused
 from mysched.core.model.reasons import Reason
 from mysched.backends.sim.farm import SimulatedFarm
-from mysched.core.runtimes import RecentRuns
+from mysched.core.rules.runtimes import RecentRuns
 from mysched.core.share.usage import UsageLedger
 from mysched.sim.mcorewhy import diagnose
 from mysched.sim.result import BelowGuarantee, McoreWatch, SimOptions, SimResult

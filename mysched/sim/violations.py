@@ -15,7 +15,7 @@ from mysched.core.model.plan import Plan
 from mysched.core.model.reasons import BLOCKING, Reason
 from mysched.core.place.admission import Ask
 from mysched.core.place.nodeindex import NodeIndex
-from mysched.core.runtimes import RecentRuns
+from mysched.core.rules.runtimes import RecentRuns
 from mysched.core.settings import Config
 
 

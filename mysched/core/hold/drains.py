@@ -127,7 +127,7 @@ class Drains:
         only if that ends -- by its requested walltime -- before the jobs already there end
         (`_drain_horizons`): such a job delays the drain by nothing (EASY backfill inside the
         drain). A node with room for a waiting multi-core job already, or running a job
-        without a walltime or estimate (`mysched.core.runtimes`), takes no smaller job."""
+        without a walltime or estimate (`mysched.core.rules.runtimes`), takes no smaller job."""
         if job.cores >= self.mc_min or name not in self.draining:
             return False
         length = self.cy.runs.length(job)
@@ -195,7 +195,7 @@ class Drains:
         requested walltimes of what runs there (pbs_mom ends a job at its walltime; a job
         backfilled onto a draining node ends before those already there). `mysched why`
         shows it; a node running a job without a walltime promises by its run-time estimate
-        (`mysched.core.runtimes`, said so), and one of neither promises nothing."""
+        (`mysched.core.rules.runtimes`, said so), and one of neither promises nothing."""
         out = self.made
         if not out:
             return
@@ -330,7 +330,7 @@ class Drains:
     def _expected(self) -> list[tuple[tuple[tuple[str, int], ...], float, int]]:
         """(placement, seconds it is expected to run on, cores) of each job running before this cycle:
         as long again as it has run, capped by its requested walltime or its estimate
-        (`mysched.core.runtimes`; inf for a job with neither). Worked out once per plan."""
+        (`mysched.core.rules.runtimes`; inf for a job with neither). Worked out once per plan."""
         out = self._expect
         if out is None:
             now, end_of = self.cy.now, self.cy.runs.end

@@ -1,5 +1,5 @@
 """When the cores of each node free, by the requested walltimes of what runs there (or, for a
-job without one, its run-time estimate: `mysched.core.runtimes`): what reservations, the
+job without one, its run-time estimate: `mysched.core.rules.runtimes`): what reservations, the
 multi-core partition and guarantee pools all reckon with."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from mysched.core.model.batch import Job, Snapshot
-from mysched.core.runtimes import RunTimes
+from mysched.core.rules.runtimes import RunTimes
 
 
 class Ends:

@@ -15,7 +15,7 @@ from mysched.core.place.admission import Admission, Gates
 from mysched.core.place.board import Board
 from mysched.core.place.nodeindex import NodeIndex
 from mysched.core.rules.access import refusal
-from mysched.core.runtimes import RecentRuns, RunTimes
+from mysched.core.rules.runtimes import RecentRuns, RunTimes
 from mysched.core.settings import Config
 from mysched.core.share.usage import Usage
 
@@ -32,7 +32,7 @@ def cycle_of(snapshot: Snapshot, config: Config, usage: Usage, now: float, polic
              runs: RecentRuns | None = None) -> Cycle:
     """A plan's read-only context, around the index's tally (synced to `snapshot` first: the
     farm's slots count what runs on nodes down or offline); `runs`: recent run times, for
-    estimates of jobs without a walltime (`mysched.core.runtimes`)."""
+    estimates of jobs without a walltime (`mysched.core.rules.runtimes`)."""
     t = index.tally(policy)
     return Cycle(snapshot, config, usage, now, policy, index, t, index.packing,
                  any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing),
