@@ -4,11 +4,12 @@ node index derived from it. Components own their state; this holds none of their
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mysched.core.model.batch import Snapshot
 from mysched.core.place.nodeindex import NodeIndex
 from mysched.core.place.tally import Tally
+from mysched.core.rules.runtimes import RunTimes
 from mysched.core.settings import Config, PackingClass
 from mysched.core.share.usage import Usage
 
@@ -31,6 +32,8 @@ class Cycle:
     total_slots: int
     max_slots: int
     wake_at: float | None = None
+    runs: RunTimes = field(default_factory=RunTimes)
+    """How long jobs are taken to run (a walltime, or an estimate: `mysched.core.rules.runtimes`)."""
 
     def wake(self, t: float) -> None:
         """Ask for a plan at `t`, when time alone could change this one. Not for now or

@@ -51,6 +51,7 @@ from mysched.core.place.placement import Explainer, place
 from mysched.core.place.requests import RequestPlacer
 from mysched.core.rules.limits import JobRules, Limits
 from mysched.core.rules.throttle import Throttle
+from mysched.core.rules.runtimes import RecentRuns
 from mysched.core.settings import Config, PackingClass
 from mysched.core.share.ordering import ShareOrder
 from mysched.core.share.standing import VOFacts, VOTable
@@ -67,7 +68,7 @@ POLICIES = ("mysched", "fifo", "least-loaded", "easy")
 def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy: str = "mysched",
          index: NodeIndex | None = None, throttles: tuple[Throttle, ...] = (),
          reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None,
-         pool_gates: dict[str, PoolGate] | None = None) -> Plan:
+         pool_gates: dict[str, PoolGate] | None = None, runs: RecentRuns | None = None) -> Plan:
     """Decide which queued jobs to start where, and why every other job waits.
 
     `index` is an optional cache of node facts (see `NodeIndex`); results are the same with
@@ -75,7 +76,9 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
     (`mysched.core.rules.throttle.throttles`). `reservations`: the last plan's, kept stable
     (`mysched.core.hold.reservations`); `drains`: the last plan's multi-core partition
     (`mysched.core.hold.drains`); `pool_gates`: the last plan's guarded and held pool hosts
-    (`mysched.core.hold.pools`: held hosts stay held while owners are owed).
+    (`mysched.core.hold.pools`: held hosts stay held while owners are owed); `runs`: the
+    recent finished jobs' run times, for estimates of jobs without a walltime
+    (`mysched.core.rules.runtimes`; None: such jobs are taken to run for ever).
 
     A cycle allocates ~10 objects per job and frees them together: callers that plan often
     pause the cyclic garbage collector around it (the core leaves the process's gc alone)."""
@@ -84,7 +87,7 @@ def plan(snapshot: Snapshot, config: Config, usage: Usage, now: float, *, policy
     idx = index or NodeIndex()
     try:
         return Planner(snapshot, config, usage, now, policy, idx.get(config, snapshot.nodes), throttles,
-                       reservations, drains, pool_gates).run()
+                       reservations, drains, pool_gates, runs).run()
     finally:
         if index is None:
             idx.clear()  # a one-off index: free its tally now, not at some later collection
@@ -97,11 +100,11 @@ class Planner:
     def __init__(self, snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str,
                  index: NodeIndex, throttles: tuple[Throttle, ...] = (),
                  reservations: dict[str, Reservation] | None = None, drains: dict[str, Drain] | None = None,
-                 pool_gates: dict[str, PoolGate] | None = None) -> None:
+                 pool_gates: dict[str, PoolGate] | None = None, runs: RecentRuns | None = None) -> None:
         t = index.tally(policy)
         self.queued, self.vo_queued = t.sync(snapshot)  # before the cycle: its farm counts what runs
         t.keep_whole(self.queued)
-        cy = self.cy = cycle_of(snapshot, config, usage, now, policy, index)
+        cy = self.cy = cycle_of(snapshot, config, usage, now, policy, index, runs)
         self.out = Plan(now=now, policy=policy, throttles=throttles)
         self.rank = 0
         board = self.board = Board(index, t, now)
@@ -123,7 +126,7 @@ class Planner:
             board.skip_loaded(snapshot.nodes, config.node_load)
             self.out.node_load = dict(board.overloaded)
         self.dt = Downtimes(cy, board)
-        self.ends = Ends(snapshot, now)
+        self.ends = Ends(snapshot, now, cy.runs)
         self.resv = Reservations(cy, board, self.dt, self.ends, policy == "mysched", reservations)
         self.drains = Drains(cy, board, self.ends, self.resv, self.dt, drains)
         self.resv.elsewhere = self.drains.serves
@@ -343,10 +346,13 @@ class Planner:
         self._count_start(job, vo, tuple((ld.name, cores) for ld, cores in got), reason)
         return None
 
-    def _by_walltime(self, job: Job) -> float | None:
+    def _by_walltime(self, job: Job) -> float | tuple | None:
         """The walltime in a job's class key: with reservations, draining nodes, pools or
-        downtimes whether a node takes a job depends on it too (None: it does not)."""
-        return job.walltime if self.resv.nodes or self.drains.draining or self.pools.on or self.dt.ahead else None
+        downtimes whether a node takes a job depends on it too (None: it does not) -- and for
+        a job without one, on its run-time estimate."""
+        if not (self.resv.nodes or self.drains.draining or self.pools.on or self.dt.ahead):
+            return None
+        return job.walltime if job.walltime is not None else (None, self.cy.runs.length(job))
 
     def _class_wait(self, job: Job, vo: str, key: tuple) -> str | None:
         """The wait a job of the same class got this cycle, given to `job` too (no node took

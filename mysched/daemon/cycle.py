@@ -25,6 +25,7 @@ from mysched.daemon.backlog import Backlog
 from mysched.daemon.restartstate import carried
 from mysched.daemon.outcome import CycleOutcome, Phases
 from mysched.daemon.statusfile import publish_status, with_key, write_status
+from mysched.core.rules.runtimes import RecentRuns
 from mysched.core.share.usage import UsageLedger
 from mysched.core.rules.walltimes import believed
 from mysched.daemon.metrics import CycleMetrics, Guarded, NullMetrics, publish_farm
@@ -73,6 +74,8 @@ class Daemon:
         self.loads = LoadWatch(loads, self.metrics)
         """Leader or standby (`mysched.daemon.role`); without a lock, always leader."""
         self.ledger: UsageLedger | None = None
+        self.runs = RecentRuns()
+        """The window's finished jobs' run times: estimates for jobs without a walltime."""
         self._partial = False
         """The ledger lacks the window's history: the store could not be read."""
         self._window_read = -math.inf
@@ -190,6 +193,7 @@ class Daemon:
                     self.backlog.failed(str(exc), " (usage counts only what finished since, until it reads again)", exc)
             if recs is not None or self.ledger is None:
                 self.ledger = UsageLedger(cfg.history_window, cfg.half_life, vo_of=cfg.vo_of)
+                self.runs = RecentRuns()
                 self._seen_ids = set()
             self._partial = recs is None
             if recs is not None:
@@ -217,6 +221,8 @@ class Daemon:
             if k not in self._seen_ids:
                 self._seen_ids.add(k)
                 self.ledger.add_job(r)
+                if r.end is not None:
+                    self.runs.add(r.user, r.queue, r.end - r.start)
 
     # -- exactly-once starts ------------------------------------------------------------------
     def _intend(self, now: float, starts: list[Start]) -> bool:
@@ -307,7 +313,7 @@ class Daemon:
         throttles = self.loads.throttles(cfg, self.wall())
         with gc_paused():  # a farm's worth of objects and no cycles: spare the collector's scans
             p = plan(snapshot, cfg, usage, now, index=self.index, throttles=throttles,
-                     reservations=self._resv, drains=self._drains, pool_gates=self._gates)
+                     reservations=self._resv, drains=self._drains, pool_gates=self._gates, runs=self.runs)
         self._resv, self._drains, self._gates = p.reservations, p.drains, p.pool_gates
         plan_s = time.perf_counter() - p0
         phases.mark("plan")
@@ -322,7 +328,8 @@ class Daemon:
             def replan(snap: Snapshot) -> Plan:
                 with gc_paused():
                     return plan(snap, cfg, usage, now, index=self.index, throttles=throttles,
-                                reservations=p.reservations, drains=p.drains, pool_gates=p.pool_gates)
+                                reservations=p.reservations, drains=p.drains, pool_gates=p.pool_gates,
+                                runs=self.runs)
             self._start_all(p, out, done, replan, snapshot, now)
         else:
             self.metrics.observe_cycle(0.0, "standby")

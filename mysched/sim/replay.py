@@ -24,6 +24,7 @@ from mysched.errors import ServerError
 from mysched.gcpause import gc_paused
 from mysched.core.model.reasons import Reason
 from mysched.backends.sim.farm import SimulatedFarm
+from mysched.core.rules.runtimes import RecentRuns
 from mysched.core.share.usage import UsageLedger
 from mysched.sim.mcorewhy import diagnose
 from mysched.sim.result import BelowGuarantee, McoreWatch, SimOptions, SimResult
@@ -90,11 +91,15 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     ledger = UsageLedger(config.history_window, config.half_life, vo_of=config.vo_of)
     usage_cache = _UsageCache(ledger, opts.usage_refresh if fairshare else math.inf)
     vo_area: dict[str, float] = {}
+    # Run-time estimates for jobs without a walltime, from the jobs ended so far (the mysched
+    # policy's; the baselines are the textbook ones, by requested walltimes alone).
+    runs = RecentRuns() if fairshare else None
 
     def ended(job: Job, vo: str) -> None:
         start = job.start_time if job.start_time is not None else farm.now
         if fairshare:
             ledger.add(vo, job.group, job.user, start, farm.now, job.cores)
+            runs.add(job.user, job.queue, farm.now - start)
         res.finished += 1
         vo_area[vo] = vo_area.get(vo, 0.0) + job.cores * (farm.now - start)
 
@@ -193,7 +198,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
         if classes:
             tl["packing_index"].append({c: got[0] for c in classes if (got := packing_now(c)) is not None})
 
-    held: dict = {"why": why, "below": below, "mcore": mcore}  # the last plan's reservations, kept stable by the next
+    held: dict = {"why": why, "below": below, "mcore": mcore, "runs": runs}  # the last plan's reservations, kept stable by the next
     watch = held["pools"] = PoolWatch(config) if config.pools else None
     t = t0
     last_cycle = -math.inf
@@ -255,7 +260,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     if farm.jobs:  # jobs left waiting for good: say why, from one last plan
         snap = farm.snapshot()
         with gc_paused():
-            last = plan(snap, config, usage_cache.get(farm.now, snap), farm.now, policy=opts.policy, index=index)
+            last = plan(snap, config, usage_cache.get(farm.now, snap), farm.now, policy=opts.policy, index=index,
+                        runs=runs)
         for job in snap.jobs:
             w = last.waits.get(job.id)
             if job.start_time is None:
@@ -381,7 +387,8 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
                  throttles=loads.at(now) if loads is not None else (),
                  reservations=held.get("last") if held is not None else None,
                  drains=held.get("drains") if held is not None else None,
-                 pool_gates=held.get("gates") if held is not None else None)
+                 pool_gates=held.get("gates") if held is not None else None,
+                 runs=held.get("runs") if held is not None else None)
     if held is not None:
         held["last"], held["drains"], held["gates"] = p.reservations, p.drains, p.pool_gates
         if held.get("pools") is not None:
@@ -396,7 +403,8 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
     res.cycles += 1
     farm.dirty = False
     if p.starts:
-        res.share_violations += share_violations(p, snap, config, farm, guarantees, index)
+        res.share_violations += share_violations(p, snap, config, farm, guarantees, index,
+                                                 held.get("runs") if held is not None else None)
     jobs = farm.jobs
     for s in p.starts:
         job = jobs[s.job_id]

@@ -15,11 +15,12 @@ from mysched.core.model.plan import Plan
 from mysched.core.model.reasons import BLOCKING, Reason
 from mysched.core.place.admission import Ask
 from mysched.core.place.nodeindex import NodeIndex
+from mysched.core.rules.runtimes import RecentRuns
 from mysched.core.settings import Config
 
 
 def share_violations(p: Plan, snap: Snapshot, config: Config, farm: SimulatedFarm, guarantees: dict[str, int],
-                     index: NodeIndex) -> int:
+                     index: NodeIndex, runs: RecentRuns | None = None) -> int:
     """Starts given to a VO at/above its guarantee while a below-guarantee VO had a job
     waiting that the node would have admitted at that moment (every check of the planner's
     admission: node type, queue assignment, free cores, per-node limits, packing,
@@ -55,7 +56,7 @@ def share_violations(p: Plan, snap: Snapshot, config: Config, farm: SimulatedFar
         lst = below_waiting.get(vo)
         if lst is not None:
             lst.append(j)
-    admission, board = as_planned(p, snap, config, index)
+    admission, board = as_planned(p, snap, config, index, runs)
     usages, admits = board.usages, admission.admits
     asks: dict[tuple, Ask | None] = {}
 

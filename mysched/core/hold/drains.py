@@ -127,13 +127,14 @@ class Drains:
         only if that ends -- by its requested walltime -- before the jobs already there end
         (`_drain_horizons`): such a job delays the drain by nothing (EASY backfill inside the
         drain). A node with room for a waiting multi-core job already, or running a job
-        without a walltime, takes no smaller job."""
+        without a walltime or estimate (`mysched.core.rules.runtimes`), takes no smaller job."""
         if job.cores >= self.mc_min or name not in self.draining:
             return False
-        if job.walltime is None:
+        length = self.cy.runs.length(job)
+        if length is None:
             return True
         horizon = self.horizons().get(name, self.cy.now)
-        return self.cy.now + job.walltime > horizon
+        return self.cy.now + length > horizon
 
     def horizons(self) -> dict[str, float]:
         """Per draining node, when its current jobs are expected to end (`drain.backfill =
@@ -193,7 +194,8 @@ class Drains:
         the soonest, over the partition's nodes it may use, that enough cores free by the
         requested walltimes of what runs there (pbs_mom ends a job at its walltime; a job
         backfilled onto a draining node ends before those already there). `mysched why`
-        shows it; a node running a job of no known walltime promises nothing."""
+        shows it; a node running a job without a walltime promises by its run-time estimate
+        (`mysched.core.rules.runtimes`, said so), and one of neither promises nothing."""
         out = self.made
         if not out:
             return
@@ -205,9 +207,11 @@ class Drains:
                 if name in out:
                     started_on.setdefault(name, []).append((st.job_id, cores))
         walltime: dict[str, float | None] = {}
+        unwalled: set[str] = set()
         if started_on:
             ids = {jid for lst in started_on.values() for jid, _ in lst}
-            walltime = {j.id: j.walltime for j in self.cy.snap.jobs if j.id in ids}
+            walltime = {j.id: self.cy.runs.length(j) for j in self.cy.snap.jobs if j.id in ids}
+            unwalled = {j.id for j in self.cy.snap.jobs if j.id in ids and j.walltime is None}
         usages = self.board.usages
         by_name = self.cy.index.by_name
         room_at: dict[tuple[str, int], float] = {}
@@ -235,6 +239,8 @@ class Drains:
 
         told: dict[tuple, str] = {}
         """The note per kind of job, worked out once (a backlog has thousands of each kind)."""
+        guessed: set[str] | None = None
+        """Partition nodes running a job without a walltime: their promise is an estimate's."""
         for job, vo in waiting:
             kind = (job.queue, vo, job.group, job.cores)
             note = told.get(kind)
@@ -243,9 +249,14 @@ class Drains:
                 best = min(((latest(n, job.cores), n) for n in out
                             if n in by_name and by_name[n].key in keys and usages.peek(n).cap >= job.cores),
                            default=None)
+                if guessed is None and best is not None:
+                    guessed = {n for j in self.cy.snap.jobs if j.walltime is None and j.state.holds_slots
+                               for n, _ in j.placement if n in out}
+                    guessed |= {n for n, lst in started_on.items() if any(jid in unwalled for jid, _ in lst)}
                 note = told[kind] = (
                     f"drain: the partition has room on {best[1]} within {max(0, round(best[0] - now))} s "
-                    "at the latest (by requested walltimes)"
+                    + ("at the latest (by requested walltimes)" if best[1] not in (guessed or ()) else
+                       "by estimate (run times of recent jobs where no walltime was requested)")
                     if best is not None and math.isfinite(best[0]) else
                     "drain: nodes emptying for it (no walltime known of what runs there: no time promised)")
             w = waits.get(job.id)
@@ -320,18 +331,18 @@ class Drains:
 
     def _expected(self) -> list[tuple[tuple[tuple[str, int], ...], float, int]]:
         """(placement, seconds it is expected to run on, cores) of each job running before this cycle:
-        as long again as it has run, capped by its requested walltime (inf for a job with
-        neither). Worked out once per plan."""
+        as long again as it has run, capped by its requested walltime or its estimate
+        (`mysched.core.rules.runtimes`; inf for a job with neither). Worked out once per plan."""
         out = self._expect
         if out is None:
-            now = self.cy.now
+            now, end_of = self.cy.now, self.cy.runs.end
             out = self._expect = []
             for j in self.cy.snap.jobs:
                 if not j.state.holds_slots or not j.placement:
                     continue
                 start = j.start_time
                 age = now - start if start is not None else math.inf
-                rest = start + j.walltime - now if start is not None and j.walltime is not None else math.inf
+                rest = end_of(j, now) - now
                 out.append((j.placement, max(0.0, min(age, rest)), j.cores))
         return out
 

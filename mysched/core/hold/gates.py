@@ -15,6 +15,7 @@ from mysched.core.place.admission import Admission, Gates
 from mysched.core.place.board import Board
 from mysched.core.place.nodeindex import NodeIndex
 from mysched.core.rules.access import refusal
+from mysched.core.rules.runtimes import RecentRuns, RunTimes
 from mysched.core.settings import Config
 from mysched.core.share.usage import Usage
 
@@ -27,16 +28,20 @@ def admission_for(cfg: Config, board: Board, dt: Downtimes, resv: Reservations, 
         drains.draining, drains.blocks, pools.gate, pools.refuses, lambda key, queue: refusal(cfg, key, queue)))
 
 
-def cycle_of(snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str, index: NodeIndex) -> Cycle:
+def cycle_of(snapshot: Snapshot, config: Config, usage: Usage, now: float, policy: str, index: NodeIndex,
+             runs: RecentRuns | None = None) -> Cycle:
     """A plan's read-only context, around the index's tally (synced to `snapshot` first: the
-    farm's slots count what runs on nodes down or offline)."""
+    farm's slots count what runs on nodes down or offline); `runs`: recent run times, for
+    estimates of jobs without a walltime (`mysched.core.rules.runtimes`)."""
     t = index.tally(policy)
     return Cycle(snapshot, config, usage, now, policy, index, t, index.packing,
                  any(pc.policy == "exclusive" and pc.ttl > 0 for pc in config.packing),
-                 index.total_slots + t.off_used, index.max_slots)
+                 index.total_slots + t.off_used, index.max_slots,
+                 runs=RunTimes(runs, snapshot.queues, config.max_walltime))
 
 
-def as_planned(out: Plan, snapshot: Snapshot, config: Config, index: NodeIndex) -> tuple[Admission, Board]:
+def as_planned(out: Plan, snapshot: Snapshot, config: Config, index: NodeIndex,
+               runs: RecentRuns | None = None) -> tuple[Admission, Board]:
     """The admission `out` planned with, as at its start: the nodes as `snapshot` had them
     (`index` synced to it by the plan), closed where the plan closed them, and the
     reservations, drains, pool gates and downtimes the plan reports. The caller books starts
@@ -45,7 +50,7 @@ def as_planned(out: Plan, snapshot: Snapshot, config: Config, index: NodeIndex) 
     tally = index.tally(out.policy)
     if snapshot.token is None or tally.token is not snapshot.token:
         tally.sync(snapshot)  # (the plan synced it already, as a rule): before the cycle counts the farm
-    cy = cycle_of(snapshot, config, Usage(), out.now, out.policy, index)
+    cy = cycle_of(snapshot, config, Usage(), out.now, out.policy, index, runs)
     board = Board(index, cy.tally, out.now)
     for name, cls in out.node_classes.items():
         if name in index.by_name:
@@ -55,7 +60,7 @@ def as_planned(out: Plan, snapshot: Snapshot, config: Config, index: NodeIndex) 
             board.overloaded[name] = why
             board.close(name)
     dt = Downtimes(cy, board)
-    ends = Ends(snapshot, out.now)
+    ends = Ends(snapshot, out.now, cy.runs)
     resv = Reservations(cy, board, dt, ends, out.policy == "mysched", None)
     resv.as_planned(out.holds)
     drains = Drains(cy, board, ends, resv, dt, None)

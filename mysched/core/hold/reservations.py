@@ -165,7 +165,7 @@ class Reservations:
     def _fits_before(self, job: Job, held: Hold, ld: NodeUsage, cores: int | None = None) -> bool:
         """May `job` start now (`cores` of it, all by default) on node `ld`, `held` by a
         reservation? Its owner may; another job if it
-        ends before the reservation starts, or if the node still has the cores the reservation
+        ends before the reservation starts (by its walltime or, without one, its estimate), or if the node still has the cores the reservation
         needs there at its start with this job running on (MAUI reserves a job's tasks, not
         whole nodes: a 4-core reservation on a 32-core node left its 28 other cores to short jobs
         only) -- unless the job could bar the reserved one in another way: it asks for its nodes
@@ -175,7 +175,8 @@ class Reservations:
         nodes' spare cores idle for the cycle, the reserved job started or not (seen live: a job of
         a VO below its guarantee waited a cycle on an empty farm beside a 5-core reservation)."""
         start, job_id, need, vo, group = held
-        if job_id == job.id or (job.walltime is not None and self.cy.now + job.walltime <= start):
+        length = self.cy.runs.length(job)  # its walltime, or its run-time estimate
+        if job_id == job.id or (length is not None and self.cy.now + length <= start):
             return True
         if need is None or self.cy.exclusive_packing or (job.request is not None and job.request.exclusive):
             return False
