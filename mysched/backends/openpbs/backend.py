@@ -77,13 +77,17 @@ class OpenPBSServer(TorqueServer):
     JOB_ATTRS, OWNER = JOB_ATTRS, ("Job_Owner",)
     EVENTS = "hook"
     """OpenPBS contacts no scheduler's port; a server hook can (tools/openpbs_event_hook.py)."""
+    SCHEME = "pbs"
+
+    @staticmethod
+    def _load_ifl(path: str | None, timeout: float | None) -> IFL:
+        return OpenPBSIFL(path, timeout)
 
     def __init__(self, host: str | None = None, *, libpbs: str | None = None, ifl: IFL | None = None,
                  clock: Callable[[], float] = time.time, timeout: float | None = 30.0,
                  read_by_queue: bool = True) -> None:
-        super().__init__(host, ifl=ifl if ifl is not None else OpenPBSIFL(libpbs, timeout), clock=clock,
-                         timeout=timeout, read_by_queue=read_by_queue)
-        self.name = f"pbs://{host or 'localhost'}"
+        super().__init__(host, libtorque=libpbs, ifl=ifl, clock=clock, timeout=timeout,
+                         read_by_queue=read_by_queue)
         self._jobs = JobReader(job_from_attrs)
         self._rows: dict[bytes, bytes] = {}
         """The jobs as last read (packed): a start reads its job's chunks from there, to name

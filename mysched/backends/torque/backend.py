@@ -106,16 +106,28 @@ class TorqueServer:
     JOB_ATTRS, OWNER = JOB_ATTRS, OWNER
     EVENTS = "scheduling"
     """What makes the server contact mysched's event port: TORQUE's ``scheduling = True``."""
+    SCHEME = "torque"
+    """The server's URL scheme (its name in messages: ``torque://HOST``)."""
+
+    @staticmethod
+    def _load_ifl(path: str | None, timeout: float | None) -> IFL:
+        """The product's client library, bound (a subclass binds its own product's)."""
+        return load_ifl(path, timeout)
 
     def __init__(self, host: str | None = None, *, libtorque: str | None = None, ifl: IFL | None = None,
                  clock: Callable[[], float] = time.time, timeout: float | None = 30.0,
                  read_by_queue: bool = True) -> None:
         self.host = host
-        self.name = f"torque://{host or 'localhost'}"
+        self.name = f"{self.SCHEME}://{host or 'localhost'}"
         self._node_names: frozenset[str] = frozenset()
         self._jobs = JobReader()
         self.read_by_queue = read_by_queue
-        self.ifl = ifl if ifl is not None else load_ifl(libtorque, timeout)
+        if ifl is None:
+            try:
+                ifl = self._load_ifl(libtorque, timeout)
+            except ServerUnavailable as exc:  # say which server could not be read, as every other failure does
+                raise ServerUnavailable(f"{self.name}: {exc}") from None
+        self.ifl = ifl
         self.clock = clock
         self.timeout = timeout
         self.conn: int | None = None
