@@ -16,7 +16,9 @@ a multi-core job that the fair-share order put ahead of a single-core job starte
 cycle was passed over only for want of a whole node, so it gets room in the partition -- RACE
 nodes' worth, since which node empties first is not known and the first with room serves it;
 one ranked behind every start waits as single-core jobs of its priority do, and drains
-nothing. At most half the nodes drain at once. With the bounds set, at most `drain.rate` nodes
+nothing. The whole partition, nodes running multi-core jobs included, stays within half the
+nodes; each drain is drawn for one job's cores and keeps them (per waiting job that could
+take them) from smaller jobs. With the bounds set, at most `drain.rate` nodes
 start draining per hour and at most `drain.max_draining` are in the partition, up to that many
 even for one waiting job; nodes running multi-core jobs count among them.
 The nodes chosen waste least: fewest busy cores times the time each job is expected to
