@@ -40,7 +40,8 @@ def lines(doc: dict[str, Any], ex: dict[str, Any]) -> list[str]:
     out = [f"{name}: no new jobs (node_load): {why}" for name, why in sorted(ex["node_load"].items())]
     # one line a node, as node_load: dozens of drains made one line of thousands of columns
     for n, d in sorted(ex["drains"].items()):
-        out.append(f"{n}: draining for multi-core jobs (since {statusdoc.clock(doc, d['since'])}"
+        cores = f"{d['want']}-core" if d.get("want") else "multi-core"
+        out.append(f"{n}: draining for {cores} jobs (since {statusdoc.clock(doc, d['since'])}"
                    + (f", ready since {statusdoc.clock(doc, d['ready'])})" if d["ready"] is not None else ")"))
     for jid, r in sorted(ex["reservations"].items()):
         out.append(f"reserved for {jid}: {'+'.join(r['nodes'])} from {statusdoc.clock(doc, r['start'])}")

@@ -397,7 +397,7 @@ _STATUS = Rec({
                              "on_stale": STR, "error": STR.n})).n,
     "node_load": Map(STR).n,
     "reservations": Map(Rec({"start": TIME, "nodes": NAMES})).n,
-    "drains": Map(Rec({"since": TIME.n, "ready": TIME.n})).n,
+    "drains": Map(Rec({"since": TIME.n, "ready": TIME.n}, {"want": COUNT})).n,
     "downtimes": Map(Rec({"name": STR, "start": TIME, "end": TIME}, {"begin": TIME})).n,
     "downtime_windows": Seq(Rec({"name": STR, "start": TIME, "end": TIME},
                                 {"hosts": NAMES, "node_types": NAMES, "margin": SECONDS})).n,

@@ -44,7 +44,7 @@ def _reservations(doc: dict[str, Any]) -> dict[str, Reservation]:
 
 
 def _drains(doc: dict[str, Any]) -> dict[str, Drain]:
-    return {n: Drain(n, float(d["since"]), None if d["ready"] is None else float(d["ready"]))
+    return {n: Drain(n, float(d["since"]), None if d["ready"] is None else float(d["ready"]), int(d.get("want") or 0))
             for n, d in (doc.get("drains") or {}).items()}
 
 

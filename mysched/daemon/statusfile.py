@@ -188,7 +188,7 @@ def build_status(snapshot: Snapshot, plan: Plan, config: Config, *, cycle: dict[
         # a reserved job started this cycle holds its nodes as a running job now, not by promise
         "reservations": {j: {"start": r.start, "nodes": list(r.nodes)} for j, r in plan.reservations.items()
                          if j not in started},
-        "drains": {n: {"since": d.since, "ready": d.ready} for n, d in plan.drains.items()},
+        "drains": {n: {"since": d.since, "ready": d.ready, "want": d.want} for n, d in plan.drains.items()},
         "downtimes": {n: {"name": w.name, "start": w.start, "end": w.end, "begin": w.begin}
                       for n, w in plan.downtimes.items()},
         # every window not over, for start estimates (`mysched when`)

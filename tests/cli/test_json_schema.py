@@ -244,7 +244,7 @@ def test_every_field_is_documented_typed_and_never_empty(docs):
     # the other way round: what the page lists, the commands print (on this farm, but for a few)
     rare = {"jobs": {"standby.leader.client"},
             "why": {"run_limit", "nodes_out[]", "nodes_out[].name", "nodes_out[].state", "nodes_out[].note"},
-            "nodes": {"drains.*.since", "drains.*.ready", "reservations.*.start", "reservations.*.nodes",
+            "nodes": {"drains.*.since", "drains.*.ready", "drains.*.want", "reservations.*.start", "reservations.*.nodes",
                       *(p for p in SCHEMA["nodes"] if p.startswith("downtime_clashes["))}}
     # (a first cycle starts no job that runs into a window: test_status_downtime_clash has them)
     for section, fields in SCHEMA.items():

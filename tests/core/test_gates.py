@@ -107,3 +107,15 @@ def test_a_cycle_counts_slots_still_used_on_down_nodes_in_the_farms_total():
     assert (cy.total_slots, cy.max_slots, cy.exclusive_packing, cy.tally is index.tally("mysched")) == \
         (8 + 3, 8, True, True)
     assert cycle_of(snap, CFG, Usage(), NOW, "mysched", NodeIndex().get(CFG, nodes)).exclusive_packing is False
+
+
+def test_a_draining_node_keeps_the_cores_it_drains_for_from_smaller_jobs_and_lets_the_rest_go():
+    # wn02 (8 cores, empty) drains for 4-core jobs: for one of them it keeps 4 cores, so a
+    # 1-core job may take one of the other 4; for two of them it keeps all 8. A 2-core job
+    # (multi-core, but smaller than what the node drains for) is held off those cores too.
+    one = _admission(_plan(draining_now=frozenset({"wn02"}), drain_horizons={"wn02": NOW},
+                           drain_wants={"wn02": (4, 4)}))
+    assert [_first(one, "wn02", c, 7200.0) for c in (1, 2, 4, 5)] == [None, None, None, None]
+    two = _admission(_plan(draining_now=frozenset({"wn02"}), drain_horizons={"wn02": NOW},
+                           drain_wants={"wn02": (4, 8)}))
+    assert [_first(two, "wn02", c, 7200.0) for c in (1, 2, 4)] == [Reason.DRAINING, Reason.DRAINING, None]

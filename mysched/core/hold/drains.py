@@ -16,7 +16,9 @@ a multi-core job that the fair-share order put ahead of a single-core job starte
 cycle was passed over only for want of a whole node, so it gets room in the partition -- RACE
 nodes' worth, since which node empties first is not known and the first with room serves it;
 one ranked behind every start waits as single-core jobs of its priority do, and drains
-nothing. At most half the nodes drain at once. With the bounds set, at most `drain.rate` nodes
+nothing. The whole partition, nodes running multi-core jobs included, stays within half the
+nodes; each drain is drawn for one job's cores and keeps them (per waiting job that could
+take them) from smaller jobs. With the bounds set, at most `drain.rate` nodes
 start draining per hour and at most `drain.max_draining` are in the partition, up to that many
 even for one waiting job; nodes running multi-core jobs count among them.
 The nodes chosen waste least: fewest busy cores times the time each job is expected to
@@ -38,7 +40,7 @@ Measured alternatives: docs/design/drain.md.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 from mysched.core.model.reasons import Reason
 from mysched.core.cycle import Cycle
@@ -64,6 +66,9 @@ class Drain(NamedTuple):
     ready: float | None = None
     """Since when it has room for a waiting multi-core job (its keep counts from here);
     None while it has none (draining, or running multi-core jobs)."""
+    want: int = 0
+    """The cores it drains for: those of the job it was drawn for (0: the smallest waiting
+    multi-core job's). Smaller jobs may use only what is free beyond them."""
 
 
 class Drains:
@@ -83,6 +88,11 @@ class Drains:
         self.mc_min = d.min_cores
         self.auto = self.on and d.auto
         self.draining: dict[str, Drain] = {}
+        self.wants: dict[str, int] = {}
+        """Per draining node, the cores of the multi-core jobs it drains for this plan."""
+        self.held: dict[str, int] = {}
+        """Per draining node, the free cores it keeps from smaller jobs: `wants` for each
+        waiting job that could take them, at most the node."""
         self.made: dict[str, Drain] = {}
         """The partition after this plan (`Plan.drains`)."""
         self.mc_waiting: list[tuple[Job, str]] = []
@@ -98,10 +108,14 @@ class Drains:
         wasted both. Measured: docs/design/drain.md."""
         return self.auto and job.cores >= self.mc_min and (job.request is None or job.request.simple)
 
-    def as_planned(self, draining: frozenset[str], horizons: dict[str, float]) -> None:
-        """The partition a plan began with, and its backfill horizons (`Plan.draining_now`,
-        `Plan.drain_horizons`), to ask after the fact what the drains refused."""
+    def as_planned(self, draining: frozenset[str], horizons: dict[str, float],
+                   wants: dict[str, tuple[int, int]]) -> None:
+        """The partition a plan began with, its backfill horizons and the cores each node held
+        back (`Plan.draining_now`, `Plan.drain_horizons`, `Plan.drain_wants`), to ask after the
+        fact what the drains refused."""
         self.draining = {n: Drain(n, self.cy.now) for n in draining}
+        for n in draining:
+            self.wants[n], self.held[n] = wants.get(n, (self.mc_min, self.board.usages.peek(n).cap))
         self._horizons = dict(horizons)
 
     def restore(self, eligible: list[tuple[Job, str]]) -> None:
@@ -120,15 +134,34 @@ class Drains:
             if d.ready is not None and self.cy.now >= d.ready + keep:
                 continue  # kept long enough without a multi-core job
             self.draining[name] = d
+        self._set_wants()
         self.horizons()  # before any placement: every job of this plan sees the same
 
+    def _set_wants(self) -> None:
+        """The cores each draining node holds back: what it was drawn for, but no more than
+        the widest waiting multi-core job it could take (that job started or left, the node
+        serves the next ones)."""
+        waiting = self.mc_waiting
+        least = min((j.cores for j, _ in waiting), default=self.mc_min)
+        widest = max((j.cores for j, _ in waiting), default=self.mc_min)
+        usages = self.board.usages
+        for name, d in self.draining.items():
+            cap = usages.peek(name).cap
+            fit = max((j.cores for j, _ in waiting if j.cores <= cap), default=least) if widest > cap else widest
+            want = self.wants[name] = max(least, min(d.want or least, fit))
+            takers = sum(1 for j, _ in waiting if want <= j.cores <= cap)
+            self.held[name] = min(cap, want * max(1, takers))
+
     def blocks(self, job: Job, name: str) -> bool:
-        """Does a draining node refuse this job? It takes multi-core jobs, and a smaller job
-        only if that ends -- by its requested walltime -- before the jobs already there end
-        (`_drain_horizons`): such a job delays the drain by nothing (EASY backfill inside the
-        drain). A node with room for a waiting multi-core job already, or running a job
-        without a walltime or estimate (`mysched.core.rules.runtimes`), takes no smaller job."""
-        if job.cores >= self.mc_min or name not in self.draining:
+        """Does a draining node refuse this job? It takes jobs of the cores it drains for or
+        more, a smaller job that leaves free the cores it holds for them, and one that ends -- by
+        its requested walltime or estimate (`mysched.core.rules.runtimes`) -- before the node is
+        expected to have them (`horizons`): such a job delays the drain by nothing (EASY
+        backfill inside the drain). A node with room for a waiting multi-core job already, or
+        running a job without a walltime or estimate, takes no smaller job into those cores."""
+        if name not in self.draining:
+            return False
+        if job.cores >= self.wants[name] or self.board.usages[name].free - job.cores >= self.held[name]:
             return False
         length = self.cy.runs.length(job)
         if length is None:
@@ -137,22 +170,17 @@ class Drains:
         return self.cy.now + length > horizon
 
     def horizons(self) -> dict[str, float]:
-        """Per draining node, when its current jobs are expected to end (`drain.backfill =
-        "expected"`, the default) or end by their requested walltimes ("requested"); now for
-        a node that has room for a waiting multi-core job. Worked out once per plan, before
-        any backfill there (a backfilled job ends before it anyway)."""
+        """Per draining node, when enough of its current jobs are expected to end
+        (`drain.backfill = "expected"`, the default) or end by their requested walltimes
+        ("requested") to free the cores it drains for; now for a node that has them. Worked
+        out once per plan, before any backfill there (a backfilled job ends before it anyway)."""
         h = self._horizons
         if h is None:
             h = self._horizons = {}
             ends = self._expected_ends() if self.cy.cfg.drain.backfill == "expected" else self.ends.by_node()
-            waiting = self.mc_waiting
-            need = min((j.cores for j, _ in waiting), default=self.mc_min)
             for name in self.draining:
-                mine = ends.get(name, ())
-                last = max((e for e, _ in mine), default=self.cy.now)
-                if self.board.usages[name].free >= need or not math.isfinite(last):
-                    last = self.cy.now
-                h[name] = last
+                got = _room_at(self.board.usages[name].free, ends.get(name, ()), self.wants[name], self.cy.now)
+                h[name] = got if math.isfinite(got) else self.cy.now
         return h
 
     def update(self, waits: dict[str, Wait], starts: list[Start]) -> None:
@@ -168,7 +196,8 @@ class Drains:
         keep = self.cy.cfg.drain.keep
         with_room = 0
         for name, d in self.draining.items():
-            if self.board.usages[name].free >= need:  # room for a waiting multi-core job now
+            d = d._replace(want=self.wants[name])
+            if self.board.usages[name].free >= d.want:  # room for a waiting multi-core job now
                 d = d._replace(ready=d.ready if d.ready is not None else self.cy.now)
                 with_room += 1
                 self.cy.wake(d.ready + keep)
@@ -177,16 +206,16 @@ class Drains:
             out[name] = d
         cfg = self.cy.cfg.drain
         if cfg.auto:
-            room = self._auto_room(waiting, waits, starts, need, out)
+            self._auto_draw(waiting, waits, starts, need, out)
         else:
             # an override left out bounds nothing: at most half the nodes, any number an hour
             most = cfg.max_draining if cfg.max_draining is not None else self._half()
             recent = sum(1 for d in out.values() if self.cy.now - d.since < HOUR)
             per_hour = math.floor(cfg.rate) - recent if cfg.rate is not None else most
             room = min(most - len(out), per_hour, len(waiting) - with_room)
-        if room > 0:
-            for name in self._drain_candidates(waiting, need)[:room]:
-                out[name] = Drain(name, self.cy.now)
+            if room > 0:
+                for name in self._drain_candidates(waiting, need)[:room]:
+                    out[name] = Drain(name, self.cy.now, None, need)
         self._promise(waiting, waits, starts)
 
     def _promise(self, waiting: list[tuple[Job, str]], waits: dict[str, Wait], starts: list[Start]) -> None:
@@ -264,49 +293,66 @@ class Drains:
                 continue
             waits[job.id] = w._replace(detail=f"{w.detail}; {note}" if w.detail else note)
 
-    def _auto_room(self, waiting: list[tuple[Job, str]], waits: dict[str, Wait], starts: list[Start],
-                   need: int, out: dict[str, Drain]) -> int:
-        """Nodes to start draining when the partition follows the demand: a multi-core job
-        the fair-share order put ahead of a single-core job that started this cycle was
-        overtaken only for want of a whole node -- each such job gets RACE nodes' worth of
-        room in the partition (the first to empty serves it). A job behind every start waits
-        as the single-core jobs of its priority do, and drains nothing."""
+    def _auto_draw(self, waiting: list[tuple[Job, str]], waits: dict[str, Wait], starts: list[Start],
+                   need: int, out: dict[str, Drain]) -> None:
+        """Start drains when the partition follows the demand: a multi-core job the fair-share
+        order put ahead of a single-core job that started this cycle was overtaken only for
+        want of room on one node -- each such job gets RACE nodes' worth of room in the
+        partition (the first to have it serves it), drawn for its cores. A job behind every
+        start waits as the single-core jobs of its priority do, and drains nothing. The whole
+        partition, nodes serving multi-core jobs included, stays within half the nodes."""
         last = max((s.rank for s in starts if s.cores < self.mc_min), default=-1)
-        ahead = sum(1 for j, _ in waiting if waits[j.id].rank < last)
+        ahead = sorted((waits[j.id].rank, j.cores) for j, _ in waiting if waits[j.id].rank < last)
         if not ahead:
-            return 0
-        small = self._small_used(starts)
+            return
+        small = self._shedding(starts, out)
         usages = self.board.usages
-        capacity = emptying = 0
-        for name in out:
-            s = small.get(name, 0)
-            ld = usages.peek(name)
+        capacity = 0
+        for name, d in out.items():
             # room now for as many jobs as fit; a node still emptying races for one job only
             # (it has room for the first long before its smaller jobs have all ended)
-            capacity += max(1 if s else 0, ld.free // need)
-            emptying += s > 0
-        want = RACE * ahead - capacity
-        limit = self._half() - emptying
-        return min(want, limit)
+            capacity += max(1 if small.get(name) else 0, usages.peek(name).free // d.want)
+        n = min(RACE * len(ahead) - capacity, self._half() - len(out))
+        uncovered = [cores for _, cores in ahead[capacity // RACE:]]
+        ranked: dict[int, list[str]] = {}
+        for i in range(max(0, n)):
+            if i // RACE >= len(uncovered):
+                break
+            want = uncovered[i // RACE]
+            if want not in ranked:
+                ranked[want] = self._drain_candidates(waiting, want)
+            while ranked[want] and ranked[want][0] in out:
+                ranked[want].pop(0)
+            if ranked[want]:
+                name = ranked[want].pop(0)
+                out[name] = Drain(name, self.cy.now, None, want)
 
-    def _drain_candidates(self, waiting: list[tuple[Job, str]], need: int) -> list[str]:
-        """Nodes the waiting multi-core jobs may use, least expected waste first."""
+    def _drain_candidates(self, waiting: list[tuple[Job, str]], want: int) -> list[str]:
+        """Nodes the waiting multi-core jobs may use, least expected waste first: the fewest
+        core-seconds of running jobs that must end before `want` cores are free there, then
+        the fewest busy cores."""
         keys: set = set()
         for j, vo in waiting:
             keys |= set(self.cy.index.rules(j.queue, vo, j.group).keys)
-        left = self._expected_left()
+        runs = self._expected_runs()
         # a node even the shortest waiting job would run into a downtime on drains for nothing
         shortest = min((j.walltime if j.walltime is not None else math.inf for j, _ in waiting), default=math.inf)
         scored = []
         for e in self.cy.index.entries:
             node, _ntype, key, usable, _counted = e
             name = node.name
-            if not usable or key not in keys or name in self.made or node.slots < need:
+            if not usable or key not in keys or name in self.made or node.slots < want:
                 continue
             ld = self.board.usages.get(name) or self.board.usages.base.get(name)
-            if ld is None or ld.free >= need or self.resv.holding(name) or self.dt.shuts(name, shortest):
+            if ld is None or ld.free >= want or self.resv.holding(name) or self.dt.shuts(name, shortest):
                 continue  # idle enough already, held by a reservation, or in (or before) a downtime
-            scored.append((left.get(name, 0.0), ld.used, name))
+            free, shed = ld.free, 0.0
+            for est, cores in sorted(runs.get(name, ())):
+                if free >= want:
+                    break
+                free += cores
+                shed += cores * est
+            scored.append((shed, ld.used, name))
         scored.sort()
         return [name for _, _, name in scored]
 
@@ -314,20 +360,21 @@ class Drains:
         """Half the farm's nodes: the most that drain at once unless `drain.max_draining` says."""
         return max(1, len(self.cy.index.entries) // 2)
 
-    def _small_used(self, starts: list[Start]) -> dict[str, int]:
-        """Per node, the cores of jobs smaller than multi-core ones that run there after this
-        cycle's starts (what a draining node still has to shed)."""
-        mc = self.mc_min
-        out: dict[str, int] = {}
+    def _shedding(self, starts: list[Start], out: dict[str, Drain]) -> dict[str, int]:
+        """Per partition node, the cores of jobs smaller than those it drains for that run
+        there after this cycle's starts (what it still has to shed)."""
+        res: dict[str, int] = {}
+
+        def add(placement: tuple[tuple[str, int], ...], job_cores: int) -> None:
+            for name, cores in placement:
+                d = out.get(name)
+                if d is not None and job_cores < d.want:
+                    res[name] = res.get(name, 0) + cores
         for placement, _est, job_cores in self._expected():  # what ran before the cycle
-            if job_cores < mc:
-                for name, cores in placement:
-                    out[name] = out.get(name, 0) + cores
+            add(placement, job_cores)
         for st in starts:
-            if st.cores < mc:
-                for name, cores in st.placement:
-                    out[name] = out.get(name, 0) + cores
-        return out
+            add(st.placement, st.cores)
+        return res
 
     def _expected(self) -> list[tuple[tuple[tuple[str, int], ...], float, int]]:
         """(placement, seconds it is expected to run on, cores) of each job running before this cycle:
@@ -346,15 +393,15 @@ class Drains:
                 out.append((j.placement, max(0.0, min(age, rest)), j.cores))
         return out
 
-    def _expected_left(self) -> dict[str, float]:
-        """Per node, the core-seconds its running jobs are expected to run on (1e9 s for a
-        job with no start or walltime known)."""
-        left: dict[str, float] = {}
+    def _expected_runs(self) -> dict[str, list[tuple[float, int]]]:
+        """Per node, (seconds expected to run on, cores) of its running jobs (1e9 s for a job
+        with no start or walltime known)."""
+        runs: dict[str, list[tuple[float, int]]] = {}
         for placement, est, _cores in self._expected():
             est = est if math.isfinite(est) else 1e9
             for name, cores in placement:
-                left[name] = left.get(name, 0.0) + cores * est
-        return left
+                runs.setdefault(name, []).append((est, cores))
+        return runs
 
     def _expected_ends(self) -> dict[str, list[tuple[float, int]]]:
         """Per node, (expected end, cores) of what runs there (`drain.backfill = "expected"`;
@@ -364,3 +411,15 @@ class Drains:
             for name, cores in placement:
                 ends.setdefault(name, []).append((self.cy.now + est, cores))
         return ends
+
+
+def _room_at(free: int, ends: Iterable[tuple[float, int]], want: int, now: float) -> float:
+    """When `want` cores are free on a node with `free` now, as the jobs there end at `ends`
+    ((end, cores)); now if they are, inf if they never are."""
+    if free >= want:
+        return now
+    for end, cores in sorted(ends):
+        free += cores
+        if free >= want:
+            return end
+    return math.inf

@@ -64,7 +64,7 @@ def as_planned(out: Plan, snapshot: Snapshot, config: Config, index: NodeIndex,
     resv = Reservations(cy, board, dt, ends, out.policy == "mysched", None)
     resv.as_planned(out.holds)
     drains = Drains(cy, board, ends, resv, dt, None)
-    drains.as_planned(out.draining_now, out.drain_horizons)
+    drains.as_planned(out.draining_now, out.drain_horizons, out.drain_wants)
     pools = Pools(cy, board, ends, dt, None)
     pools.as_planned(out)
     return admission_for(config, board, dt, resv, drains, pools), board
