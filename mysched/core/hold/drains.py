@@ -40,7 +40,7 @@ Measured alternatives: docs/design/drain.md.
 from __future__ import annotations
 
 import math
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from mysched.core.model.reasons import Reason
 from mysched.core.cycle import Cycle
@@ -179,7 +179,7 @@ class Drains:
             h = self._horizons = {}
             ends = self._expected_ends() if self.cy.cfg.drain.backfill == "expected" else self.ends.by_node()
             for name in self.draining:
-                got = _room_at(self.board.usages[name].free, ends.get(name, ()), self.wants[name], self.cy.now)
+                got = self.board.usages[name].room_at(self.wants[name], sorted(ends.get(name, ())), self.cy.now)
                 h[name] = got if math.isfinite(got) else self.cy.now
         return h
 
@@ -412,14 +412,3 @@ class Drains:
                 ends.setdefault(name, []).append((self.cy.now + est, cores))
         return ends
 
-
-def _room_at(free: int, ends: Iterable[tuple[float, int]], want: int, now: float) -> float:
-    """When `want` cores are free on a node with `free` now, as the jobs there end at `ends`
-    ((end, cores)); now if they are, inf if they never are."""
-    if free >= want:
-        return now
-    for end, cores in sorted(ends):
-        free += cores
-        if free >= want:
-            return end
-    return math.inf
