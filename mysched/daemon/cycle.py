@@ -216,13 +216,14 @@ class Daemon:
         return self.ledger
 
     def _count(self, recs: list[FinishedJob]) -> None:
+        fresh: list[FinishedJob] = []
         for r in sorted(recs, key=lambda r: r.end or 0):
             k = (r.id, r.start)
             if k not in self._seen_ids:
                 self._seen_ids.add(k)
                 self.ledger.add_job(r)
-                if r.end is not None:
-                    self.runs.add(r.user, r.queue, r.end - r.start)
+                fresh.append(r)
+        self.runs.add_records(fresh)
 
     # -- exactly-once starts ------------------------------------------------------------------
     def _intend(self, now: float, starts: list[Start]) -> bool:
