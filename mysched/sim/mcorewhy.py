@@ -77,11 +77,14 @@ def _cause(r: SimResult, config: Config, w: McoreWatch) -> tuple[str, str | None
                 f"{_share(w.rate_s, w.in_use_s):.0%} of the {hms(w.in_use_s)} the partition held nodes, "
                 "below its cap: raise drain.rate")
     if _share(w.unknown_walltime, w.jobs) > MOST or _share(w.all_unknown_walltime, w.all_jobs) > MOST:
+        # the mysched policy goes by run-time estimates there (mysched.core.rules.runtimes);
+        # the baselines, textbook ones, by requested walltimes alone
+        known = ("reservations and drains go by run-time estimates from the users' recent jobs, which nothing "
+                 "enforces" if r.policy == "mysched" else "reservations and drains cannot tell when nodes free")
         return ("walltimes_unknown", "scheduler.max_walltime / queue resources_default.walltime",
                 f"{w.unknown_walltime} of the {w.jobs} multi-core jobs and {w.all_unknown_walltime} of all "
                 f"{w.all_jobs} request no walltime the planner believes (none, 0, or above scheduler.max_walltime): "
-                "reservations and drains cannot tell when nodes free; give jobs one (a queue's "
-                "resources_default.walltime) or raise scheduler.max_walltime")
+                f"{known}; give jobs one (a queue's resources_default.walltime) or raise scheduler.max_walltime")
     took = (f"draining nodes took {hms(statistics.median(w.to_room_s))} (median of {len(w.to_room_s)}) to get room"
             if w.to_room_s else "no draining node got room")
     if d.backfill == "requested":
@@ -90,8 +93,8 @@ def _cause(r: SimResult, config: Config, w: McoreWatch) -> tuple[str, str | None
                 "taken to run to their requested walltime; \"expected\" empties them sooner")
     if d.auto:
         return ("drains_too_slow", "drain.max_draining",
-                f"{took}: the automatic partition drains for the jobs the share order passed over, at most half "
-                "the nodes at once; drain.max_draining (with drain.rate) lets more nodes drain at once, the first "
+                f"{took}: the automatic partition drains for the jobs the share order passed over, within half "
+                "the nodes (those running multi-core jobs included); drain.max_draining (with drain.rate) lets more nodes drain at once, the first "
                 "to empty serves")
     return ("drains_too_slow", "drain.rate",
             f"{took}, below the partition's cap and mostly not held back by its rate: a higher drain.rate drains "

@@ -131,6 +131,14 @@ def test_the_cause_comes_from_the_counted_facts(kw, cause, setting):
     assert got["text"].startswith("multi-core jobs waited 2h00m on average, single-core ones 1m00s: ")
 
 
+def test_unknown_walltimes_say_the_mysched_policy_goes_by_estimates_and_a_baseline_cannot_tell():
+    config = config_from_text("drain = { rate = 10; max_draining = 5; };")
+    mine = diagnose(_result("mysched"), config, _watch(unknown_walltime=2))["text"]
+    easy = diagnose(_result("easy"), config, _watch(unknown_walltime=2))["text"]
+    assert "run-time estimates" in mine and "cannot tell" not in mine
+    assert "cannot tell when nodes free" in easy and "estimates" not in easy
+
+
 def test_a_rate_below_one_an_hour_that_drains_nothing_is_named():
     got = diagnose(_result(), config_from_text("drain = { rate = 0.5; max_draining = 5; };"), McoreWatch(5, 0.5, 2))
     assert got["setting"] == "drain.rate" and "never held a node" in got["text"]
