@@ -167,6 +167,7 @@ def test_live_an_array_of_401_with_slot_limit_1_takes_no_slot_from_carol(server,
 
     from mysched.core.model.batch import JobState
 
+    from .test_torque_hostile import delete_jobs
     from .test_torque_live import CFG as LIVE_CFG, _quiet_farm, qsub, tool
 
     _quiet_farm(server)
@@ -174,18 +175,25 @@ def test_live_an_array_of_401_with_slot_limit_1_takes_no_slot_from_carol(server,
                           "-l walltime=00:10:00"], capture_output=True, text=True, cwd="/tmp")
     assert res.returncode == 0, res.stderr
     parent = res.stdout.strip()
-    cleanup.append(parent)
-    carol = qsub("carol", "cms", "walltime=00:10:00", seconds=120)
-    cleanup.append(carol)
-    d = Daemon(LIVE_CFG, server, state_dir=str(tmp_path))
-    with caplog.at_level(logging.INFO, logger="mysched"):
-        for _ in range(2):
-            out = d.cycle()
-            assert out.result == "ok" and out.failed == 0, out.failures
-            running = sum(1 for j in server.snapshot().jobs
-                          if j.array == parent and j.state in (JobState.RUNNING, JobState.EXITING))
-            assert running <= 1
-    snap = server.snapshot()
-    assert snap.arrays.get(parent) == 1
-    assert server.get_job(carol).state in (JobState.RUNNING, JobState.EXITING)
-    assert len([r for r in caplog.records if parent.partition("[")[0] + "[" in r.getMessage()]) <= 1
+    try:
+        carol = qsub("carol", "cms", "walltime=00:10:00", seconds=120)
+        cleanup.append(carol)
+        d = Daemon(LIVE_CFG, server, state_dir=str(tmp_path))
+        with caplog.at_level(logging.INFO, logger="mysched"):
+            for _ in range(2):
+                out = d.cycle()
+                assert out.result == "ok" and out.failed == 0, out.failures
+                running = sum(1 for j in server.snapshot().jobs
+                              if j.array == parent and j.state in (JobState.RUNNING, JobState.EXITING))
+                assert running <= 1
+        snap = server.snapshot()
+        assert snap.arrays.get(parent) == 1
+        assert server.get_job(carol).state in (JobState.RUNNING, JobState.EXITING)
+        assert len([r for r in caplog.records if parent.partition("[")[0] + "[" in r.getMessage()]) <= 1
+    finally:
+        # not the cleanup fixture's `qdel` + `qdel -p` of the whole array: with a sub-job running,
+        # stock TORQUE 6.1 crashed (SIGSEGV) or hung for good in about half of those deletions, and
+        # every live test after this one failed. A slice at a time, as the hostile test deletes:
+        # 6 of 6 clean on stock (stock still crashed once in the hostile test's own deletion)
+        survived = delete_jobs([], [parent])
+    assert survived, "pbs_server no longer answers after the array was deleted"

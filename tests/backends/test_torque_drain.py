@@ -1,7 +1,7 @@
 """The multi-core partition on the live farm (marked `torque`), with no drain setting at all:
 a 4-core job queued behind a stream of 1-core jobs on the 4-core nodes gets a node drained for
 it, `mysched why` gives the latest time the partition has room for it, `mysched nodes` lists
-the draining node, and the job starts by that time."""
+the node as draining for 4-core jobs, and the job starts by that time."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_a_multicore_job_behind_a_single_core_stream_starts_by_the_partitions_pr
         proc.wait(30)
     assert promised is not None, f"no node drained with a promise for the 4-core job:\n{log[-2000:]}"
     assert PROMISE.search(why), why
-    assert f"{node}: draining for multi-core jobs" in nodes_out, nodes_out
+    assert f"{node}: draining for 4-core jobs" in nodes_out, nodes_out  # the cores the drain keeps, named
     assert started is not None, f"the 4-core job did not start (promised by {promised - t0:.0f} s):\n{log[-2000:]}"
     print(f"promised room by {promised - t0:.0f} s, started after {started - t0:.0f} s")
     assert started <= promised + INTERVAL + 2  # by the time promised (a cycle to notice)

@@ -82,7 +82,7 @@ def test_a_server_that_stops_answering_during_starts_ends_the_starts(local_serve
     from mysched.daemon.cycle import Daemon
     from mysched.history.store import Store
 
-    from .test_torque_live import qsub, quiet_four_core_farm, tool
+    from .test_torque_live import delete_now, qsub, quiet_four_core_farm
 
     try:
         srv = TorqueServer(HOST, timeout=2)
@@ -121,5 +121,5 @@ def test_a_server_that_stops_answering_during_starts_ends_the_starts(local_serve
         assert all(s != JobState.QUEUED for s in states.values()), states
         assert tried.count(tried[0]) <= 2  # tried again only after a look that found it queued
     finally:
-        subprocess.run([tool("qdel"), "-W", "0", *ids], capture_output=True)
+        delete_now(ids)
         srv.close()
