@@ -96,6 +96,9 @@ class Drains:
         self.made: dict[str, Drain] = {}
         """The partition after this plan (`Plan.drains`)."""
         self.mc_waiting: list[tuple[Job, str]] = []
+        self.sc_waiting: list[Job] = []
+        """The eligible jobs smaller than `drain.min_cores` (the single-core work the partition
+        must leave nodes for)."""
         self._drain_prev = previous or {}
         self._horizons: dict[str, float] | None = None
         self._expect: list[tuple[tuple[tuple[str, int], ...], float, int]] | None = None
@@ -125,6 +128,7 @@ class Drains:
         self.mc_waiting = [(j, vo) for j, vo in eligible if j.cores >= self.mc_min]
         if not self.mc_waiting:
             return
+        self.sc_waiting = [j for j, _ in eligible if j.cores < self.mc_min]
         keep = self.cy.cfg.drain.keep
         by_name = self.cy.index.by_name
         for name, d in self._drain_prev.items():
@@ -300,7 +304,8 @@ class Drains:
         want of room on one node -- each such job gets RACE nodes' worth of room in the
         partition (the first to have it serves it), drawn for its cores. A job behind every
         start waits as the single-core jobs of its priority do, and drains nothing. The whole
-        partition, nodes serving multi-core jobs included, stays within half the nodes."""
+        partition, nodes serving multi-core jobs included, stays within the nodes single-core
+        work does not need (`_cap`), and may always have half the nodes."""
         last = max((s.rank for s in starts if s.cores < self.mc_min), default=-1)
         ahead = sorted((waits[j.id].rank, j.cores) for j, _ in waiting if waits[j.id].rank < last)
         if not ahead:
@@ -312,7 +317,7 @@ class Drains:
             # room now for as many jobs as fit; a node still emptying races for one job only
             # (it has room for the first long before its smaller jobs have all ended)
             capacity += max(1 if small.get(name) else 0, usages.peek(name).free // d.want)
-        n = min(RACE * len(ahead) - capacity, self._half() - len(out))
+        n = min(RACE * len(ahead) - capacity, self._cap(waits, starts) - len(out))
         uncovered = [cores for _, cores in ahead[capacity // RACE:]]
         ranked: dict[int, list[str]] = {}
         for i in range(max(0, n)):
@@ -355,6 +360,22 @@ class Drains:
             scored.append((shed, ld.used, name))
         scored.sort()
         return [name for _, _, name in scored]
+
+    def _cap(self, waits: dict[str, Wait], starts: list[Start]) -> int:
+        """The most nodes the partition that follows the demand may hold: those the single-core
+        work -- running, started this cycle, or waiting for room -- does not need (its cores
+        over the farm's mean cores per node), and half the nodes at least. Half alone left a
+        farm whose single-core queue had run dry half idle while multi-core jobs waited
+        (docs/design/drain.md); more than the single-core work leaves starves it (wagap-2013)."""
+        nodes = len(self.cy.index.entries)
+        if not nodes:
+            return 0
+        small = sum(cores for _pl, _est, cores in self._expected() if cores < self.mc_min)
+        small += sum(s.cores for s in starts if s.cores < self.mc_min)
+        small += sum(j.cores for j in self.sc_waiting
+                     if j.id in waits and waits[j.id].reason in ROOM_REASONS)
+        per_node = max(1.0, self.cy.index.total_slots / nodes)
+        return max(self._half(), nodes - math.ceil(small / per_node))
 
     def _half(self) -> int:
         """Half the farm's nodes: the most that drain at once unless `drain.max_draining` says."""
