@@ -1,15 +1,17 @@
 """The partition with no drain setting follows the demand: it drains for a multi-core job the
 share order put ahead of a single-core start, not for one that waits behind every start, and
-the jobs it serves take no reservation from walltimes besides."""
+the jobs it serves take no reservation from walltimes besides; it holds half the nodes, or more
+when single-core work leaves them."""
 
 from __future__ import annotations
 
 from mysched.config import config_from_text
+from mysched.core.model.batch import Node
 from mysched.core.planner import plan
 from mysched.core.share.usage import Usage
 
 from ..conftest import snap
-from .test_drains import NOW, full_farm, q
+from .test_drains import NOW, full_farm, q, run
 
 VOS = 'vos = { atlas = { groups = ["atlas"]; share = 100; }; };\n'
 AUTO = config_from_text(VOS)
@@ -54,3 +56,27 @@ def test_the_drained_node_serves_the_job_and_single_core_work_stays_off_it_meanw
     assert started == {"s1"}
     where = {s.job_id: s.placement[0][0] for s in p.starts}
     assert where.get("mc") == "wn03" and where.get("s2") != "wn03"
+
+
+def _thin_farm():
+    """Eight 4-core nodes, each running one long single-core job: room for no 4-core job."""
+    running = [run(f"r{i}", f"wn{i}", left=9000) for i in range(1, 9)]
+    return running, [Node(f"wn{i}", 4) for i in range(1, 9)]
+
+
+def test_the_partition_grows_past_half_the_nodes_into_those_single_core_work_leaves():
+    running, nodes = _thin_farm()
+    mc = [q(f"mc{i}", cores=4, submit=i) for i in range(4)]
+    p = plan(snap(running + mc + [q("s1", submit=10)], nodes), AUTO, Usage(), NOW)
+    assert [s.job_id for s in p.starts] == ["s1"]
+    # 9 single-core cores need 3 of the 8 nodes: the 4 jobs passed over may have the other 5
+    assert len(p.drains) == 5
+
+
+def test_with_a_single_core_backlog_the_partition_stays_within_half_the_nodes():
+    running, nodes = _thin_farm()
+    mc = [q(f"mc{i}", cores=4, submit=i) for i in range(4)]
+    backlog = [q(f"s{i}", submit=10 + i) for i in range(40)]
+    p = plan(snap(running + mc + backlog, nodes), AUTO, Usage(), NOW)
+    assert len(p.starts) == 24 and all(s.cores == 1 for s in p.starts)
+    assert len(p.drains) == 4  # the single-core work needs every node: half the farm, as before
