@@ -80,3 +80,20 @@ def test_with_a_single_core_backlog_the_partition_stays_within_half_the_nodes():
     p = plan(snap(running + mc + backlog, nodes), AUTO, Usage(), NOW)
     assert len(p.starts) == 24 and all(s.cores == 1 for s in p.starts)
     assert len(p.drains) == 4  # the single-core work needs every node: half the farm, as before
+
+
+def _farm_of(cores: int, busy: int):
+    """Eight nodes of `cores` cores, each running `busy` long single-core jobs."""
+    running = [run(f"r{i}-{k}", f"wn{i}", left=9000) for i in range(1, 9) for k in range(busy)]
+    return running, [Node(f"wn{i}", cores) for i in range(1, 9)]
+
+
+def test_the_room_raced_for_is_counted_in_cores_not_nodes():
+    # an 8-core job passed over on 8-core nodes: four nodes race for it (four times its cores)
+    running, nodes = _farm_of(8, 1)
+    p = plan(snap(running + [q("mc", cores=8, submit=1), q("s1", submit=2)], nodes), AUTO, Usage(), NOW)
+    assert [s.job_id for s in p.starts] == ["s1"] and len(p.drains) == 4
+    # on 32-core nodes one node has room for four such jobs: one node races for it
+    running, nodes = _farm_of(32, 25)
+    p = plan(snap(running + [q("mc", cores=8, submit=1), q("s1", submit=2)], nodes), AUTO, Usage(), NOW)
+    assert [s.job_id for s in p.starts] == ["s1"] and len(p.drains) == 1
