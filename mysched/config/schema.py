@@ -87,7 +87,7 @@ SECTIONS: tuple[Section, ...] = (
         "rate": _s(number(0.0, 10000.0), None, "nodes that may start draining per hour",
                    default_text="as the waiting multi-core jobs ask"),
         "max_draining": _s(int_(0, MAX_FARM_NODES), None, "nodes in the partition at most, those running multi-core "
-                           "jobs included", default_text="as the demand asks: half the nodes, or more while single-core work leaves them"),
+                           "jobs included", default_text="as the demand asks, at most half the nodes"),
         "keep": _s(parse_duration, 1800.0, "how long a drained node with room is kept for multi-core jobs (at most "
                    "a day)"),
         "min_cores": _s(int_(2, MAX_NODE_SLOTS), 2, "jobs of at least this many cores on one node are multi-core"),

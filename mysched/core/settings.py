@@ -207,8 +207,7 @@ class DrainConfig:
     rate: float | None = None
     """Nodes that may start draining per hour (None: as many as the demand asks)."""
     max_draining: int | None = None
-    """Nodes in the partition at most (None: as the demand asks -- half the nodes, or the more that
-    single-core work, running or waiting, does not need)."""
+    """Nodes in the partition at most (None: as the demand asks, draining at most half the nodes)."""
     keep: float = 1800.0
     """Seconds a drained node is kept for multi-core jobs."""
     min_cores: int = 2

@@ -94,8 +94,7 @@ def _cause(r: SimResult, config: Config, w: McoreWatch) -> tuple[str, str | None
     if d.auto:
         return ("drains_too_slow", "drain.max_draining",
                 f"{took}: the automatic partition drains for the jobs the share order passed over, within half "
-                "the nodes (those running multi-core jobs included), or those single-core work leaves when more; "
-                "drain.max_draining (with drain.rate) lets more nodes drain at once, the first "
+                "the nodes (those running multi-core jobs included); drain.max_draining (with drain.rate) lets more nodes drain at once, the first "
                 "to empty serves")
     return ("drains_too_slow", "drain.rate",
             f"{took}, below the partition's cap and mostly not held back by its rate: a higher drain.rate drains "

@@ -18,7 +18,7 @@ times its cores, at least a node, since which node empties first is not known an
 with room serves it;
 one ranked behind every start waits as single-core jobs of its priority do, and drains
 nothing. The whole partition, nodes running multi-core jobs included, stays within half the
-nodes, or within those the single-core work does not need when they are more; each drain is drawn for one job's cores and keeps them (per waiting job that could
+nodes; each drain is drawn for one job's cores and keeps them (per waiting job that could
 take them) from smaller jobs. With the bounds set, at most `drain.rate` nodes
 start draining per hour and at most `drain.max_draining` are in the partition, up to that many
 even for one waiting job; nodes running multi-core jobs count among them.
@@ -99,9 +99,6 @@ class Drains:
         self.made: dict[str, Drain] = {}
         """The partition after this plan (`Plan.drains`)."""
         self.mc_waiting: list[tuple[Job, str]] = []
-        self.sc_waiting: list[Job] = []
-        """The eligible jobs smaller than `drain.min_cores` (the single-core work the partition
-        must leave nodes for)."""
         self._drain_prev = previous or {}
         self._horizons: dict[str, float] | None = None
         self._expect: list[tuple[tuple[tuple[str, int], ...], float, int]] | None = None
@@ -131,7 +128,6 @@ class Drains:
         self.mc_waiting = [(j, vo) for j, vo in eligible if j.cores >= self.mc_min]
         if not self.mc_waiting:
             return
-        self.sc_waiting = [j for j, _ in eligible if j.cores < self.mc_min]
         keep = self.cy.cfg.drain.keep
         by_name = self.cy.index.by_name
         for name, d in self._drain_prev.items():
@@ -307,8 +303,8 @@ class Drains:
         want of room on one node -- each such job gets RACE times its cores of room in the
         partition, at least one node (the first to have it serves it), drawn for its cores. A
         job behind every start waits as the single-core jobs of its priority do, and drains
-        nothing. The whole partition, nodes serving multi-core jobs included, stays within the
-        nodes single-core work does not need (`_cap`), and may always have half the nodes."""
+        nothing. The whole partition, nodes serving multi-core jobs included, stays within half
+        the nodes."""
         last = max((s.rank for s in starts if s.cores < self.mc_min), default=-1)
         ahead = sorted((waits[j.id].rank, j.cores) for j, _ in waiting if waits[j.id].rank < last)
         if not ahead:
@@ -321,7 +317,7 @@ class Drains:
             # (it has room for the first long before its smaller jobs have all ended)
             capacity += max(1 if small.get(name) else 0, usages.peek(name).free // d.want)
         per_node = max(1.0, self.cy.index.total_slots / max(1, len(self.cy.index.entries)))
-        room = self._cap(waits, starts) - len(out)
+        most = self._half()
         ranked: dict[int, list[str]] = {}
         for _, want in ahead:
             racers = max(1, math.ceil(RACE * want / per_node - 1e-9))
@@ -330,7 +326,7 @@ class Drains:
                 continue
             racers, capacity = racers - capacity, 0
             for _ in range(racers):
-                if room <= 0:
+                if len(out) >= most:
                     return
                 if want not in ranked:
                     ranked[want] = self._drain_candidates(waiting, want)
@@ -340,7 +336,6 @@ class Drains:
                     break
                 name = ranked[want].pop(0)
                 out[name] = Drain(name, self.cy.now, None, want)
-                room -= 1
 
     def _drain_candidates(self, waiting: list[tuple[Job, str]], want: int) -> list[str]:
         """Nodes the waiting multi-core jobs may use, least expected waste first: the fewest
@@ -370,22 +365,6 @@ class Drains:
             scored.append((shed, ld.used, name))
         scored.sort()
         return [name for _, _, name in scored]
-
-    def _cap(self, waits: dict[str, Wait], starts: list[Start]) -> int:
-        """The most nodes the partition that follows the demand may hold: those the single-core
-        work -- running, started this cycle, or waiting for room -- does not need (its cores
-        over the farm's mean cores per node), and half the nodes at least. Half alone left a
-        farm whose single-core queue had run dry half idle while multi-core jobs waited
-        (docs/design/drain.md); more than the single-core work leaves starves it (wagap-2013)."""
-        nodes = len(self.cy.index.entries)
-        if not nodes:
-            return 0
-        small = sum(cores for _pl, _est, cores in self._expected() if cores < self.mc_min)
-        small += sum(s.cores for s in starts if s.cores < self.mc_min)
-        small += sum(j.cores for j in self.sc_waiting
-                     if j.id in waits and waits[j.id].reason in ROOM_REASONS)
-        per_node = max(1.0, self.cy.index.total_slots / nodes)
-        return max(self._half(), nodes - math.ceil(small / per_node))
 
     def _half(self) -> int:
         """Half the farm's nodes: the most that drain at once unless `drain.max_draining` says."""
