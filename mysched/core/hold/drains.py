@@ -14,7 +14,8 @@ for days while multi-core jobs starve.
 How much drains follows the demand unless a site bounds it (`drain.rate`, `drain.max_draining`):
 a multi-core job that the fair-share order put ahead of a single-core job started in the same
 cycle was passed over only for want of a whole node, so it gets room in the partition -- RACE
-nodes' worth, since which node empties first is not known and the first with room serves it;
+times its cores, at least a node, since which node empties first is not known and the first
+with room serves it;
 one ranked behind every start waits as single-core jobs of its priority do, and drains
 nothing. The whole partition, nodes running multi-core jobs included, stays within half the
 nodes; each drain is drawn for one job's cores and keeps them (per waiting job that could
@@ -52,9 +53,11 @@ from mysched.core.model.plan import Start, Wait
 from mysched.core.place.board import Board
 
 HOUR = 3600.0
-RACE = 2
-"""Room drawn into the partition per multi-core job overtaken: which node empties first is
-not known, so several race."""
+RACE = 4
+"""Room drawn into the partition per multi-core job overtaken, in multiples of its cores (at
+least one node): which node empties first is not known, so several race. Counted in cores,
+not nodes, so that a 32-core node, room for four 8-core jobs, races for four jobs as four
+8-core nodes do (docs/design/drain.md)."""
 ROOM_REASONS = frozenset({Reason.NO_FREE_SLOT, Reason.RESERVED, Reason.DRAINING, Reason.PACKING, Reason.NODE_LOAD, Reason.DOWNTIME})
 """Waits that room on a node would end (not limits, holds or throttles)."""
 
@@ -297,10 +300,11 @@ class Drains:
                    need: int, out: dict[str, Drain]) -> None:
         """Start drains when the partition follows the demand: a multi-core job the fair-share
         order put ahead of a single-core job that started this cycle was overtaken only for
-        want of room on one node -- each such job gets RACE nodes' worth of room in the
-        partition (the first to have it serves it), drawn for its cores. A job behind every
-        start waits as the single-core jobs of its priority do, and drains nothing. The whole
-        partition, nodes serving multi-core jobs included, stays within half the nodes."""
+        want of room on one node -- each such job gets RACE times its cores of room in the
+        partition, at least one node (the first to have it serves it), drawn for its cores. A
+        job behind every start waits as the single-core jobs of its priority do, and drains
+        nothing. The whole partition, nodes serving multi-core jobs included, stays within half
+        the nodes."""
         last = max((s.rank for s in starts if s.cores < self.mc_min), default=-1)
         ahead = sorted((waits[j.id].rank, j.cores) for j, _ in waiting if waits[j.id].rank < last)
         if not ahead:
@@ -312,18 +316,24 @@ class Drains:
             # room now for as many jobs as fit; a node still emptying races for one job only
             # (it has room for the first long before its smaller jobs have all ended)
             capacity += max(1 if small.get(name) else 0, usages.peek(name).free // d.want)
-        n = min(RACE * len(ahead) - capacity, self._half() - len(out))
-        uncovered = [cores for _, cores in ahead[capacity // RACE:]]
+        per_node = max(1.0, self.cy.index.total_slots / max(1, len(self.cy.index.entries)))
+        most = self._half()
         ranked: dict[int, list[str]] = {}
-        for i in range(max(0, n)):
-            if i // RACE >= len(uncovered):
-                break
-            want = uncovered[i // RACE]
-            if want not in ranked:
-                ranked[want] = self._drain_candidates(waiting, want)
-            while ranked[want] and ranked[want][0] in out:
-                ranked[want].pop(0)
-            if ranked[want]:
+        for _, want in ahead:
+            racers = max(1, math.ceil(RACE * want / per_node - 1e-9))
+            if capacity >= racers:  # the partition races for it already
+                capacity -= racers
+                continue
+            racers, capacity = racers - capacity, 0
+            for _ in range(racers):
+                if len(out) >= most:
+                    return
+                if want not in ranked:
+                    ranked[want] = self._drain_candidates(waiting, want)
+                while ranked[want] and ranked[want][0] in out:
+                    ranked[want].pop(0)
+                if not ranked[want]:
+                    break
                 name = ranked[want].pop(0)
                 out[name] = Drain(name, self.cy.now, None, want)
 
