@@ -91,6 +91,30 @@ def test_simulate_split_multicore_reports_no_multicore_job(tmp_path, capsys):
     wl = generate(SyntheticSpec(duration=4 * 3600, slots=400, seed=1, mcore_fraction=0.5))
     wide = [tj.job.cores for tj in wl if tj.job.cores > 1]
     assert wide and r["jobs"] == len(wl) + sum(wide) - len(wide)
+    # ... but says how long the jobs waited as they were submitted: each split job once
+    assert r["as_submitted"]["2-8"]["jobs"] == len(wide)
+    assert r["as_submitted"]["1"]["jobs"] == len(wl) - len(wide)
+
+
+def test_a_split_job_waited_the_mean_of_its_pieces_once_all_started():
+    """The split run's waits as submitted: what fair share alone gives the multi-core jobs,
+    set beside the unsplit run's (tools/mcore_matrix.py)."""
+    from mysched.sim.replay import as_submitted
+
+    pieces = {f"7:{k}": ("7", 4) for k in range(1, 5)} | {f"9:{k}": ("9", 2) for k in (1, 2)}
+    got = as_submitted({"1": [10.0, 30.0]}, {"7": [0.0, 100.0, 200.0, 500.0], "9": [50.0]}, pieces)
+    assert got == {"1": [10.0, 30.0], "2-8": [200.0]}  # job 9 has a piece still waiting
+
+
+def test_an_unsplit_run_reports_no_waits_as_submitted(tmp_path):
+    import json
+
+    from mysched.cli.main import main
+
+    js = tmp_path / "s.json"
+    assert main(["simulate", "--duration", "2", "--mcore-fraction", "0.5", "--progress", "never",
+                 "--json", str(js)]) == 0
+    assert "as_submitted" not in json.loads(js.read_text())
 
 
 def test_mcore_sim_compares_with_the_same_jobs_split_and_drains_at_most_half_the_nodes():
