@@ -79,6 +79,26 @@ def cells_for(fraction: float, farm: tuple[int, int], mode: str, seed: int, dura
     return out
 
 
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else (0.0 if a == 0 else float("inf"))
+
+
+def verdict(d: dict[str, dict]) -> dict:
+    """One run's figures and the targets it missed, from the `--json` documents of its
+    "mysched", "easy" and "split" cells."""
+    mc, easy_mc, one = multicore_wait(d["mysched"]) or 0.0, multicore_wait(d["easy"]) or 0.0, _wait(d["mysched"], "1")
+    ratio = _ratio(mc, one)
+    split_ratio = _ratio(multicore_wait(d["split"], "as_submitted") or 0.0, _wait(d["split"], "1", "as_submitted"))
+    shape = ratio / max(1.0, split_ratio)
+    occ = d["mysched"]["occupancy"]
+    de, ds = 100 * (occ - d["easy"]["occupancy"]), 100 * (occ - d["split"]["occupancy"])
+    viol = d["mysched"]["share_violations"]
+    missed = [name for name, bad in (("mc>easy", mc > easy_mc), ("vs-split>2", shape > 2), ("occ<easy-1", de < -1),
+                                     ("occ<split-3", ds < -3), ("viol", viol > 0)) if bad]
+    return dict(mc_wait=mc, easy_mc_wait=easy_mc, one_wait=one, ratio=ratio, split_ratio=split_ratio,
+                vs_split_ratio=shape, occupancy=occ, vs_easy=de, vs_split=ds, violations=viol, missed=missed)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fractions", default="0.5,1.0")
@@ -121,23 +141,13 @@ def main() -> int:
           f" {'split':>5} {'vs sp':>5}  {'occ':>6} {'-easy':>6} {'-split':>6} {'viol':>4}  missed")
     for (f, farm, mode, seed), cells in runs:
         d = {p: results[c.key] for p, c in cells.items()}
-        mc, easy_mc, one = (multicore_wait(d["mysched"]) or 0.0, multicore_wait(d["easy"]) or 0.0,
-                            _wait(d["mysched"], "1"))
-        ratio = mc / one if one else (0.0 if mc == 0 else float("inf"))
-        s_mc, s_one = multicore_wait(d["split"], "as_submitted") or 0.0, _wait(d["split"], "1", "as_submitted")
-        s_ratio = s_mc / s_one if s_one else (0.0 if s_mc == 0 else float("inf"))
-        shape = ratio / max(1.0, s_ratio)
-        occ = d["mysched"]["occupancy"]
-        de, ds = 100 * (occ - d["easy"]["occupancy"]), 100 * (occ - d["split"]["occupancy"])
-        viol = d["mysched"]["share_violations"]
-        missed = [name for name, bad in (("mc>easy", mc > easy_mc), ("vs-split>2", shape > 2),
-                                         ("occ<easy-1", de < -1), ("occ<split-3", ds < -3), ("viol", viol > 0)) if bad]
-        ok &= not missed
-        row = dict(fraction=f, farm=f"{farm[0]}x{farm[1]}", mode=mode, seed=seed, mc_wait=mc, easy_mc_wait=easy_mc,
-                   one_wait=one, ratio=ratio, split_ratio=s_ratio, vs_split_ratio=shape, occupancy=occ, vs_easy=de, vs_split=ds, violations=viol, missed=missed)
+        row = dict(fraction=f, farm=f"{farm[0]}x{farm[1]}", mode=mode, seed=seed, **verdict(d))
+        ok &= not row["missed"]
         rows.append(row)
-        print(f"{f:4g} {row['farm']:>6} {mode:>5} {seed:4d}  {mc / 3600:6.2f} {easy_mc / 3600:6.2f} {one / 3600:5.2f} "
-              f"{ratio:5.2f} {s_ratio:5.2f} {shape:5.2f}  {occ:6.2%} {de:+6.2f} {ds:+6.2f} {viol:4d}  {' '.join(missed)}")
+        print(f"{f:4g} {row['farm']:>6} {mode:>5} {seed:4d}  {row['mc_wait'] / 3600:6.2f} "
+              f"{row['easy_mc_wait'] / 3600:6.2f} {row['one_wait'] / 3600:5.2f} {row['ratio']:5.2f} "
+              f"{row['split_ratio']:5.2f} {row['vs_split_ratio']:5.2f}  {row['occupancy']:6.2%} {row['vs_easy']:+6.2f} "
+              f"{row['vs_split']:+6.2f} {row['violations']:4d}  {' '.join(row['missed'])}")
     print("\nmedian over seeds (target <= 1.5): mc/1c (the issue's), mc/1c / max(1, split) (the verdict's)")
     groups: dict[tuple, list[dict]] = {}
     for r in rows:

@@ -4,6 +4,8 @@ partition shorten the multi-core waits without share violations."""
 
 from __future__ import annotations
 
+import sys
+
 from mysched.config import config_from_text
 from mysched.core.model.batch import Node
 from mysched.sim.replay import simulate
@@ -131,3 +133,27 @@ def test_mcore_sim_compares_with_the_same_jobs_split_and_drains_at_most_half_the
     assert runs[0].replace(" --split-multicore", "") == runs[1]
     assert "summary 10 x 8, --mcore-fraction 0.5, drain 120/h, at most 5 draining:" in out.stdout
     assert "mean wait 1 core" in out.stdout and "against the single-core run's mean wait" in out.stdout
+
+
+def _doc(one_h: float, mc_h: float | None, occ: float = 0.9, key: str = "by_size") -> dict:
+    sizes = {"1": {"jobs": 100, "wait_mean": one_h * 3600}}
+    if mc_h is not None:
+        sizes["2-8"] = {"jobs": 10, "wait_mean": mc_h * 3600}
+    return {key: sizes, "occupancy": occ, "share_violations": 0}
+
+
+def test_the_matrix_sets_the_wait_ratio_beside_that_of_the_same_jobs_split():
+    """tools/mcore_matrix.py: multi-core jobs of a VO over its share wait longer whatever their
+    shape; the ratio is held to 2 x what the same jobs split waited, never to less than 2."""
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        from mcore_matrix import verdict
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    split = {**_doc(1.0, None), "as_submitted": _doc(2.0, 5.0)["by_size"]}  # split, they waited 2.5 x
+    row = verdict({"mysched": _doc(2.0, 6.0), "easy": _doc(2.0, 7.0, 0.895), "split": split})
+    assert (round(row["ratio"], 2), round(row["split_ratio"], 2), round(row["vs_split_ratio"], 2)) == (3.0, 2.5, 1.2)
+    assert row["missed"] == []
+    fair = {**_doc(1.0, None), "as_submitted": _doc(2.0, 1.0)["by_size"]}  # split, they waited less
+    row = verdict({"mysched": _doc(2.0, 6.0), "easy": _doc(2.0, 7.0, 0.95), "split": fair})
+    assert row["vs_split_ratio"] == 3.0 and row["missed"] == ["vs-split>2", "occ<easy-1"]
