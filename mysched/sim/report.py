@@ -125,6 +125,11 @@ def format_result(r: SimResult) -> str:
             f"{k} core{'s' if k != '1' else ''}: {v['jobs']} jobs, wait mean {_hms(v['wait_mean'])} p95 "
             f"{_hms(v['wait_p95'])} max {_hms(v['wait_max'])}, bsld {v['bounded_slowdown']:.1f}"
             for k, v in j["by_size"].items()))
+    if j.get("as_submitted"):
+        lines.append("  as submitted     " + "; ".join(
+            f"{k} core{'s' if k != '1' else ''}: {v['jobs']} jobs, wait mean {_hms(v['wait_mean'])} p95 "
+            f"{_hms(v['wait_p95'])}" for k, v in j["as_submitted"].items())
+            + " (a split job waited the mean of its pieces' waits)")
     if r.multicore_why:
         lines.append(f"  why multi-core   {r.multicore_why['text']}")
     for name, v in sorted(r.pools.items()):

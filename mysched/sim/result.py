@@ -110,6 +110,12 @@ class SimResult:
     unguaranteed: list[str] = field(default_factory=list)
     """A sentence for each VO that ran a good part of the work with no guarantee
     (`mysched.config.guarantees.unguaranteed`)."""
+    whole_waits: dict[str, list[float]] = field(default_factory=dict)
+    """In a `--split-multicore` run: size class -> waits of the jobs not split."""
+    piece_waits: dict[str, list[float]] = field(default_factory=dict)
+    """In a `--split-multicore` run: id of a split job -> the waits of its pieces started."""
+    as_submitted: dict[str, list[float]] = field(default_factory=dict)
+    """In a `--split-multicore` run: size class as submitted -> waits (`mysched.sim.replay.as_submitted`)."""
     multicore_why: dict[str, str | None] | None = None
     """Why multi-core jobs waited much longer than single-core ones (`mysched.sim.mcorewhy`:
     cause, setting, text); None when they did not."""
@@ -148,6 +154,9 @@ class SimResult:
             "packing_index": {c: v["packing_index"] for c, v in self.packing.items()},
             "fill_factor": {c: v["fill_factor"] for c, v in self.packing.items()},
             **({"pools": self.pools} if self.pools else {}),
+            **({"as_submitted": {k: {"jobs": len(v), **{f"wait_{s}": x for s, x in stats(v, ("mean", "p95", "max")).items()}}
+                                 for k, v in sorted(self.as_submitted.items())}}
+               if self.as_submitted else {}),
             **({"closed_nodes": dict(sorted(self.closed_nodes.items()))} if self.closed_nodes else {}),
             **({"larger_than_farm": {"jobs": self.too_large_jobs, "max_cores": self.too_large}}
                if self.too_large_jobs else {}),
@@ -167,9 +176,10 @@ SIZES = ("1", "2-8", ">8")
 """The simulator's size classes (`mysched.sim.replay.size_class`)."""
 
 
-def multicore_wait(doc: dict) -> float | None:
-    """Mean wait of the jobs of more than one core in a `--json` document (None: there were none)."""
-    by = doc.get("by_size", {})
+def multicore_wait(doc: dict, key: str = "by_size") -> float | None:
+    """Mean wait of the jobs of more than one core in a `--json` document (None: there were
+    none); `key="as_submitted"`: of the jobs a `--split-multicore` run split."""
+    by = doc.get(key, {})
     n = sum(by.get(c, {}).get("jobs", 0) for c in SIZES[1:])
     if not n:
         return None

@@ -4,6 +4,8 @@ partition shorten the multi-core waits without share violations."""
 
 from __future__ import annotations
 
+import sys
+
 from mysched.config import config_from_text
 from mysched.core.model.batch import Node
 from mysched.sim.replay import simulate
@@ -91,6 +93,30 @@ def test_simulate_split_multicore_reports_no_multicore_job(tmp_path, capsys):
     wl = generate(SyntheticSpec(duration=4 * 3600, slots=400, seed=1, mcore_fraction=0.5))
     wide = [tj.job.cores for tj in wl if tj.job.cores > 1]
     assert wide and r["jobs"] == len(wl) + sum(wide) - len(wide)
+    # ... but says how long the jobs waited as they were submitted: each split job once
+    assert r["as_submitted"]["2-8"]["jobs"] == len(wide)
+    assert r["as_submitted"]["1"]["jobs"] == len(wl) - len(wide)
+
+
+def test_a_split_job_waited_the_mean_of_its_pieces_once_all_started():
+    """The split run's waits as submitted: what fair share alone gives the multi-core jobs,
+    set beside the unsplit run's (tools/mcore_matrix.py)."""
+    from mysched.sim.replay import as_submitted
+
+    pieces = {f"7:{k}": ("7", 4) for k in range(1, 5)} | {f"9:{k}": ("9", 2) for k in (1, 2)}
+    got = as_submitted({"1": [10.0, 30.0]}, {"7": [0.0, 100.0, 200.0, 500.0], "9": [50.0]}, pieces)
+    assert got == {"1": [10.0, 30.0], "2-8": [200.0]}  # job 9 has a piece still waiting
+
+
+def test_an_unsplit_run_reports_no_waits_as_submitted(tmp_path):
+    import json
+
+    from mysched.cli.main import main
+
+    js = tmp_path / "s.json"
+    assert main(["simulate", "--duration", "2", "--mcore-fraction", "0.5", "--progress", "never",
+                 "--json", str(js)]) == 0
+    assert "as_submitted" not in json.loads(js.read_text())
 
 
 def test_mcore_sim_compares_with_the_same_jobs_split_and_drains_at_most_half_the_nodes():
@@ -107,3 +133,27 @@ def test_mcore_sim_compares_with_the_same_jobs_split_and_drains_at_most_half_the
     assert runs[0].replace(" --split-multicore", "") == runs[1]
     assert "summary 10 x 8, --mcore-fraction 0.5, drain 120/h, at most 5 draining:" in out.stdout
     assert "mean wait 1 core" in out.stdout and "against the single-core run's mean wait" in out.stdout
+
+
+def _doc(one_h: float, mc_h: float | None, occ: float = 0.9, key: str = "by_size") -> dict:
+    sizes = {"1": {"jobs": 100, "wait_mean": one_h * 3600}}
+    if mc_h is not None:
+        sizes["2-8"] = {"jobs": 10, "wait_mean": mc_h * 3600}
+    return {key: sizes, "occupancy": occ, "share_violations": 0}
+
+
+def test_the_matrix_sets_the_wait_ratio_beside_that_of_the_same_jobs_split():
+    """tools/mcore_matrix.py: multi-core jobs of a VO over its share wait longer whatever their
+    shape; the ratio is held to 2 x what the same jobs split waited, never to less than 2."""
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        from mcore_matrix import verdict
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    split = {**_doc(1.0, None), "as_submitted": _doc(2.0, 5.0)["by_size"]}  # split, they waited 2.5 x
+    row = verdict({"mysched": _doc(2.0, 6.0), "easy": _doc(2.0, 7.0, 0.895), "split": split})
+    assert (round(row["ratio"], 2), round(row["split_ratio"], 2), round(row["vs_split_ratio"], 2)) == (3.0, 2.5, 1.2)
+    assert row["missed"] == []
+    fair = {**_doc(1.0, None), "as_submitted": _doc(2.0, 1.0)["by_size"]}  # split, they waited less
+    row = verdict({"mysched": _doc(2.0, 6.0), "easy": _doc(2.0, 7.0, 0.95), "split": fair})
+    assert row["vs_split_ratio"] == 3.0 and row["missed"] == ["vs-split>2", "occ<easy-1"]

@@ -231,6 +231,10 @@ class TraceJob(NamedTuple):
 
     job: Job
     runtime: float
+    split_of: tuple[str, int] | None = None
+    """(id, cores) of the job this one is a single-core piece of (`--split-multicore`), so
+    that a split run can report its waits as the jobs were submitted; None for a job replayed
+    as it was submitted."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,5 +75,6 @@ def split_multicore(workload: list[TraceJob]) -> list[TraceJob]:
             continue
         mem = job.mem // job.cores if job.mem else job.mem
         for k in range(1, job.cores + 1):
-            out.append(TraceJob(job._replace(id=f"{job.id}:{k}", cores=1, mem=mem, request=None), tj.runtime))
+            out.append(TraceJob(job._replace(id=f"{job.id}:{k}", cores=1, mem=mem, request=None), tj.runtime,
+                                (job.id, job.cores)))
     return out
