@@ -200,8 +200,7 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
 
     held: dict = {"why": why, "below": below, "mcore": mcore, "runs": runs}  # the last plan's reservations, kept stable by the next
     pieces = {tj.job.id: tj.split_of for tj in workload if tj.split_of is not None}
-    if pieces:  # a split run: its waits are also reported as the jobs were submitted
-        held["pieces"] = pieces
+    split = held["split"] = SplitWaits(pieces) if pieces else None  # also reported as submitted
     watch = held["pools"] = PoolWatch(config) if config.pools else None
     t = t0
     last_cycle = -math.inf
@@ -317,8 +316,8 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     res.t0 = t0
     res.timeline = tl
     res.multicore_why = diagnose(res, config, mcore)
-    if pieces:
-        res.as_submitted = as_submitted(res.whole_waits, res.piece_waits, pieces)
+    if split is not None:
+        res.as_submitted = split.by_size()
     res.wall_s = time.perf_counter() - wall0
     if progress is not None:
         progress(1.0)
@@ -349,20 +348,35 @@ def _vo_figures(vo: str, config: Config, total: int, guarantees: dict[str, int],
     }
 
 
-def as_submitted(whole: dict[str, list[float]], piece_waits: dict[str, list[float]],
-                 pieces: dict[str, tuple[str, int]]) -> dict[str, list[float]]:
-    """A split run's waits by the size class of the jobs as submitted: a split job waited the
-    mean of its pieces' waits (the mean wait of its cores' work), counted once its last piece
-    started. Set beside the unsplit run, the classes' ratio says what fair share alone gives
-    those jobs, without their shape (docs/design/drain.md)."""
-    cores: dict[str, int] = {}
-    for parent, n in pieces.values():
-        cores[parent] = n
-    out = {c: list(w) for c, w in whole.items()}
-    for parent, waits in piece_waits.items():
-        if len(waits) == cores[parent]:
-            out.setdefault(size_class(cores[parent]), []).append(sum(waits) / len(waits))
-    return out
+class SplitWaits:
+    """A `--split-multicore` run's waits, kept to report them by the size class of the jobs as
+    submitted: a split job waited the mean of its pieces' waits (the mean wait of its cores'
+    work), counted once its last piece started. Set beside the unsplit run, the classes' ratio
+    says what fair share alone gives those jobs, without their shape (docs/design/drain.md)."""
+
+    def __init__(self, pieces: dict[str, tuple[str, int]]) -> None:
+        self.pieces = pieces
+        """Piece id -> (id, cores) of the job it was split from (`TraceJob.split_of`)."""
+        self.whole: dict[str, list[float]] = {}
+        """Size class -> waits of the jobs not split."""
+        self.parts: dict[str, list[float]] = {}
+        """Id of a split job -> the waits of its pieces started so far."""
+
+    def started(self, job_id: str, cls: str, wait: float) -> None:
+        of = self.pieces.get(job_id)
+        if of is None:
+            self.whole.setdefault(cls, []).append(wait)
+        else:
+            self.parts.setdefault(of[0], []).append(wait)
+
+    def by_size(self) -> dict[str, list[float]]:
+        """Size class as submitted -> waits."""
+        cores = dict(self.pieces.values())
+        out = {c: list(w) for c, w in self.whole.items()}
+        for parent, waits in self.parts.items():
+            if len(waits) == cores[parent]:
+                out.setdefault(size_class(cores[parent]), []).append(sum(waits) / len(waits))
+        return out
 
 
 def _round(x: float | None) -> float | None:
@@ -401,7 +415,7 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
            held: dict | None = None) -> float | None:
     """One planner cycle on the farm; returns when the plan could change with time alone."""
     snap = farm.snapshot()
-    pieces = held.get("pieces") if held is not None else None
+    split = held.get("split") if held is not None else None
     usage = usage_cache.get(now, snap)
     c0 = time.perf_counter()
     with gc_paused():  # a farm's worth of objects and no cycles: spare the collector's scans
@@ -443,12 +457,8 @@ def _cycle(farm: SimulatedFarm, config: Config, usage_cache: _UsageCache, policy
         by_size = res.vo_wait.setdefault(s.vo, {})
         waited, n = by_size.get(cls, (0.0, 0))
         by_size[cls] = (waited + wait, n + 1)
-        if pieces is not None:
-            of = pieces.get(s.job_id)
-            if of is None:
-                res.whole_waits.setdefault(cls, []).append(wait)
-            else:
-                res.piece_waits.setdefault(of[0], []).append(wait)
+        if split is not None:
+            split.started(s.job_id, cls, wait)
     if held is not None:
         _count_idle(held, farm, set(p.drains) | {n for r in p.reservations.values() for n in r.nodes}, now)
         if held.get("below") is not None:  # the VOs this cycle's starts touched: settled here

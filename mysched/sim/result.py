@@ -110,12 +110,8 @@ class SimResult:
     unguaranteed: list[str] = field(default_factory=list)
     """A sentence for each VO that ran a good part of the work with no guarantee
     (`mysched.config.guarantees.unguaranteed`)."""
-    whole_waits: dict[str, list[float]] = field(default_factory=dict)
-    """In a `--split-multicore` run: size class -> waits of the jobs not split."""
-    piece_waits: dict[str, list[float]] = field(default_factory=dict)
-    """In a `--split-multicore` run: id of a split job -> the waits of its pieces started."""
     as_submitted: dict[str, list[float]] = field(default_factory=dict)
-    """In a `--split-multicore` run: size class as submitted -> waits (`mysched.sim.replay.as_submitted`)."""
+    """In a `--split-multicore` run: size class as submitted -> waits (`mysched.sim.replay.SplitWaits`)."""
     multicore_why: dict[str, str | None] | None = None
     """Why multi-core jobs waited much longer than single-core ones (`mysched.sim.mcorewhy`:
     cause, setting, text); None when they did not."""

@@ -101,10 +101,13 @@ def test_simulate_split_multicore_reports_no_multicore_job(tmp_path, capsys):
 def test_a_split_job_waited_the_mean_of_its_pieces_once_all_started():
     """The split run's waits as submitted: what fair share alone gives the multi-core jobs,
     set beside the unsplit run's (tools/mcore_matrix.py)."""
-    from mysched.sim.replay import as_submitted
+    from mysched.sim.replay import SplitWaits
 
-    pieces = {f"7:{k}": ("7", 4) for k in range(1, 5)} | {f"9:{k}": ("9", 2) for k in (1, 2)}
-    got = as_submitted({"1": [10.0, 30.0]}, {"7": [0.0, 100.0, 200.0, 500.0], "9": [50.0]}, pieces)
+    split = SplitWaits({f"7:{k}": ("7", 4) for k in range(1, 5)} | {f"9:{k}": ("9", 2) for k in (1, 2)})
+    for jid, cls, wait in (("a", "1", 10.0), ("7:1", "1", 0.0), ("7:2", "1", 100.0), ("9:1", "1", 50.0),
+                           ("7:3", "1", 200.0), ("b", "1", 30.0), ("7:4", "1", 500.0)):
+        split.started(jid, cls, wait)
+    got = split.by_size()
     assert got == {"1": [10.0, 30.0], "2-8": [200.0]}  # job 9 has a piece still waiting
 
 
