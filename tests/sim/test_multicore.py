@@ -160,3 +160,20 @@ def test_the_matrix_sets_the_wait_ratio_beside_that_of_the_same_jobs_split():
     fair = {**_doc(1.0, None), "as_submitted": _doc(2.0, 1.0)["by_size"]}  # split, they waited less
     row = verdict({"mysched": _doc(2.0, 6.0), "easy": _doc(2.0, 7.0, 0.95), "split": fair})
     assert row["vs_split_ratio"] == 3.0 and row["missed"] == ["vs-split>2", "occ<easy-1"]
+
+
+def test_the_matrix_holds_the_multicore_wait_to_easys_unless_fair_share_alone_waited_longer():
+    """tools/mcore_matrix.py: easy keeps no shares. Where the same jobs split waited longer
+    under fair share than easy's multi-core jobs did, the shape is not what kept them waiting:
+    the wait is held to the split run's; otherwise to easy's."""
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        from mcore_matrix import verdict
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    slow_split = {**_doc(1.0, None), "as_submitted": _doc(4.0, 9.0)["by_size"]}
+    row = verdict({"mysched": _doc(4.0, 8.0), "easy": _doc(2.0, 6.0), "split": slow_split})
+    assert row["split_mc_wait"] == 9.0 * 3600 and row["missed"] == []
+    quick_split = {**_doc(1.0, None), "as_submitted": _doc(4.0, 5.0)["by_size"]}
+    row = verdict({"mysched": _doc(4.0, 8.0), "easy": _doc(2.0, 6.0), "split": quick_split})
+    assert row["missed"] == ["mc>easy"]
