@@ -49,6 +49,7 @@ from pools_sim import config_text  # noqa: E402
 
 from mysched.sim.result import multicore_wait  # noqa: E402
 from mysched.sim.sweep import Cell, ProcessExecutor, ResultStore, run_sweep  # noqa: E402
+from mysched.errors import UsageError  # noqa: E402
 from mysched.sim.sweepgrid import parse_seeds  # noqa: E402
 
 POLICIES = ("mysched", "easy", "split")
@@ -118,10 +119,21 @@ def main() -> int:
                     help="run this policy's cells again even if --results has them")
     ap.add_argument("--json", default=None, help="write every row here")
     a = ap.parse_args()
-    fractions = [float(x) for x in a.fractions.split(",")]
-    farms = [_farm(x) for x in a.farms.split(",")]
+    try:
+        fractions = [float(x) for x in a.fractions.split(",")]
+    except ValueError:
+        ap.error(f"--fractions {a.fractions}: expected fractions like 0.5,1.0")
+    try:
+        farms = [_farm(x) for x in a.farms.split(",")]
+    except ValueError:
+        ap.error(f"--farms {a.farms}: expected NODESxSLOTS like 50x8,20x32")
     modes = a.modes.split(",")
-    seeds = parse_seeds(a.seeds)
+    if not set(modes) <= {"60s", "event"}:
+        ap.error(f"--modes {a.modes}: expected 60s, event or both")
+    try:
+        seeds = parse_seeds(a.seeds)
+    except UsageError as e:
+        ap.error(str(e))
     runs = []
     for f in fractions:
         for farm in farms:

@@ -177,3 +177,13 @@ def test_the_matrix_holds_the_multicore_wait_to_easys_unless_fair_share_alone_wa
     quick_split = {**_doc(1.0, None), "as_submitted": _doc(4.0, 5.0)["by_size"]}
     row = verdict({"mysched": _doc(4.0, 8.0), "easy": _doc(2.0, 6.0), "split": quick_split})
     assert row["missed"] == ["mc>easy"]
+
+
+def test_the_matrix_names_a_bad_argument_without_a_traceback():
+    """tools/mcore_matrix.py --farms 8y50 (a typo): a usage error naming the option, exit 2."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, str(REPO / "tools" / "mcore_matrix.py"), "--farms", "50x8,8y50"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "--farms 50x8,8y50: expected NODESxSLOTS" in out.stderr and "Traceback" not in out.stderr
