@@ -43,7 +43,8 @@ PARAMS: list[tuple[str, str, str]] = [
     ("*WEIGHT, *CAP, XFACTOR*, XFMINWCLIMIT", r".*WEIGHT|.*CAP|XF.*", _ORDER),
     ("NODEALLOCATIONPOLICY, TASKDISTRIBUTIONPOLICY, NODESET*",
      r"NODEALLOCATIONPOLICY|TASKDISTRIBUTIONPOLICY|NODESET.*",
-     "mysched places a job on the node with the fewest jobs of its user and the most distinct users; "
+     "mysched places a job on a node of a type closed to other groups if it may use one, then on the node "
+     "with the fewest jobs of its user and the most distinct users; "
      "while multi-core jobs run or wait, on busy nodes before empty ones"),
     ("BACKFILLPOLICY, BACKFILL*, BF*", r"BACKFILL.*|BF.*",
      "mysched always backfills: a job starts ahead of the reserved ones if it ends, by its requested "

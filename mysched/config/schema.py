@@ -162,7 +162,9 @@ SECTIONS: tuple[Section, ...] = (
         "users": _s(names, (), "hot users", default_text="none"),
     }),
     Section("node_types.NAME", "A kind of node and who may use it; a node takes the first type that matches it, "
-            "untyped nodes are open to all.", {
+            "untyped nodes are open to all. A type that names `groups` or `vos` is closed to the rest: for "
+            "mysched, the jobs that may use it go there before open nodes, and the multi-core partition "
+            "drains it first.", {
         "nodes": _s(patterns, (), "node-name globs of the type", default_text="none"),
         "properties": _s(names, (), "node properties (pbsnodes) of the type", default_text="none"),
         "groups": _s(names, (), "unix groups allowed on the type", default_text="none"),

@@ -137,7 +137,7 @@ class Planner:
             Reason.POOL_HELD: lambda job, vo, names: self.pools.detail(job, vo, Reason.POOL_HELD),
             Reason.LOAN_REFUSED: lambda job, vo, names: self.pools.detail(job, vo, Reason.LOAN_REFUSED)},
             self.resv.holder)
-        self.requests = RequestPlacer(index, board, self.admission, cy.keys_of)
+        self.requests = RequestPlacer(index, board, self.admission, cy.keys_of, closed_first=cy.policy == "mysched")
         self._class_cache: dict[tuple, Wait] = {}
         self._kind_max_of: dict[tuple[str, str, str], int] = {}
         self._explained: dict[tuple, tuple[Wait, Callable[[], Wait], bool]] = {}
@@ -286,7 +286,8 @@ class Planner:
             qmax = q.max_running if qmax is None else min(qmax, q.max_running)
         groups = self._groups_for.get(k)
         if groups is None:
-            groups = self._groups_for[k] = [self.board.groups[key] for key in r.keys]
+            # closed node types first: `place` reads the first and last to tell a mix
+            groups = self._groups_for[k] = sorted((self.board.groups[key] for key in r.keys), key=lambda g: not g.closed)
         got = self._rules_for[k] = JobRules(qmax, r.vo_max, r.group_max, r.vo_node_max, r.group_node_max, groups)
         return got
 

@@ -102,8 +102,13 @@ class NodeType:
             return True
         return bool(self.properties) and set(self.properties) <= properties
 
+    @property
+    def closed(self) -> bool:
+        """Open only to the VOs and groups it names (a type that names none is open to all)."""
+        return bool(self.groups or self.vos)
+
     def allows(self, vo: str, group: str) -> bool:
-        if not self.groups and not self.vos:
+        if not self.closed:
             return True
         return group in self.groups or vo in self.vos
 

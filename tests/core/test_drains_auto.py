@@ -30,6 +30,17 @@ def test_a_multicore_job_passed_over_by_a_single_core_start_gets_two_nodes_drain
                                          "(by requested walltimes)")
 
 
+def test_a_node_closed_to_other_groups_drains_first_for_a_job_that_may_use_it():
+    # wn02 (three long jobs) wastes most, but only atlas may use it: what it holds back no other
+    # group could have run
+    running, nodes = full_farm()
+    jobs = running + [q("mc", cores=4, submit=1), q("s1", submit=2)]
+    closed = config_from_text(VOS + 'node_types = { sw = { nodes = ["wn02"]; groups = ["atlas"]; }; };')
+    assert set(plan(snap(jobs, nodes), closed, Usage(), NOW).drains) == {"wn02", "wn03"}
+    opened = config_from_text(VOS + 'node_types = { sw = { nodes = ["wn02"]; }; };')
+    assert set(plan(snap(jobs, nodes), opened, Usage(), NOW).drains) == {"wn01", "wn03"}
+
+
 def test_a_multicore_job_behind_every_start_drains_nothing():
     running, nodes = full_farm()
     jobs = running + [q("s1", submit=1), q("s2", submit=2), q("mc", cores=4, submit=3)]

@@ -52,6 +52,23 @@ def test_a_job_goes_to_the_best_node_whatever_node_type_it_has():
     assert where(plan(snap(busy2 + [queued("j", "alice", "atlas")], nodes(2, 4)), cfg, Usage(), 1000), "j") == "wn01"
 
 
+def test_a_job_that_may_use_a_node_closed_to_others_goes_there_before_a_more_diverse_open_node():
+    # wn01 is open only to atlas (software-manager nodes): bob's two atlas jobs there make it the
+    # less diverse node for alice, but an open core she leaves is one cms may use, one she leaves
+    # on wn01 serves no one else
+    sw = 'node_types = { swmgr = { nodes = ["wn01"]; groups = ["atlas"]; }; };'
+    run = [running("r1", "bob", "atlas", "wn01"), running("r2", "bob", "atlas", "wn01"),
+           running("r3", "x", "cms", "wn02")]
+    jobs = run + [queued("j", "alice", "atlas"), queued("k", "carol", "cms")]
+    p = plan(snap(jobs, nodes(2, 3)), config_from_text(VOS + sw), Usage(), 1000)
+    assert where(p, "j") == "wn01" and where(p, "k") == "wn02"
+    # the plain score where the type is open to all, and the open node once wn01 is full
+    p = plan(snap(jobs, nodes(2, 3)), config_from_text(VOS + sw.replace('groups = ["atlas"]; ', '')), Usage(), 1000)
+    assert where(p, "j") == "wn02"
+    full = run + [running("r4", "bob", "atlas", "wn01"), queued("j", "alice", "atlas")]
+    assert where(plan(snap(full, nodes(2, 3)), config_from_text(VOS + sw), Usage(), 1000), "j") == "wn02"
+
+
 def test_with_the_multicore_partition_on_a_small_job_fills_a_busy_node_before_an_empty_one():
     run = [running("r1", "x", "cms", "wn02"), running("r2", "x", "cms", "wn02")]
     job = [queued("j", "alice", "atlas")]

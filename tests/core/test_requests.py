@@ -51,6 +51,20 @@ def test_several_nodes_each_with_their_cores():
     assert p.starts[0].cores == 4
 
 
+def test_a_request_takes_nodes_closed_to_other_groups_first_where_it_may_use_them():
+    # wn03 and wn04 are open only to atlas; cms runs on wn01 and wn02, which alice's request
+    # would otherwise prefer (more diverse after placement, then fewer used cores)
+    cfg = config_from_text('vos = { atlas = { groups = ["atlas"]; share = 50; }; cms = { groups = ["cms"]; share = 50; }; };'
+                           'node_types = { sw = { nodes = ["wn03", "wn04"]; groups = ["atlas"]; }; };')
+    busy = [running("c1", "bob", "atlas", "wn03"), running("c2", "bob", "atlas", "wn04"),
+            running("c3", "bob", "atlas", "wn03"), running("c4", "bob", "atlas", "wn04"),
+            running("c5", "x", "cms", "wn01"), running("c6", "y", "cms", "wn02")]
+    p = plan(snap(busy + [want("mpi", Request((NodePart(2, 2),)))], farm()), cfg, Usage(), 1000)
+    assert set(where(p, "mpi")) == {"wn03", "wn04"}
+    p = plan(snap(busy + [want("mpi", Request((NodePart(2, 2),)))], farm()), CFG, Usage(), 1000)
+    assert set(where(p, "mpi")) == {"wn01", "wn02"}
+
+
 def test_properties_and_host_names_are_honoured():
     nodes = farm(props={"wn03": {"gpu"}})
     jobs = [want("g", Request((NodePart(1, 1, None, frozenset({"gpu"})),))),

@@ -22,8 +22,9 @@ nodes; each drain is drawn for one job's cores and keeps them (per waiting job t
 take them) from smaller jobs. With the bounds set, at most `drain.rate` nodes
 start draining per hour and at most `drain.max_draining` are in the partition, up to that many
 even for one waiting job; nodes running multi-core jobs count among them.
-The nodes chosen waste least: fewest busy cores times the time each job is expected to
-run on, then fewest busy cores. A job is expected to run as long again as it has run, but not
+The nodes chosen are first those of a type closed to other VOs or groups (what such a node holds
+back no other job could have used), then those that waste least: fewest busy cores times the
+time each job is expected to run on, then fewest busy cores. A job is expected to run as long again as it has run, but not
 past its requested walltime: batch job lifetimes are heavy-tailed, so one that has run long
 will likely run long yet (Downey, 1997), and pilots all request the queue's maximum, so the
 requested time alone would pick the nodes whose jobs have run longest -- the slowest to drain.
@@ -338,9 +339,9 @@ class Drains:
                 out[name] = Drain(name, self.cy.now, None, want)
 
     def _drain_candidates(self, waiting: list[tuple[Job, str]], want: int) -> list[str]:
-        """Nodes the waiting multi-core jobs may use, least expected waste first: the fewest
-        core-seconds of running jobs that must end before `want` cores are free there, then
-        the fewest busy cores."""
+        """Nodes the waiting multi-core jobs may use: of a closed type first (`type_closed`),
+        then least expected waste first -- the fewest core-seconds of running jobs that must end
+        before `want` cores are free there, then the fewest busy cores."""
         keys: set = set()
         for j, vo in waiting:
             keys |= set(self.cy.index.rules(j.queue, vo, j.group).keys)
@@ -348,6 +349,7 @@ class Drains:
         # a node even the shortest waiting job would run into a downtime on drains for nothing
         shortest = min((j.walltime if j.walltime is not None else math.inf for j, _ in waiting), default=math.inf)
         scored = []
+        closed = {g: self.board.groups[g].closed for g in keys}
         for e in self.cy.index.entries:
             node, _ntype, key, usable, _counted = e
             name = node.name
@@ -362,9 +364,9 @@ class Drains:
                     break
                 free += cores
                 shed += cores * est
-            scored.append((shed, ld.used, name))
+            scored.append((not closed[key], shed, ld.used, name))
         scored.sort()
-        return [name for _, _, name in scored]
+        return [name for *_, name in scored]
 
     def _half(self) -> int:
         """Half the farm's nodes: the most that drain at once unless `drain.max_draining` says."""

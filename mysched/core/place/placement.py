@@ -4,8 +4,12 @@ will do, why each node refused it.
 The node groups keep their nodes ranked by score (`mysched.core.place.tally`), so a placement
 scans from the best node and usually stops at the first: for mysched the first node without a
 job of the user (highest diversity after placement, then fewest used slots); failing that,
-the node with the fewest of the user's jobs. Whether a node takes the job at all is asked of
-the one list of checks (`mysched.core.place.admission`).
+the node with the fewest of the user's jobs. For mysched, a job that may use nodes of a type
+closed to other VOs or groups (`mysched.core.rules.access.type_closed`, e.g. software-manager
+nodes) takes one of those first if any has room: room it leaves on open nodes every job may use,
+where room it leaves on a closed node idles while other jobs wait (measured:
+docs/design/placement-score.md). Whether a node takes the job at all is asked of the one list of
+checks (`mysched.core.place.admission`).
 """
 
 from __future__ import annotations
@@ -85,6 +89,12 @@ def place(admission: Admission, usages: dict[str, NodeUsage], ask: Ask, pc: Pack
             return None
         _key, ld = got
         return ld
+    if diverse and pc is None and groups[0].closed and not groups[-1].closed:  # closed types first
+        for tier in (True, False):
+            ld = _best(scan, [g.ranking.keys for g in groups if g.closed is tier], usages, ask, False, None, only, diverse)
+            if ld is not None:
+                return ld
+        return None
     ranked = [g.ranking.keys for g in groups]
     if pc is None or pc.policy == "none":
         for avoid in ((cls, None) if pc is not None else (None,)):

@@ -51,9 +51,11 @@ class NodeGroup:
     """Nodes alike for eligibility: same type, same queue assignment (not a guarantee pool). A plan ranks its
     nodes on views of the tally's rankings (`ranking`, `by_class` are its scratch)."""
 
-    __slots__ = ("ntype", "queues", "owners", "ranking", "by_class")
+    __slots__ = ("ntype", "queues", "owners", "closed", "ranking", "by_class")
 
-    def __init__(self, key: tuple) -> None:
+    def __init__(self, key: tuple, closed: bool = False) -> None:
         self.ntype, self.queues, self.owners = key
+        self.closed = closed
+        """Its node type is open only to the VOs and groups it names (`type_closed`)."""
         self.ranking = Ranking()
         self.by_class: dict[str, Ranking] = {}

@@ -3,7 +3,8 @@ of one's own, and cores spread over nodes (``procs``).
 
 Jobs whose request is just "N cores on one node" take the planner's fast path
 (`mysched.core.place.placement`); the others come here. Their nodes are taken best first in the
-same ranking (diversity, then fewest used slots), so they share the farm on the same terms.
+same ranking (for mysched nodes of a type closed to other groups first, then diversity, then
+fewest used slots), so they share the farm on the same terms.
 A request that no set of nodes of the farm could ever serve -- whatever ran there -- waits
 with `never_fits` and the numbers, instead of waiting for ever in silence; one that only
 nodes down or offline now could serve waits with `nodes_down` and their names.
@@ -30,8 +31,10 @@ class RequestPlacer:
     """Places whole requests on one plan's nodes, asking the checks of `admission` node by node."""
 
     def __init__(self, index: NodeIndex, board: Board, admission: Admission,
-                 keys_of: Callable[[str, str, str], tuple]) -> None:
+                 keys_of: Callable[[str, str, str], tuple], closed_first: bool = False) -> None:
         self.index = index
+        self.closed_first = closed_first
+        """Nodes of a closed type first (`mysched.core.place.placement.place`, the mysched policy)."""
         self.board = board
         self.admission = admission
         self.keys_of = keys_of
@@ -84,7 +87,12 @@ class RequestPlacer:
     def _candidates(self, rules: JobRules, only: set[str] | None) -> list[tuple]:
         """Nodes with room the job may use, best first (node groups merged by their ranking)."""
         groups = rules.groups
-        keys = groups[0].ranking.keys if len(groups) == 1 else list(heapq.merge(*(g.ranking.keys for g in groups)))
+        if len(groups) == 1:
+            keys = groups[0].ranking.keys
+        elif self.closed_first and groups[0].closed and not groups[-1].closed:
+            keys = [k for tier in (True, False) for k in heapq.merge(*(g.ranking.keys for g in groups if g.closed is tier))]
+        else:
+            keys = list(heapq.merge(*(g.ranking.keys for g in groups)))
         if only is not None:
             return [k for k in keys if k[-1] in only]
         return keys

@@ -16,6 +16,7 @@ from typing import Iterable, Protocol
 from mysched.core.model.batch import Changes, Job, JobState, Node, Snapshot
 from mysched.core.place.nodeusage import NodeUsage, _take
 from mysched.core.place.ranking import NodeGroup, Ranking
+from mysched.core.rules.access import type_closed
 from mysched.core.place.score import key_fn, keeps_whole
 from mysched.core.settings import Config, PackingClass
 
@@ -99,7 +100,7 @@ class Tally:
         self.user_jobs: dict[str, int] = {}
         self.rankings = {k: index.empty_ranking(policy, k, self.whole) for k in index.group_keys}
         self.by_class: dict[tuple, dict[str, Ranking]] = {k: {} for k in index.group_keys}
-        self.groups = {k: NodeGroup(k) for k in index.group_keys}
+        self.groups = {k: NodeGroup(k, type_closed(index.config, k.ntype)) for k in index.group_keys}
         self._scratch: dict[tuple, tuple[dict, dict]] = {}
         self.used = 0
         """Slots in use on counted nodes."""

@@ -56,6 +56,14 @@ def type_admits(config: Config, ntype: str | None, vo: str, group: str) -> bool:
     return nt is None or nt.allows(vo, group)
 
 
+def type_closed(config: Config, ntype: str | None) -> bool:
+    """Is the node type open only to the VOs and groups it names? The jobs that may use such a
+    node go there before open nodes (`mysched.core.place.placement`): what they leave on open
+    nodes every job may use, where a typed node they leave idle serves no one else."""
+    nt = next((t for t in config.node_types if t.name == ntype), None) if ntype is not None else None
+    return nt is not None and nt.closed
+
+
 def admits(config: Config, key: NodeKey, queue: str, vo: str, group: str) -> bool:
     """May a job of (queue, VO, group) use such a node at all?"""
     return queue_admits(config, key, queue) and type_admits(config, key.ntype, vo, group)
