@@ -483,7 +483,7 @@ class Planner:
         out.held_free = sum(board.usages[n].free for n in held)
         out.draining_now = frozenset(self.drains.draining)
         out.drain_horizons = dict(self.drains.horizons()) if self.drains.draining else {}
-        out.drain_wants = {n: (w, self.drains.held[n]) for n, w in self.drains.wants.items()}
+        out.drain_wants = dict(self.drains.wants)
         out.total_slots = cy.total_slots
         out.free_slots = max(0, board.free_total)
         out.used_slots = self.used_before

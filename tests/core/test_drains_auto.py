@@ -99,3 +99,14 @@ def test_the_room_raced_for_is_counted_in_cores_not_nodes():
     running, nodes = _farm_of(32, 25)
     p = plan(snap(running + [q("mc", cores=8, submit=1), q("s1", submit=2)], nodes), AUTO, Usage(), NOW)
     assert [s.job_id for s in p.starts] == ["s1"] and len(p.drains) == 1
+
+
+def test_a_node_with_room_for_several_such_jobs_keeps_one_jobs_cores_from_smaller_work():
+    # four 8-core jobs wait on 32-core nodes: the node drawn keeps 8 cores, not 32 -- its last
+    # cores free only when the longest of its jobs ends, its first ones soon (docs/design/drain.md)
+    running, nodes = _farm_of(32, 25)
+    jobs = running + [q(f"mc{i}", cores=8, submit=i) for i in range(4)] + [q("s1", submit=9)]
+    first = plan(snap(jobs, nodes), AUTO, Usage(), NOW)
+    assert [s.job_id for s in first.starts] == ["s1"] and first.drains
+    p = plan(snap(jobs[:-1], nodes), AUTO, Usage(), NOW + 60, drains=first.drains)
+    assert p.drain_wants and set(p.drain_wants.values()) == {8}

@@ -67,8 +67,9 @@ def test_starts_booked_on_the_board_fill_the_node_between_them():
 
 
 def test_a_draining_node_takes_multi_core_jobs_and_smaller_ones_ending_by_its_horizon():
-    got = _admission(_plan(draining_now=frozenset({"wn02"}), drain_horizons={"wn02": NOW + 600}))
-    assert [_first(got, "wn02", c, w) for c, w in ((1, 601.0), (1, 600.0), (4, 7200.0))] == \
+    # wn01 (2 of 8 cores free) drains for 2-core jobs
+    got = _admission(_plan(draining_now=frozenset({"wn01"}), drain_horizons={"wn01": NOW + 600}, drain_wants={"wn01": 2}))
+    assert [_first(got, "wn01", c, w) for c, w in ((1, 601.0), (1, 600.0), (2, 7200.0))] == \
         [Reason.DRAINING, None, None]
     assert _first(got, "wn04", 1, 601.0) is None
 
@@ -110,12 +111,10 @@ def test_a_cycle_counts_slots_still_used_on_down_nodes_in_the_farms_total():
 
 
 def test_a_draining_node_keeps_the_cores_it_drains_for_from_smaller_jobs_and_lets_the_rest_go():
-    # wn02 (8 cores, empty) drains for 4-core jobs: for one of them it keeps 4 cores, so a
-    # 1-core job may take one of the other 4; for two of them it keeps all 8. A 2-core job
-    # (multi-core, but smaller than what the node drains for) is held off those cores too.
-    one = _admission(_plan(draining_now=frozenset({"wn02"}), drain_horizons={"wn02": NOW},
-                           drain_wants={"wn02": (4, 4)}))
-    assert [_first(one, "wn02", c, 7200.0) for c in (1, 2, 4, 5)] == [None, None, None, None]
-    two = _admission(_plan(draining_now=frozenset({"wn02"}), drain_horizons={"wn02": NOW},
-                           drain_wants={"wn02": (4, 8)}))
-    assert [_first(two, "wn02", c, 7200.0) for c in (1, 2, 4)] == [Reason.DRAINING, Reason.DRAINING, None]
+    # wn02 (8 cores, empty) drains for 4-core jobs: it keeps 4 cores, so a 1- or 2-core job may
+    # take some of the other 4; wn02 drawn for an 8-core job keeps all 8, and a 2-core job
+    # (multi-core, but smaller than what the node drains for) is held off them too.
+    four = _admission(_plan(draining_now=frozenset({"wn02"}), drain_horizons={"wn02": NOW}, drain_wants={"wn02": 4}))
+    assert [_first(four, "wn02", c, 7200.0) for c in (1, 2, 4, 5)] == [None, None, None, None]
+    eight = _admission(_plan(draining_now=frozenset({"wn02"}), drain_horizons={"wn02": NOW}, drain_wants={"wn02": 8}))
+    assert [_first(eight, "wn02", c, 7200.0) for c in (1, 2, 4, 8)] == [Reason.DRAINING] * 3 + [None]

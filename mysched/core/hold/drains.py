@@ -18,14 +18,16 @@ times its cores, at least a node, since which node empties first is not known an
 with room serves it;
 one ranked behind every start waits as single-core jobs of its priority do, and drains
 nothing. The whole partition, nodes running multi-core jobs included, stays within half the
-nodes; each drain is drawn for one job's cores and keeps them (per waiting job that could
-take them) from smaller jobs. With the bounds set, at most `drain.rate` nodes
-start draining per hour and at most `drain.max_draining` are in the partition, up to that many
-even for one waiting job; nodes running multi-core jobs count among them.
+nodes; each drain is drawn for one job's cores and keeps just those from smaller jobs, also on
+a node with room for several such jobs: its first cores free soon, its last only when the
+longest of its jobs ends, so the partition takes the first cores of several nodes rather than
+all of one. With the bounds set, at most `drain.rate` nodes start draining per hour and at
+most `drain.max_draining` are in the partition, up to that many even for one waiting job;
+nodes running multi-core jobs count among them.
 The nodes chosen are first those of a type closed to other VOs or groups (what such a node holds
 back no other job could have used), then those that waste least: fewest busy cores times the
-time each job is expected to run on, then fewest busy cores. A job is expected to run as long again as it has run, but not
-past its requested walltime: batch job lifetimes are heavy-tailed, so one that has run long
+time each job is expected to run on, then fewest busy cores. A job is expected to run as long
+again as it has run, but not past its requested walltime: batch job lifetimes are heavy-tailed, so one that has run long
 will likely run long yet (Downey, 1997), and pilots all request the queue's maximum, so the
 requested time alone would pick the nodes whose jobs have run longest -- the slowest to drain.
 A node drained far enough for a waiting
@@ -93,10 +95,8 @@ class Drains:
         self.auto = self.on and d.auto
         self.draining: dict[str, Drain] = {}
         self.wants: dict[str, int] = {}
-        """Per draining node, the cores of the multi-core jobs it drains for this plan."""
-        self.held: dict[str, int] = {}
-        """Per draining node, the free cores it keeps from smaller jobs: `wants` for each
-        waiting job that could take them, at most the node."""
+        """Per draining node, the cores of the multi-core job it drains for this plan: the free
+        cores it keeps from smaller jobs."""
         self.made: dict[str, Drain] = {}
         """The partition after this plan (`Plan.drains`)."""
         self.mc_waiting: list[tuple[Job, str]] = []
@@ -113,13 +113,13 @@ class Drains:
         return self.auto and job.cores >= self.mc_min and (job.request is None or job.request.simple)
 
     def as_planned(self, draining: frozenset[str], horizons: dict[str, float],
-                   wants: dict[str, tuple[int, int]]) -> None:
+                   wants: dict[str, int]) -> None:
         """The partition a plan began with, its backfill horizons and the cores each node held
         back (`Plan.draining_now`, `Plan.drain_horizons`, `Plan.drain_wants`), to ask after the
         fact what the drains refused."""
         self.draining = {n: Drain(n, self.cy.now) for n in draining}
         for n in draining:
-            self.wants[n], self.held[n] = wants.get(n, (self.mc_min, self.board.usages.peek(n).cap))
+            self.wants[n] = wants.get(n, self.board.usages.peek(n).cap)  # not said: the whole node
         self._horizons = dict(horizons)
 
     def restore(self, eligible: list[tuple[Job, str]]) -> None:
@@ -152,9 +152,7 @@ class Drains:
         for name, d in self.draining.items():
             cap = usages.peek(name).cap
             fit = max((j.cores for j, _ in waiting if j.cores <= cap), default=least) if widest > cap else widest
-            want = self.wants[name] = max(least, min(d.want or least, fit))
-            takers = sum(1 for j, _ in waiting if want <= j.cores <= cap)
-            self.held[name] = min(cap, want * max(1, takers))
+            self.wants[name] = max(least, min(d.want or least, fit))
 
     def blocks(self, job: Job, name: str) -> bool:
         """Does a draining node refuse this job? It takes jobs of the cores it drains for or
@@ -165,7 +163,8 @@ class Drains:
         running a job without a walltime or estimate, takes no smaller job into those cores."""
         if name not in self.draining:
             return False
-        if job.cores >= self.wants[name] or self.board.usages[name].free - job.cores >= self.held[name]:
+        want = self.wants[name]
+        if job.cores >= want or self.board.usages[name].free - job.cores >= want:
             return False
         length = self.cy.runs.length(job)
         if length is None:
