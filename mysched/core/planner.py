@@ -286,9 +286,10 @@ class Planner:
             qmax = q.max_running if qmax is None else min(qmax, q.max_running)
         groups = self._groups_for.get(k)
         if groups is None:
-            # closed node types first: `place` reads the first and last to tell a mix
-            groups = self._groups_for[k] = sorted((self.board.groups[key] for key in r.keys), key=lambda g: not g.closed)
-        got = self._rules_for[k] = JobRules(qmax, r.vo_max, r.group_max, r.vo_node_max, r.group_node_max, groups)
+            groups = self._groups_for[k] = [self.board.groups[key] for key in r.keys]
+        closed = [g for g in groups if g.closed]
+        tiers = (closed, [g for g in groups if not g.closed]) if closed and len(closed) < len(groups) else None
+        got = self._rules_for[k] = JobRules(qmax, r.vo_max, r.group_max, r.vo_node_max, r.group_node_max, groups, tiers)
         return got
 
     def try_job(self, job: Job, vo: str, reason: str) -> str | None:

@@ -27,11 +27,10 @@ nodes running multi-core jobs count among them.
 The nodes chosen are first those of a type closed to other VOs or groups (what such a node holds
 back no other job could have used), then those that waste least: fewest busy cores times the
 time each job is expected to run on, then fewest busy cores. A job is expected to run as long
-again as it has run, but not past its requested walltime: batch job lifetimes are heavy-tailed, so one that has run long
-will likely run long yet (Downey, 1997), and pilots all request the queue's maximum, so the
-requested time alone would pick the nodes whose jobs have run longest -- the slowest to drain.
-A node drained far enough for a waiting
-multi-core job is kept for such jobs `drain.keep` seconds; it leaves the partition when the
+again as it has run, but not past its requested walltime: batch job lifetimes are heavy-tailed,
+so one that has run long will likely run long yet (Downey, 1997), and pilots all request the
+queue's maximum, so the requested time alone would pick the nodes whose jobs have run longest
+-- the slowest to drain. A node drained far enough for a waiting multi-core job is kept for such jobs `drain.keep` seconds; it leaves the partition when the
 keep runs out with no multi-core job started there (a node running multi-core jobs stays:
 when they end it is free for the next), or at once when no multi-core job waits any more.
 

@@ -89,9 +89,9 @@ def place(admission: Admission, usages: dict[str, NodeUsage], ask: Ask, pc: Pack
             return None
         _key, ld = got
         return ld
-    if diverse and pc is None and groups[0].closed and not groups[-1].closed:  # closed types first
-        for tier in (True, False):
-            ld = _best(scan, [g.ranking.keys for g in groups if g.closed is tier], usages, ask, False, None, only, diverse)
+    if diverse and pc is None and rules.tiers is not None:  # closed types first
+        for tier in rules.tiers:
+            ld = _best(scan, [g.ranking.keys for g in tier], usages, ask, False, None, only, diverse)
             if ld is not None:
                 return ld
         return None

@@ -89,8 +89,8 @@ class RequestPlacer:
         groups = rules.groups
         if len(groups) == 1:
             keys = groups[0].ranking.keys
-        elif self.closed_first and groups[0].closed and not groups[-1].closed:
-            keys = [k for tier in (True, False) for k in heapq.merge(*(g.ranking.keys for g in groups if g.closed is tier))]
+        elif self.closed_first and rules.tiers is not None:
+            keys = [k for tier in rules.tiers for k in heapq.merge(*(g.ranking.keys for g in tier))]
         else:
             keys = list(heapq.merge(*(g.ranking.keys for g in groups)))
         if only is not None:

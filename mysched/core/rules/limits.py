@@ -36,6 +36,9 @@ class JobRules(NamedTuple):
     group_node_max: int | None
     groups: list
     """The `NodeGroup`s it may use."""
+    tiers: tuple[list, list] | None = None
+    """(closed, open): its node groups of a closed type and the rest, when it may use both (for
+    mysched the closed ones come first, `mysched.core.place.placement`); None otherwise."""
 
 _NONE = (None, None, None)
 
