@@ -25,6 +25,7 @@ import json
 import os
 import pwd
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -570,14 +571,16 @@ def test_no_reservation_lies_beyond_the_walltime_ceiling(reservation_cycles):
 
 # -- a user runs the scheduler --------------------------------------------------------------
 
-def test_a_users_own_run_once_says_it_is_not_a_manager_and_fails(server, tmp_path):  # noqa: F811
+def test_a_users_own_run_once_says_it_is_not_a_manager_and_fails(server):  # noqa: F811
     """bob runs `mysched run --once` against the farm: every pbs_runjob is refused (15007)."""
     require_quiet_farm(server)
-    jid = plain("bob", "atlas", seconds=60)
+    # not pytest's tmp_path: it lies under /tmp/pytest-of-root (0700), closed to bob
+    tmp_path = Path(tempfile.mkdtemp(prefix="mysched-bob-", dir="/tmp"))
     os.chmod(tmp_path, 0o777)
     cfg = tmp_path / "m.cfg"
     cfg.write_text(VOS)
     cfg.chmod(0o644)
+    jid = plain("bob", "atlas", seconds=60)
     try:
         script = Path(sys.executable).parent / "mysched"
         pw = pwd.getpwnam("bob")
@@ -591,6 +594,7 @@ def test_a_users_own_run_once_says_it_is_not_a_manager_and_fails(server, tmp_pat
         state = {j.id: j.state for j in server.snapshot().jobs}.get(jid)
     finally:
         delete_jobs([jid])
+        shutil.rmtree(tmp_path, ignore_errors=True)
     assert state == JobState.QUEUED, f"bob's run started {jid}"
     said = [ln for ln in res.stderr.splitlines() if re.search(r"manager|operator", ln, re.I)]
     assert res.returncode != 0 and len(said) == 1, \
