@@ -92,8 +92,8 @@ SECTIONS: tuple[Section, ...] = (
                    "a day)"),
         "min_cores": _s(int_(2, MAX_NODE_SLOTS), 2, "jobs of at least this many cores on one node are multi-core"),
         "backfill": _s(one_of(*DRAIN_BACKFILL), "expected", "how long a draining node's own jobs are taken to run, "
-                       "for backfill there: as long again as they have run, at most to their requested walltime "
-                       "(`expected`), or to it (`requested`)"),
+                       "for backfill there: as long again as it has run (twice that on a node draining for at most half its "
+                       "cores), at most to its requested walltime (`expected`), or to it (`requested`)"),
     }),
     Section("history", "The history store and the usage fair share reads.", {
         "window": _s(parse_duration, 2 * 86400.0, "wall-clock history that counts for fair share (at most a year)"),

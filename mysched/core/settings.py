@@ -219,7 +219,8 @@ class DrainConfig:
     """Jobs of at least this many cores are multi-core."""
     backfill: str = "expected"
     """How long a draining node's jobs are taken to run, for backfill there: as long again as
-    they have run, at most to their requested walltime ("expected"), or to it ("requested")."""
+    each has run (`mysched.core.hold.drains.HORIZON_SPAN` times that on a node draining for at
+    most half its cores), at most to its requested walltime ("expected"), or to it ("requested")."""
 
     @property
     def on(self) -> bool:

@@ -147,6 +147,23 @@ def test_with_expected_backfill_a_draining_node_takes_only_jobs_that_end_before_
     assert {s.job_id for s in p.starts} == {"short"}
 
 
+def test_a_node_draining_for_at_most_half_its_cores_takes_jobs_that_end_before_its_jobs_have_likely_ended():
+    """A 90-min job, past the pilots' median end (an hour on) but before they have likely ended
+    (two hours on: HORIZON_SPAN), backfills a node that needs 4 of its 8 cores -- the first
+    pilots of several to end give them -- and not a 4-core node that needs every pilot gone."""
+    def pilots(node, n):
+        return [Job(f"{node}p{i}", "q", "u", "atlas", 1, JobState.RUNNING, 0.0, NOW - 3600, 90 * 3600.0,
+                    placement=((node, 1),)) for i in range(n)]
+    cfg = config_from_text(CFG)
+    mid = q("mid", submit=3, walltime=5400.0)
+    for node, cores, started in (("wn01", 8, {"mid"}), ("wn02", 4, set())):
+        running, nodes = pilots(node, cores - 1), [Node(node, cores)]
+        first = plan(snap(running + [q("mc", cores=4, submit=1)], nodes), cfg, Usage(), NOW)
+        assert set(first.drains) == {node}
+        p = plan(snap(running + [q("mc", cores=4, submit=1), mid], nodes), cfg, Usage(), NOW + 10, drains=first.drains)
+        assert {s.job_id for s in p.starts} == started, node
+
+
 def test_an_unknown_drain_backfill_is_named():
     import pytest
     from mysched.errors import ConfigError

@@ -7,9 +7,10 @@ reservation computed from requested walltimes lies days ahead. So while jobs of 
 smaller than that, so it empties as its jobs end -- except one that ends, by its requested
 walltime, before the jobs already there are expected to (EASY backfill inside the drain, so
 draining nodes do not sit idle). Those jobs are expected to run as long again as they have
-run, at most to their requested walltime (`drain.backfill = "expected"`, the default): taken
-to run to their request, pilots asking the queue's maximum let backfill refill a draining node
-for days while multi-core jobs starve.
+run -- twice that on a node draining for at most half its cores (HORIZON_SPAN) -- at most to
+their requested walltime (`drain.backfill = "expected"`, the default): taken to run to their
+request, pilots asking the queue's maximum let backfill refill a draining node for days while
+multi-core jobs starve.
 
 How much drains follows the demand unless a site bounds it (`drain.rate`, `drain.max_draining`):
 a multi-core job that the fair-share order put ahead of a single-core job started in the same
@@ -60,6 +61,14 @@ RACE = 4
 least one node): which node empties first is not known, so several race. Counted in cores,
 not nodes, so that a 32-core node, room for four 8-core jobs, races for four jobs as four
 8-core nodes do (docs/design/drain.md)."""
+HORIZON_SPAN = 2.0
+"""On a node that drains for at most half its cores, the backfill horizon takes each of its jobs
+to run on this many times as long as it has run (at most to its walltime): by then a job has
+ended with probability 2/3 where P(run > t | run > age) = age / t (Harchol-Balter and Downey,
+1997), against 1/2 at "as long again". Such a horizon is the time the first few of many jobs
+end, which no single long job decides, so backfill up to it seldom delays the room; on a node
+that drains for more, the horizon rests on its longest jobs, and a later one let backfill hold
+the room back (docs/design/drain.md)."""
 ROOM_REASONS = frozenset({Reason.NO_FREE_SLOT, Reason.RESERVED, Reason.DRAINING, Reason.PACKING, Reason.NODE_LOAD, Reason.DOWNTIME})
 """Waits that room on a node would end (not limits, holds or throttles)."""
 
@@ -101,7 +110,7 @@ class Drains:
         self.mc_waiting: list[tuple[Job, str]] = []
         self._drain_prev = previous or {}
         self._horizons: dict[str, float] | None = None
-        self._expect: list[tuple[tuple[tuple[str, int], ...], float, int]] | None = None
+        self._expect: list[tuple[tuple[tuple[str, int], ...], float, float, int]] | None = None
 
     def serves(self, job: Job) -> bool:
         """Is the job the partition's to serve (so no reservation of requested walltimes
@@ -173,13 +182,17 @@ class Drains:
 
     def horizons(self) -> dict[str, float]:
         """Per draining node, when enough of its current jobs are expected to end
-        (`drain.backfill = "expected"`, the default) or end by their requested walltimes
-        ("requested") to free the cores it drains for; now for a node that has them. Worked
-        out once per plan, before any backfill there (a backfilled job ends before it anyway)."""
+        (`drain.backfill = "expected"`, the default: as long again as each has run, or
+        HORIZON_SPAN times that where it drains for at most half its cores) or end by their
+        requested walltimes ("requested") to free the cores it drains for; now for a node that
+        has them. Worked out once per plan, before any backfill there (a backfilled job ends
+        before it anyway)."""
         h = self._horizons
         if h is None:
             h = self._horizons = {}
-            ends = self._expected_ends() if self.cy.cfg.drain.backfill == "expected" else self.ends.by_node()
+            usages = self.board.usages
+            ends = (self._expected_ends({n for n in self.draining if 2 * self.wants[n] <= usages.peek(n).cap})
+                    if self.cy.cfg.drain.backfill == "expected" else self.ends.by_node())
             for name in self.draining:
                 got = self.board.usages[name].room_at(self.wants[name], sorted(ends.get(name, ())), self.cy.now)
                 h[name] = got if math.isfinite(got) else self.cy.now
@@ -380,15 +393,16 @@ class Drains:
                 d = out.get(name)
                 if d is not None and job_cores < d.want:
                     res[name] = res.get(name, 0) + cores
-        for placement, _est, job_cores in self._expected():  # what ran before the cycle
+        for placement, _est, _by, job_cores in self._expected():  # what ran before the cycle
             add(placement, job_cores)
         for st in starts:
             add(st.placement, st.cores)
         return res
 
-    def _expected(self) -> list[tuple[tuple[tuple[str, int], ...], float, int]]:
-        """(placement, seconds it is expected to run on, cores) of each job running before this cycle:
-        as long again as it has run, capped by its requested walltime or its estimate
+    def _expected(self) -> list[tuple[tuple[tuple[str, int], ...], float, float, int]]:
+        """(placement, seconds it is expected to run on, seconds by which it has likely ended,
+        cores) of each job running before this cycle: as long again as it has run, and
+        HORIZON_SPAN times that, capped by its requested walltime or its estimate
         (`mysched.core.rules.runtimes`; inf for a job with neither). Worked out once per plan."""
         out = self._expect
         if out is None:
@@ -400,25 +414,27 @@ class Drains:
                 start = j.start_time
                 age = now - start if start is not None else math.inf
                 rest = end_of(j, now) - now
-                out.append((j.placement, max(0.0, min(age, rest)), j.cores))
+                out.append((j.placement, max(0.0, min(age, rest)), max(0.0, min(HORIZON_SPAN * age, rest)), j.cores))
         return out
 
     def _expected_runs(self) -> dict[str, list[tuple[float, int]]]:
         """Per node, (seconds expected to run on, cores) of its running jobs (1e9 s for a job
         with no start or walltime known)."""
         runs: dict[str, list[tuple[float, int]]] = {}
-        for placement, est, _cores in self._expected():
+        for placement, est, _by, _cores in self._expected():
             est = est if math.isfinite(est) else 1e9
             for name, cores in placement:
                 runs.setdefault(name, []).append((est, cores))
         return runs
 
-    def _expected_ends(self) -> dict[str, list[tuple[float, int]]]:
-        """Per node, (expected end, cores) of what runs there (`drain.backfill = "expected"`;
-        the horizons are worked out before this cycle starts anything)."""
+    def _expected_ends(self, later: set[str]) -> dict[str, list[tuple[float, int]]]:
+        """Per node, (likely end, cores) of what runs there (`drain.backfill = "expected"`;
+        the horizons are worked out before this cycle starts anything): as long again as each
+        job has run, on the nodes of `later` HORIZON_SPAN times that."""
         ends: dict[str, list[tuple[float, int]]] = {}
-        for placement, est, _cores in self._expected():
+        now = self.cy.now
+        for placement, est, by, _cores in self._expected():
             for name, cores in placement:
-                ends.setdefault(name, []).append((self.cy.now + est, cores))
+                ends.setdefault(name, []).append((now + (by if name in later else est), cores))
         return ends
 
