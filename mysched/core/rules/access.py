@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 from typing import NamedTuple
 
-from mysched.core.settings import Config
+from mysched.core.settings import Config, NodeType
 from mysched.core.model.reasons import Reason
 
 
@@ -47,12 +47,15 @@ def queue_admits(config: Config, key: NodeKey, queue: str) -> bool:
     return not key.owners
 
 
+def _type_named(config: Config, ntype: str | None) -> NodeType | None:
+    """The configured node type of that name (None: untyped)."""
+    return next((t for t in config.node_types if t.name == ntype), None) if ntype is not None else None
+
+
 def type_admits(config: Config, ntype: str | None, vo: str, group: str) -> bool:
     """May the VO or group use nodes of this type? Untyped nodes and types that name no VO or
     group are open to everyone."""
-    if ntype is None:
-        return True
-    nt = next((t for t in config.node_types if t.name == ntype), None)
+    nt = _type_named(config, ntype)
     return nt is None or nt.allows(vo, group)
 
 
@@ -60,7 +63,7 @@ def type_closed(config: Config, ntype: str | None) -> bool:
     """Is the node type open only to the VOs and groups it names? The jobs that may use such a
     node go there before open nodes (`mysched.core.place.placement`): what they leave on open
     nodes every job may use, where a typed node they leave idle serves no one else."""
-    nt = next((t for t in config.node_types if t.name == ntype), None) if ntype is not None else None
+    nt = _type_named(config, ntype)
     return nt is not None and nt.closed
 
 
@@ -78,10 +81,8 @@ def consumer_admits(config: Config, key: NodeKey, kind: str, name: str) -> bool:
         return queue_admits(config, key, name)
     if key.owners:
         return False
-    if key.ntype is None:
-        return True
-    nt = next((t for t in config.node_types if t.name == key.ntype), None)
-    if nt is None or (not nt.groups and not nt.vos):
+    nt = _type_named(config, key.ntype)
+    if nt is None or not nt.closed:
         return True
     if kind == "vo":
         return name in nt.vos or any(config.vo_of(g) == name for g in nt.groups)
