@@ -31,9 +31,10 @@ time each job is expected to run on, then fewest busy cores. A job is expected t
 again as it has run, but not past its requested walltime: batch job lifetimes are heavy-tailed,
 so one that has run long will likely run long yet (Downey, 1997), and pilots all request the
 queue's maximum, so the requested time alone would pick the nodes whose jobs have run longest
--- the slowest to drain. A node drained far enough for a waiting multi-core job is kept for such jobs `drain.keep` seconds; it leaves the partition when the
-keep runs out with no multi-core job started there (a node running multi-core jobs stays:
-when they end it is free for the next), or at once when no multi-core job waits any more.
+-- the slowest to drain. A node drained far enough for a waiting multi-core job is kept for
+such jobs `drain.keep` seconds; it leaves the partition when the keep runs out with no
+multi-core job started there (a node running multi-core jobs stays: when they end it is free
+for the next), or at once when no multi-core job waits any more.
 
 The drain state is carried from plan to plan (`Plan.drains` in, the next plan's `drains`
 argument), as reservations are; the planner holds no state of its own.

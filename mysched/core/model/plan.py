@@ -119,9 +119,9 @@ class Plan:
     """Per node of `draining_now`: smaller jobs that end by then (requested walltime) may
     start there (see `mysched.core.hold.drains`)."""
     drain_wants: dict = field(default_factory=dict)
-    """Per node of `draining_now`: the cores of the multi-core job it drained for, the free cores
-    it kept from smaller jobs -- a smaller job took only what was free beyond those, or ended by
-    its horizon."""
+    """Per node of `draining_now`: the cores of the multi-core job it drained for, which it kept
+    free from smaller jobs -- a smaller job took only what was free beyond those, or ended by its
+    horizon."""
     held_free: int = 0
     """Free slots left on draining or reserved nodes after `starts` (what holding them costs now)."""
     pools: dict[str, dict] = field(default_factory=dict)
