@@ -6,7 +6,8 @@ partition that is off, one at its cap, drains held back by their rate, nodes too
 the jobs, or walltimes the planner cannot believe -- and each has a different setting. The
 cause is picked from what the replay counted (`mysched.sim.result.McoreWatch`) and the
 configuration, in this order: nodes too small (no drain makes room a node does not have),
-the partition off, at its cap for most of the time it held nodes, its new drains held back
+the partition off, at its cap (`drain.max_draining`, else half the nodes) for most of the time
+it held nodes, its new drains held back
 by the rate for most of it, most multi-core (or all) jobs without a believed walltime, and
 else draining nodes that took long to get room.
 """
@@ -67,10 +68,15 @@ def _cause(r: SimResult, config: Config, w: McoreWatch) -> tuple[str, str | None
                 f"the multi-core partition never held a node: drain.rate = {_setting(d.rate)} per hour starts none "
                 "(the planner drains whole nodes, at least 1 an hour): raise drain.rate")
     if _share(w.at_cap_s, w.in_use_s) > MOST:
+        held = f"{_share(w.at_cap_s, w.in_use_s):.0%} of the {hms(w.in_use_s)} it held nodes"
+        if w.cap_set:
+            return ("partition_at_cap", "drain.max_draining",
+                    f"the multi-core partition was at its cap (drain.max_draining = {w.cap}) {held}: raise "
+                    "drain.max_draining (or remove it: automatic)")
         return ("partition_at_cap", "drain.max_draining",
-                f"the multi-core partition was at its cap (drain.max_draining = {w.cap}) "
-                f"{_share(w.at_cap_s, w.in_use_s):.0%} of the {hms(w.in_use_s)} it held nodes: raise "
-                "drain.max_draining (or remove it: automatic)")
+                f"the multi-core partition was at its cap, half the nodes ({w.cap}, those running multi-core jobs "
+                f"included), {held}: drain.max_draining above {w.cap} lets it grow, and leaves single-core work "
+                "fewer nodes")
     if _share(w.rate_s, w.in_use_s) > MOST:
         return ("drains_too_slow", "drain.rate",
                 f"new drains were held back by drain.rate = {_setting(d.rate)} per hour "

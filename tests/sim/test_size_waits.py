@@ -86,6 +86,15 @@ def test_a_partition_at_a_tiny_cap_is_named_as_the_cause(tmp_path, capsys):
     assert doc["by_size"]["2-8"]["wait_mean"] > 2 * doc["by_size"]["1"]["wait_mean"] + 600
 
 
+def test_the_automatic_partition_held_at_half_the_nodes_is_named_as_the_cause(tmp_path, capsys):
+    # no drain setting: the partition follows the demand, within half the 10 nodes
+    text, doc = _simulate(tmp_path, capsys, "", "--mcore-fraction", "0.5")
+    why = doc["multicore_why"]
+    assert why["cause"] == "partition_at_cap" and why["setting"] == "drain.max_draining"
+    assert "at its cap, half the nodes (5," in why["text"] and "drain.max_draining above 5" in why["text"]
+    assert why["text"] in text
+
+
 def test_drains_held_back_by_their_rate_name_the_rate(tmp_path, capsys):
     _, doc = _simulate(tmp_path, capsys, "drain = { rate = 1; max_draining = 10; };", "--mcore-fraction", "0.5")
     assert doc["multicore_why"]["cause"] == "drains_too_slow" and doc["multicore_why"]["setting"] == "drain.rate"

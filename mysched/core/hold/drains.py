@@ -74,6 +74,13 @@ ROOM_REASONS = frozenset({Reason.NO_FREE_SLOT, Reason.RESERVED, Reason.DRAINING,
 """Waits that room on a node would end (not limits, holds or throttles)."""
 
 
+def partition_cap(max_draining: int | None, nodes: int) -> int:
+    """The most nodes the partition holds at once, those running multi-core jobs included:
+    `drain.max_draining`, else half the farm's `nodes` (at least one) -- single-core work keeps
+    the other half whatever waits."""
+    return max_draining if max_draining is not None else max(1, nodes // 2)
+
+
 class Drain(NamedTuple):
     node: str
     since: float
@@ -225,7 +232,7 @@ class Drains:
             self._auto_draw(waiting, waits, starts, need, out)
         else:
             # an override left out bounds nothing: at most half the nodes, any number an hour
-            most = cfg.max_draining if cfg.max_draining is not None else self._half()
+            most = partition_cap(cfg.max_draining, len(self.cy.index.entries))
             recent = sum(1 for d in out.values() if self.cy.now - d.since < HOUR)
             per_hour = math.floor(cfg.rate) - recent if cfg.rate is not None else most
             room = min(most - len(out), per_hour, len(waiting) - with_room)
@@ -330,7 +337,7 @@ class Drains:
             # (it has room for the first long before its smaller jobs have all ended)
             capacity += max(1 if small.get(name) else 0, usages.peek(name).free // d.want)
         per_node = max(1.0, self.cy.index.total_slots / max(1, len(self.cy.index.entries)))
-        most = self._half()
+        most = partition_cap(None, len(self.cy.index.entries))
         ranked: dict[int, list[str]] = {}
         for _, want in ahead:
             racers = max(1, math.ceil(RACE * want / per_node - 1e-9))
@@ -379,10 +386,6 @@ class Drains:
             scored.append((not closed[key], shed, ld.used, name))
         scored.sort()
         return [name for *_, name in scored]
-
-    def _half(self) -> int:
-        """Half the farm's nodes: the most that drain at once unless `drain.max_draining` says."""
-        return max(1, len(self.cy.index.entries) // 2)
 
     def _shedding(self, starts: list[Start], out: dict[str, Drain]) -> dict[str, int]:
         """Per partition node, the cores of jobs smaller than those it drains for that run
