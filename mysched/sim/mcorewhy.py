@@ -6,10 +6,10 @@ partition that is off, one at its cap, drains held back by their rate, nodes too
 the jobs, or walltimes the planner cannot believe -- and each has a different setting. The
 cause is picked from what the replay counted (`mysched.sim.result.McoreWatch`) and the
 configuration, in this order: nodes too small (no drain makes room a node does not have),
-the partition off, at its cap (`drain.max_draining`, else half the nodes) for most of the time
-it held nodes, its new drains held back
-by the rate for most of it, most multi-core (or all) jobs without a believed walltime, and
-else draining nodes that took long to get room.
+the partition off (for a baseline policy, also when only the mysched policy's automatic one
+is on), at its cap (`drain.max_draining`, else half the nodes) for most of the time it held
+nodes, its new drains held back by the rate for most of it, most multi-core (or all) jobs
+without a believed walltime, and else draining nodes that took long to get room.
 """
 
 from __future__ import annotations
@@ -59,6 +59,10 @@ def _cause(r: SimResult, config: Config, w: McoreWatch) -> tuple[str, str | None
         return ("partition_off", "policy",
                 "the fifo baseline drains no node for them (mysched, least-loaded and easy drain with drain.rate/"
                 "max_draining)")
+    if d.on and d.auto and r.policy != "mysched":
+        return ("partition_off", "drain.rate/max_draining",
+                f"the {r.policy} baseline runs no automatic partition (following the demand is the mysched "
+                "policy's); it drains only with drain.rate/max_draining set")
     if not d.on:
         return ("partition_off", "drain.rate/max_draining",
                 f"the multi-core partition is off (drain.rate = {_setting(d.rate)}, drain.max_draining = "

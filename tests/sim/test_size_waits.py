@@ -95,6 +95,14 @@ def test_the_automatic_partition_held_at_half_the_nodes_is_named_as_the_cause(tm
     assert why["text"] in text
 
 
+def test_a_baseline_without_drain_settings_is_told_it_runs_no_partition(tmp_path, capsys):
+    # the automatic partition is the mysched policy's; easy drains only with explicit settings
+    _, doc = _simulate(tmp_path, capsys, "", "--mcore-fraction", "0.5", "--policy", "easy")
+    why = doc["multicore_why"]
+    assert why["cause"] == "partition_off" and why["setting"] == "drain.rate/max_draining"
+    assert "easy baseline runs no automatic partition" in why["text"] and "no draining node" not in why["text"]
+
+
 def test_drains_held_back_by_their_rate_name_the_rate(tmp_path, capsys):
     _, doc = _simulate(tmp_path, capsys, "drain = { rate = 1; max_draining = 10; };", "--mcore-fraction", "0.5")
     assert doc["multicore_why"]["cause"] == "drains_too_slow" and doc["multicore_why"]["setting"] == "drain.rate"
