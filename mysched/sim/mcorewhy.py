@@ -79,8 +79,9 @@ def _cause(r: SimResult, config: Config, w: McoreWatch) -> tuple[str, str | None
                     "drain.max_draining (or remove it: automatic)")
         return ("partition_at_cap", "drain.max_draining",
                 f"the multi-core partition was at its cap, half the nodes ({w.cap}, those running multi-core jobs "
-                f"included), {held}: drain.max_draining above {w.cap} lets it grow, and leaves single-core work "
-                "fewer nodes")
+                f"included), {held}: drain.max_draining above {w.cap} lets it grow at single-core work's expense (an "
+                "override: one node drained per waiting multi-core job); replay the workload with it before adopting "
+                "it, on some farms it costs more than it gains")
     if _share(w.rate_s, w.in_use_s) > MOST:
         return ("drains_too_slow", "drain.rate",
                 f"new drains were held back by drain.rate = {_setting(d.rate)} per hour "

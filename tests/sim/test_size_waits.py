@@ -92,6 +92,7 @@ def test_the_automatic_partition_held_at_half_the_nodes_is_named_as_the_cause(tm
     why = doc["multicore_why"]
     assert why["cause"] == "partition_at_cap" and why["setting"] == "drain.max_draining"
     assert "at its cap, half the nodes (5," in why["text"] and "drain.max_draining above 5" in why["text"]
+    assert "replay the workload with it before adopting it" in why["text"]  # it can cost more than it gains
     assert why["text"] in text
 
 
