@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import statistics
 
+from mysched.core.hold.drains import partition_on
 from mysched.core.settings import Config
 from mysched.sim.report import hms
 from mysched.sim.result import McoreWatch, SimResult, multicore_wait
@@ -55,15 +56,15 @@ def _cause(r: SimResult, config: Config, w: McoreWatch) -> tuple[str, str | None
                 f"{w.too_big} of the {w.jobs} multi-core jobs ask for more cores on one node than most nodes have "
                 f"({w.node_slots} slots or fewer): no drain makes that room; larger nodes would (the farm's node "
                 "types, slots per node)")
-    if r.policy == "fifo":
-        return ("partition_off", "policy",
-                "the fifo baseline drains no node for them (mysched, least-loaded and easy drain with drain.rate/"
-                "max_draining)")
-    if d.on and d.auto and r.policy != "mysched":
-        return ("partition_off", "drain.rate/max_draining",
-                f"the {r.policy} baseline runs no automatic partition (following the demand is the mysched "
-                "policy's); it drains only with drain.rate/max_draining set")
-    if not d.on:
+    if not partition_on(d, r.policy):
+        if r.policy == "fifo":
+            return ("partition_off", "policy",
+                    "the fifo baseline drains no node for them (mysched, least-loaded and easy drain with drain.rate/"
+                    "max_draining)")
+        if d.on:  # only the automatic partition, which is the mysched policy's
+            return ("partition_off", "drain.rate/max_draining",
+                    f"the {r.policy} baseline runs no automatic partition (following the demand is the mysched "
+                    "policy's); it drains only with drain.rate/max_draining set")
         return ("partition_off", "drain.rate/max_draining",
                 f"the multi-core partition is off (drain.rate = {_setting(d.rate)}, drain.max_draining = "
                 f"{_setting(d.max_draining)}): set drain.rate/max_draining or remove them (automatic)")
@@ -73,7 +74,7 @@ def _cause(r: SimResult, config: Config, w: McoreWatch) -> tuple[str, str | None
                 "(the planner drains whole nodes, at least 1 an hour): raise drain.rate")
     if _share(w.at_cap_s, w.in_use_s) > MOST:
         held = f"{_share(w.at_cap_s, w.in_use_s):.0%} of the {hms(w.in_use_s)} it held nodes"
-        if w.cap_set:
+        if d.max_draining is not None:
             return ("partition_at_cap", "drain.max_draining",
                     f"the multi-core partition was at its cap (drain.max_draining = {w.cap}) {held}: raise "
                     "drain.max_draining (or remove it: automatic)")

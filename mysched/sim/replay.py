@@ -60,9 +60,9 @@ def simulate(workload: list[TraceJob], config: Config, nodes: tuple[Node, ...], 
     too_large = larger_than_farm(tuple(e.node for e in index.entries))
     drain = config.drain
     sizes = sorted(n.slots for n in nodes if n.state.usable)
-    mcore = McoreWatch(partition_cap(drain.max_draining, len(index.entries)) if drain.on else None,  # what holds
-                       drain.rate, drain.min_cores, sizes[len(sizes) // 2] if sizes else 0,  # multi-core jobs back
-                       cap_set=drain.max_draining is not None)
+    cap = partition_cap(drain.max_draining, len(index.entries)) if drain.on else None
+    mcore = McoreWatch(cap, drain.rate, drain.min_cores,  # what holds multi-core jobs back
+                       sizes[len(sizes) // 2] if sizes else 0)
     ceiling = horizon(config.max_walltime, ())  # walltimes beyond it are taken as unknown (`believed`)
     for tj in workload:
         w = tj.job.walltime  # too big: on one node (no request spreads it), more cores than most nodes have

@@ -295,13 +295,10 @@ class McoreWatch:
     Reads the plan's drains and starts each cycle (a few nodes), its waits only where the rate
     decided."""
 
-    def __init__(self, cap: int | None, rate: float | None, min_cores: int, node_slots: int = 0,
-                 cap_set: bool = True) -> None:
+    def __init__(self, cap: int | None, rate: float | None, min_cores: int, node_slots: int = 0) -> None:
         self.cap = cap
         """The most nodes the partition holds (`partition_cap`: drain.max_draining, else half the
         nodes; None: no partition)."""
-        self.cap_set = cap_set
-        """Is `cap` drain.max_draining (not the half of the nodes it defaults to)?"""
         self.rate = None if rate is None else math.floor(rate)
         """Drains begun per hour at most, as the planner counts them (None: no fixed rate)."""
         self.min_cores = min_cores

@@ -55,6 +55,7 @@ from mysched.core.hold.reservations import Reservations
 from mysched.core.model.batch import Job
 from mysched.core.model.plan import Start, Wait
 from mysched.core.place.board import Board
+from mysched.core.settings import DrainConfig
 
 HOUR = 3600.0
 RACE = 4
@@ -72,6 +73,13 @@ that drains for more, the horizon rests on its longest jobs, and a later one let
 the room back (docs/design/drain.md)."""
 ROOM_REASONS = frozenset({Reason.NO_FREE_SLOT, Reason.RESERVED, Reason.DRAINING, Reason.PACKING, Reason.NODE_LOAD, Reason.DOWNTIME})
 """Waits that room on a node would end (not limits, holds or throttles)."""
+
+
+def partition_on(drain: DrainConfig, policy: str) -> bool:
+    """Does the policy run a multi-core partition under these settings? Explicit settings drain
+    for every policy but fifo, as they always have; the partition that follows the demand is
+    mysched's own (easy and least-loaded stay textbook baselines)."""
+    return drain.on and (policy == "mysched" if drain.auto else policy != "fifo")
 
 
 def partition_cap(max_draining: int | None, nodes: int) -> int:
@@ -104,9 +112,7 @@ class Drains:
         self.resv = resv
         self.dt = dt
         d = cy.cfg.drain
-        # explicit settings drain for every policy but fifo, as they always have; the partition
-        # that follows the demand is mysched's own (easy and least-loaded stay textbook baselines)
-        self.on = d.on and (cy.policy == "mysched" if d.auto else cy.policy != "fifo")
+        self.on = partition_on(d, cy.policy)
         self.mc_min = d.min_cores
         self.auto = self.on and d.auto
         self.draining: dict[str, Drain] = {}
@@ -228,11 +234,11 @@ class Drains:
                 d = d._replace(ready=None)
             out[name] = d
         cfg = self.cy.cfg.drain
+        # an override left out bounds nothing: at most half the nodes, any number an hour
+        most = partition_cap(cfg.max_draining, len(self.cy.index.entries))
         if cfg.auto:
-            self._auto_draw(waiting, waits, starts, need, out)
+            self._auto_draw(waiting, waits, starts, most, out)
         else:
-            # an override left out bounds nothing: at most half the nodes, any number an hour
-            most = partition_cap(cfg.max_draining, len(self.cy.index.entries))
             recent = sum(1 for d in out.values() if self.cy.now - d.since < HOUR)
             per_hour = math.floor(cfg.rate) - recent if cfg.rate is not None else most
             room = min(most - len(out), per_hour, len(waiting) - with_room)
@@ -317,14 +323,14 @@ class Drains:
             waits[job.id] = w._replace(detail=f"{w.detail}; {note}" if w.detail else note)
 
     def _auto_draw(self, waiting: list[tuple[Job, str]], waits: dict[str, Wait], starts: list[Start],
-                   need: int, out: dict[str, Drain]) -> None:
+                   most: int, out: dict[str, Drain]) -> None:
         """Start drains when the partition follows the demand: a multi-core job the fair-share
         order put ahead of a single-core job that started this cycle was overtaken only for
         want of room on one node -- each such job gets RACE times its cores of room in the
         partition, at least one node (the first to have it serves it), drawn for its cores. A
         job behind every start waits as the single-core jobs of its priority do, and drains
         nothing. The whole partition, nodes serving multi-core jobs included, stays within half
-        the nodes."""
+        the nodes (`most`)."""
         last = max((s.rank for s in starts if s.cores < self.mc_min), default=-1)
         ahead = sorted((waits[j.id].rank, j.cores) for j, _ in waiting if waits[j.id].rank < last)
         if not ahead:
@@ -337,7 +343,6 @@ class Drains:
             # (it has room for the first long before its smaller jobs have all ended)
             capacity += max(1 if small.get(name) else 0, usages.peek(name).free // d.want)
         per_node = max(1.0, self.cy.index.total_slots / max(1, len(self.cy.index.entries)))
-        most = partition_cap(None, len(self.cy.index.entries))
         ranked: dict[int, list[str]] = {}
         for _, want in ahead:
             racers = max(1, math.ceil(RACE * want / per_node - 1e-9))
